@@ -1,0 +1,401 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Enforcement says what the admission webhook does when a policy's proof
+// fails.
+// +kubebuilder:validation:Enum=Deny;Warn;Audit
+type Enforcement string
+
+const (
+	// EnforcementDeny refuses rollouts of matching workloads while the proof
+	// is Violated or Unknown (fail closed).
+	EnforcementDeny Enforcement = "Deny"
+	// EnforcementWarn allows the rollout and returns a warning the client
+	// shows to the person deploying.
+	EnforcementWarn Enforcement = "Warn"
+	// EnforcementAudit allows the rollout and only records an event and a
+	// metric.
+	EnforcementAudit Enforcement = "Audit"
+)
+
+// SASLMechanism is a SASL mechanism supported for Kafka authentication.
+// +kubebuilder:validation:Enum=PLAIN;SCRAM-SHA-256;SCRAM-SHA-512
+type SASLMechanism string
+
+const (
+	SASLPlain       SASLMechanism = "PLAIN"
+	SASLScramSHA256 SASLMechanism = "SCRAM-SHA-256"
+	SASLScramSHA512 SASLMechanism = "SCRAM-SHA-512"
+)
+
+// Verdict is the outcome of a retention proof.
+// +kubebuilder:validation:Enum=Proven;Violated;Unknown
+type Verdict string
+
+const (
+	VerdictProven   Verdict = "Proven"
+	VerdictViolated Verdict = "Violated"
+	VerdictUnknown  Verdict = "Unknown"
+)
+
+// ConsumerRetentionPolicySpec declares one consumer group, the topics it
+// reads, how long it must be able to stay down, and which workloads consume
+// as that group.
+type ConsumerRetentionPolicySpec struct {
+	// groupID is the Kafka consumer group id (group.id) whose committed
+	// offsets are proven, exactly as the consumers configure it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	GroupID string `json:"groupID"`
+
+	// topics are the Kafka topics the group consumes. Every partition of
+	// every topic is checked. Names must be unique.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=249
+	// +kubebuilder:validation:items:Pattern=`^[a-zA-Z0-9._-]+$`
+	Topics []string `json:"topics"`
+
+	// recoveryWindow is the longest downtime this consumer must survive
+	// without losing records, as a Go duration such as "72h" or "240h"
+	// (days are written in hours). The proof fails when a topic's
+	// retention.ms, or the brokers' offsets.retention.minutes, is shorter
+	// than this window: a consumer down that long would restart from a
+	// position that no longer proves anything.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="spec.recoveryWindow must be a positive duration, e.g. 72h"
+	RecoveryWindow metav1.Duration `json:"recoveryWindow"`
+
+	// selector matches the pod template labels of the Deployments and
+	// StatefulSets that consume as this group. Their rollouts are refused
+	// (or warned about, see enforcement) while the proof fails.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="spec.selector must select the consumer's pods: set matchLabels or matchExpressions (an empty selector would match every workload in the namespace)"
+	Selector metav1.LabelSelector `json:"selector"`
+
+	// enforcement is what the admission webhook does with a rollout of a
+	// matching workload while the proof is Violated or Unknown: Deny
+	// refuses it (the default), Warn allows it with a warning shown to the
+	// client, Audit allows it and records an event and a metric.
+	// +optional
+	// +kubebuilder:default=Deny
+	Enforcement Enforcement `json:"enforcement,omitempty"`
+
+	// checkInterval is how often the brokers are observed and the proof
+	// re-evaluated, as a Go duration. Default 1m, minimum 10s.
+	// +optional
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="spec.checkInterval must be at least 10s"
+	CheckInterval *metav1.Duration `json:"checkInterval,omitempty"`
+
+	// allowInfiniteRetention accepts topics with retention.ms = -1
+	// (records never expire by time). Off by default: -1 is often a
+	// misconfiguration, and size-based deletion may still apply.
+	// +optional
+	AllowInfiniteRetention bool `json:"allowInfiniteRetention,omitempty"`
+
+	// allowSizeBoundedRetention accepts topics whose retention.bytes is not
+	// -1. Off by default: size-bounded retention can delete records well
+	// before retention.ms when traffic spikes, so no time window is proven.
+	// +optional
+	AllowSizeBoundedRetention bool `json:"allowSizeBoundedRetention,omitempty"`
+
+	// consumer, when set, also proves the client fails loudly instead of
+	// skipping: the matching pod templates must set the offset-reset
+	// environment variable to none/error (and auto commit off, if named).
+	// +optional
+	Consumer *ConsumerClientSpec `json:"consumer,omitempty"`
+
+	// kafka is how to reach the cluster that holds the group and topics.
+	// +required
+	Kafka KafkaConnection `json:"kafka"`
+}
+
+// ConsumerClientSpec names the environment variables through which the
+// consumer's client is configured, so the webhook can check them in the pod
+// template.
+type ConsumerClientSpec struct {
+	// container is the name of the container in the pod template that runs
+	// the consumer. Empty: every container is checked.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Container string `json:"container,omitempty"`
+
+	// offsetResetEnv is the environment variable holding the client's
+	// auto.offset.reset. Its value must be "none" (Java, franz-go) or
+	// "error" (librdkafka): any other value lets the client silently skip
+	// records when its position has expired.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z][-._a-zA-Z0-9]*$`
+	OffsetResetEnv string `json:"offsetResetEnv"`
+
+	// autoCommitEnv is the environment variable holding the client's
+	// enable.auto.commit. When set, its value must be "false": auto commit
+	// advances offsets past records that were never processed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z][-._a-zA-Z0-9]*$`
+	AutoCommitEnv string `json:"autoCommitEnv,omitempty"`
+}
+
+// KafkaConnection is how to reach a Kafka cluster.
+type KafkaConnection struct {
+	// bootstrapServers are host:port addresses of brokers, e.g.
+	// "kafka-0.kafka:9092". The manager may restrict which servers policies
+	// may name (--allowed-bootstrap-servers).
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=261
+	// +kubebuilder:validation:XValidation:rule="self.all(s, s.matches('^(\\\\[[0-9a-fA-F:.]+\\\\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):[0-9]{1,5}$'))",message="spec.kafka.bootstrapServers: each entry must be host:port, e.g. kafka-0.kafka:9092"
+	BootstrapServers []string `json:"bootstrapServers"`
+
+	// tls enables TLS. The Secret, in the policy's namespace, may hold
+	// ca.crt (the CA that signed the brokers' certificates; the system
+	// pool when absent) and tls.crt with tls.key (a client certificate for
+	// mutual TLS).
+	// +optional
+	TLS *KafkaTLS `json:"tls,omitempty"`
+
+	// sasl enables SASL authentication with the username and password
+	// keys of a Secret in the policy's namespace.
+	// +optional
+	SASL *KafkaSASL `json:"sasl,omitempty"`
+}
+
+// KafkaTLS configures TLS to the brokers.
+type KafkaTLS struct {
+	// secretRef names a Secret in the policy's namespace with keys ca.crt,
+	// tls.crt and tls.key (each optional).
+	// +required
+	SecretRef SecretReference `json:"secretRef"`
+
+	// serverName overrides the name checked against the brokers'
+	// certificates. Default: the host of each bootstrap server.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ServerName string `json:"serverName,omitempty"`
+}
+
+// KafkaSASL configures SASL authentication.
+type KafkaSASL struct {
+	// mechanism is the SASL mechanism: PLAIN, SCRAM-SHA-256 or
+	// SCRAM-SHA-512. Use PLAIN only together with TLS.
+	// +required
+	Mechanism SASLMechanism `json:"mechanism"`
+
+	// secretRef names a Secret in the policy's namespace with keys
+	// username and password.
+	// +required
+	SecretRef SecretReference `json:"secretRef"`
+}
+
+// SecretReference names a Secret in the policy's own namespace.
+type SecretReference struct {
+	// name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// ConsumerRetentionPolicyStatus is the proof as last observed.
+type ConsumerRetentionPolicyStatus struct {
+	// observedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: one per clause of the proof (KafkaReachable,
+	// RetentionCoversWindow, GroupOffsetsRetained, OffsetsInRange) and
+	// Ready, which is True only when the proof holds. Reconciling is
+	// present while the first proof is pending.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// proof is the last proof: the verdict and the facts behind it.
+	// +optional
+	Proof *ProofStatus `json:"proof,omitempty"`
+}
+
+// ProofStatus is the outcome of one check against the brokers.
+type ProofStatus struct {
+	// verdict is Proven (the group survives its recovery window), Violated
+	// (a clause fails) or Unknown (a fact could not be read; treated like
+	// Violated by Deny policies).
+	Verdict Verdict `json:"verdict"`
+
+	// proofID identifies the failing facts. The same gap keeps the same ID;
+	// a new gap gets a new one. Put it in the retentionguard.io/override-proof
+	// annotation of a workload to roll out anyway, knowingly.
+	// +optional
+	ProofID string `json:"proofID,omitempty"`
+
+	// checkedAt is when the brokers were observed.
+	CheckedAt metav1.Time `json:"checkedAt"`
+
+	// groupState is the consumer group's state as Kafka reports it
+	// (Empty, Stable, Dead, ...).
+	// +optional
+	GroupState string `json:"groupState,omitempty"`
+
+	// groupProtocol is classic or consumer (KIP-848).
+	// +optional
+	GroupProtocol string `json:"groupProtocol,omitempty"`
+
+	// groupEmptySince is when the group was first seen Empty: its offsets
+	// expire offsets.retention.minutes later.
+	// +optional
+	GroupEmptySince *metav1.Time `json:"groupEmptySince,omitempty"`
+
+	// offsetsRetentionMinutes is the brokers' offsets.retention.minutes
+	// (the smallest, when brokers disagree).
+	// +optional
+	OffsetsRetentionMinutes *int64 `json:"offsetsRetentionMinutes,omitempty"`
+
+	// topics are the retention settings read from each topic.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Topics []TopicRetentionStatus `json:"topics,omitempty"`
+
+	// partitionSummary counts partitions by outcome.
+	// +optional
+	PartitionSummary PartitionSummary `json:"partitionSummary,omitempty"`
+
+	// expiredRecords is how many records were deleted by retention before
+	// the group read them (sum of log start minus committed offset).
+	// +optional
+	ExpiredRecords int64 `json:"expiredRecords,omitempty"`
+
+	// recoveryHeadroom is how long the group could go down now without
+	// losing records: the smallest, over partitions, of the timestamp of
+	// the record at the committed offset plus retention.ms minus now.
+	// +optional
+	RecoveryHeadroom *metav1.Duration `json:"recoveryHeadroom,omitempty"`
+
+	// groupOffsetsExpireIn is how long until the empty group's committed
+	// offsets expire.
+	// +optional
+	GroupOffsetsExpireIn *metav1.Duration `json:"groupOffsetsExpireIn,omitempty"`
+
+	// violations are the failing facts, at most 20.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	Violations []ViolationStatus `json:"violations,omitempty"`
+
+	// violationsOmitted counts the violations beyond the 20 listed.
+	// +optional
+	ViolationsOmitted int32 `json:"violationsOmitted,omitempty"`
+
+	// warnings are reported and never deny on their own (low recovery
+	// headroom, group offsets expiring soon).
+	// +optional
+	// +listType=atomic
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// TopicRetentionStatus is one topic's retention settings.
+type TopicRetentionStatus struct {
+	// name of the topic.
+	Name string `json:"name"`
+	// retentionMs is the topic's retention.ms (-1: infinite).
+	// +optional
+	RetentionMs *int64 `json:"retentionMs,omitempty"`
+	// retentionBytes is the topic's retention.bytes (-1: unbounded).
+	// +optional
+	RetentionBytes *int64 `json:"retentionBytes,omitempty"`
+	// cleanupPolicy is the topic's cleanup.policy (delete, compact or both).
+	// +optional
+	CleanupPolicy string `json:"cleanupPolicy,omitempty"`
+}
+
+// PartitionSummary counts partitions by outcome.
+type PartitionSummary struct {
+	// total partitions checked.
+	Total int32 `json:"total"`
+	// inRange: committed offset within [log start, log end], or a fresh
+	// group on a log that starts at 0.
+	InRange int32 `json:"inRange"`
+	// expired: committed offset below log start; records were lost.
+	Expired int32 `json:"expired"`
+	// missing: no committed offset while the log no longer starts at 0.
+	Missing int32 `json:"missing"`
+	// beyondEnd: committed offset above log end (topic recreated or
+	// truncated).
+	BeyondEnd int32 `json:"beyondEnd"`
+}
+
+// ViolationStatus is one failing fact.
+type ViolationStatus struct {
+	// reason is a stable CamelCase reason, e.g. CommittedOffsetExpired.
+	Reason string `json:"reason"`
+	// topic the violation concerns, when it concerns one.
+	// +optional
+	Topic string `json:"topic,omitempty"`
+	// partition the violation concerns, when it concerns one.
+	// +optional
+	Partition *int32 `json:"partition,omitempty"`
+	// message says what is wrong, with the numbers.
+	Message string `json:"message"`
+}
+
+// ConsumerRetentionPolicy proves that a Kafka consumer group can stay down
+// for its recoveryWindow without silently losing records: topic retention
+// covers the window, the group's committed offsets outlive it, and every
+// committed offset still lies inside the retained log. Rollouts of the
+// workloads it selects are refused while the proof fails.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=crp,categories=retentionguard
+// +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.spec.groupID`
+// +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.proof.verdict`
+// +kubebuilder:printcolumn:name="Headroom",type=string,JSONPath=`.status.proof.recoveryHeadroom`
+// +kubebuilder:printcolumn:name="Window",type=string,JSONPath=`.spec.recoveryWindow`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Enforcement",type=string,JSONPath=`.spec.enforcement`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ConsumerRetentionPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec declares the group, its topics, its recovery window, its
+	// consumers and its Kafka connection.
+	// +required
+	Spec ConsumerRetentionPolicySpec `json:"spec"`
+
+	// status is the proof as last observed by the controller.
+	// +optional
+	Status ConsumerRetentionPolicyStatus `json:"status,omitempty"`
+}
+
+// ConsumerRetentionPolicyList is a list of ConsumerRetentionPolicy.
+//
+// +kubebuilder:object:root=true
+type ConsumerRetentionPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ConsumerRetentionPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ConsumerRetentionPolicy{}, &ConsumerRetentionPolicyList{})
+}

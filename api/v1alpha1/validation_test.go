@@ -1,0 +1,259 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping control plane:", err)
+	}
+	os.Exit(code)
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func namespace(t *testing.T, name string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := env.Client.Create(ctx(t), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	return name
+}
+
+// loadSample reads config/samples' policy as an unstructured object.
+func loadSample(t *testing.T) *unstructured.Unstructured {
+	t.Helper()
+	path := filepath.Join(testenv.RepoRoot(), "config", "samples", "retentionguard_v1alpha1_consumerretentionpolicy.yaml")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	u := &unstructured.Unstructured{}
+	if err := yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&u.Object); err != nil {
+		t.Fatalf("decoding %s: %v", path, err)
+	}
+	return u
+}
+
+// The seed 003 settlement consumer's policy from config/samples is valid as
+// written; defaults fill what it leaves out.
+func TestSampleIsAcceptedAndDefaulted(t *testing.T) {
+	u := loadSample(t)
+	namespace(t, u.GetNamespace())
+	if err := env.Client.Create(ctx(t), u); err != nil {
+		t.Fatalf("the sample policy was refused: %v", err)
+	}
+
+	// A minimal policy gets enforcement Deny and checkInterval 1m.
+	ns := namespace(t, "defaults")
+	minimal := &rgv1.ConsumerRetentionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "minimal", Namespace: ns},
+		Spec: rgv1.ConsumerRetentionPolicySpec{
+			GroupID:        "fanout",
+			Topics:         []string{"outbox"},
+			RecoveryWindow: metav1.Duration{Duration: 72 * time.Hour},
+			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": "fanout"}},
+			Kafka:          rgv1.KafkaConnection{BootstrapServers: []string{"kafka:9092"}},
+		},
+	}
+	if err := env.Client.Create(ctx(t), minimal); err != nil {
+		t.Fatalf("minimal policy refused: %v", err)
+	}
+	got := &rgv1.ConsumerRetentionPolicy{}
+	if err := env.Client.Get(ctx(t), client.ObjectKeyFromObject(minimal), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Enforcement != rgv1.EnforcementDeny {
+		t.Errorf("enforcement defaulted to %q, want Deny", got.Spec.Enforcement)
+	}
+	if got.Spec.CheckInterval == nil || got.Spec.CheckInterval.Duration != time.Minute {
+		t.Errorf("checkInterval defaulted to %v, want 1m", got.Spec.CheckInterval)
+	}
+}
+
+// validSpec is a policy spec as unstructured data, to be broken one field at
+// a time (typed structs cannot omit required fields).
+func validSpec() map[string]any {
+	return map[string]any{
+		"groupID":        "ledger-settle-consumer",
+		"topics":         []any{"settle-task"},
+		"recoveryWindow": "240h",
+		"selector":       map[string]any{"matchLabels": map[string]any{"app": "settle"}},
+		"kafka": map[string]any{
+			"bootstrapServers": []any{"kafka-0.kafka:9092"},
+		},
+	}
+}
+
+func TestInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
+	ns := namespace(t, "invalid")
+	cases := []struct {
+		name  string
+		edit  func(spec map[string]any)
+		field string // the field path the API server's message must name
+		also  string // and a phrase saying what to do
+	}{
+		{"zero recovery window", func(s map[string]any) { s["recoveryWindow"] = "0s" }, "spec.recoveryWindow", "positive duration"},
+		{"negative recovery window", func(s map[string]any) { s["recoveryWindow"] = "-240h" }, "spec.recoveryWindow", ""},
+		{"recovery window in days", func(s map[string]any) { s["recoveryWindow"] = "10d" }, "spec.recoveryWindow", ""},
+		{"missing recovery window", func(s map[string]any) { delete(s, "recoveryWindow") }, "spec.recoveryWindow", "Required"},
+		{"5s check interval", func(s map[string]any) { s["checkInterval"] = "5s" }, "spec.checkInterval", "at least 10s"},
+		{"empty bootstrap list", func(s map[string]any) {
+			s["kafka"] = map[string]any{"bootstrapServers": []any{}}
+		}, "spec.kafka.bootstrapServers", ""},
+		{"bootstrap server without port", func(s map[string]any) {
+			s["kafka"] = map[string]any{"bootstrapServers": []any{"kafka-0.kafka"}}
+		}, "spec.kafka.bootstrapServers", "host:port"},
+		{"empty bootstrap server", func(s map[string]any) {
+			s["kafka"] = map[string]any{"bootstrapServers": []any{""}}
+		}, "spec.kafka.bootstrapServers", "host:port"},
+		{"bad SASL mechanism", func(s map[string]any) {
+			s["kafka"].(map[string]any)["sasl"] = map[string]any{"mechanism": "GSSAPI", "secretRef": map[string]any{"name": "u"}}
+		}, "spec.kafka.sasl.mechanism", "SCRAM-SHA-512"},
+		{"SASL without secretRef", func(s map[string]any) {
+			s["kafka"].(map[string]any)["sasl"] = map[string]any{"mechanism": "SCRAM-SHA-512"}
+		}, "spec.kafka.sasl.secretRef", "Required"},
+		{"duplicate topic", func(s map[string]any) { s["topics"] = []any{"settle-task", "settle-task"} }, "spec.topics[1]", "Duplicate"},
+		{"no topics", func(s map[string]any) { s["topics"] = []any{} }, "spec.topics", ""},
+		{"invalid topic name", func(s map[string]any) { s["topics"] = []any{"settle task"} }, "spec.topics[0]", ""},
+		{"missing selector", func(s map[string]any) { delete(s, "selector") }, "spec.selector", "Required"},
+		{"empty selector", func(s map[string]any) { s["selector"] = map[string]any{} }, "spec.selector", "matchLabels"},
+		{"missing group", func(s map[string]any) { delete(s, "groupID") }, "spec.groupID", "Required"},
+		{"unknown enforcement", func(s map[string]any) { s["enforcement"] = "Block" }, "spec.enforcement", "Deny"},
+		{"consumer without offsetResetEnv", func(s map[string]any) { s["consumer"] = map[string]any{"container": "app"} }, "spec.consumer.offsetResetEnv", "Required"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := validSpec()
+			tc.edit(spec)
+			u := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": rgv1.GroupVersion.String(),
+				"kind":       "ConsumerRetentionPolicy",
+				"metadata":   map[string]any{"name": fmt.Sprintf("invalid-%d", i), "namespace": ns},
+				"spec":       spec,
+			}}
+			err := env.Client.Create(ctx(t), u)
+			if err == nil {
+				t.Fatalf("the API server accepted an invalid policy (%s)", tc.name)
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want an Invalid error, got %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("message does not name %s:\n%v", tc.field, err)
+			}
+			if tc.also != "" && !strings.Contains(err.Error(), tc.also) {
+				t.Errorf("message does not say %q:\n%v", tc.also, err)
+			}
+		})
+	}
+	// The valid spec itself passes: the cases above fail for their edit alone.
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": rgv1.GroupVersion.String(), "kind": "ConsumerRetentionPolicy",
+		"metadata": map[string]any{"name": "valid", "namespace": ns}, "spec": validSpec(),
+	}}
+	if err := env.Client.Create(ctx(t), u); err != nil {
+		t.Fatalf("the unedited spec was refused: %v", err)
+	}
+}
+
+// The status subresource is separate from spec: a status write does not
+// change spec, and the proof is stored as written.
+func TestStatusSubresourceStoresProof(t *testing.T) {
+	ns := namespace(t, "status")
+	p := &rgv1.ConsumerRetentionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
+		Spec: rgv1.ConsumerRetentionPolicySpec{
+			GroupID: "g", Topics: []string{"t"}, RecoveryWindow: metav1.Duration{Duration: time.Hour},
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
+			Kafka:    rgv1.KafkaConnection{BootstrapServers: []string{"[::1]:9092"}},
+		},
+	}
+	if err := env.Client.Create(ctx(t), p); err != nil {
+		t.Fatal(err)
+	}
+	part := int32(3)
+	p.Status.ObservedGeneration = p.Generation
+	p.Status.Proof = &rgv1.ProofStatus{
+		Verdict: rgv1.VerdictViolated, ProofID: "7f3a9c21", CheckedAt: metav1.Now(),
+		ExpiredRecords:   4200,
+		PartitionSummary: rgv1.PartitionSummary{Total: 24, InRange: 23, Expired: 1},
+		Violations:       []rgv1.ViolationStatus{{Reason: "CommittedOffsetExpired", Topic: "t", Partition: &part, Message: "m"}},
+	}
+	if err := env.Client.Status().Update(ctx(t), p); err != nil {
+		t.Fatalf("status update refused: %v", err)
+	}
+	got := &rgv1.ConsumerRetentionPolicy{}
+	if err := env.Client.Get(ctx(t), client.ObjectKeyFromObject(p), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Proof == nil || got.Status.Proof.ExpiredRecords != 4200 || *got.Status.Proof.Violations[0].Partition != 3 {
+		t.Fatalf("proof not stored as written: %+v", got.Status.Proof)
+	}
+}
+
+// kubectl explain, against the real API server, prints the field docs
+// written for its readers.
+func TestKubectlExplainShowsFieldDocs(t *testing.T) {
+	kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The API server publishes new CRDs' OpenAPI asynchronously.
+	var out []byte
+	var err error
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err = exec.Command(kubectl, "--kubeconfig", kubeconfig, "explain", "consumerretentionpolicy.spec.recoveryWindow").CombinedOutput()
+		if err == nil && strings.Contains(string(out), "longest downtime") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("kubectl explain: %v\n%s", err, out)
+	}
+	for _, want := range []string{"recoveryWindow", "longest downtime", "retention.ms", "offsets.retention.minutes"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("kubectl explain output lacks %q:\n%s", want, out)
+		}
+	}
+	t.Logf("kubectl explain consumerretentionpolicy.spec.recoveryWindow:\n%s", out)
+}
+
+var _ runtime.Object = &rgv1.ConsumerRetentionPolicy{}

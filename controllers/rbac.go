@@ -1,0 +1,14 @@
+// Package controllers holds the reconciler that keeps every
+// ConsumerRetentionPolicy's proof current: observe Kafka, prove, patch status.
+package controllers
+
+// The manager's permissions, generated into config/rbac/role.yaml by
+// controller-gen (`make manifests`).
+//
+// +kubebuilder:rbac:groups=retentionguard.io,resources=consumerretentionpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=retentionguard.io,resources=consumerretentionpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
