@@ -395,7 +395,3 @@ type ConsumerRetentionPolicyList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ConsumerRetentionPolicy `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ConsumerRetentionPolicy{}, &ConsumerRetentionPolicyList{})
-}

@@ -3,13 +3,17 @@
 // able to stay down for its recovery window without losing records to topic
 // retention or to the expiry of its committed offsets.
 //
+// The package depends only on the standard library and k8s.io/apimachinery,
+// so other projects can import it cheaply.
+//
 // +kubebuilder:object:generate=true
 // +groupName=retentionguard.io
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -17,8 +21,14 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "retentionguard.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the types of this API with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the types of this API to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &ConsumerRetentionPolicy{}, &ConsumerRetentionPolicyList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

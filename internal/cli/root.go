@@ -28,11 +28,6 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// usagef returns a usage error (exit code 64).
-func usagef(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
-
 // exitError carries an exit code chosen by a subcommand (e.g. check's 1 and 2).
 type exitError struct {
 	code int
