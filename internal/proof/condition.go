@@ -1,0 +1,70 @@
+package proof
+
+// clauseOutcome collects what one clause found, and turns it into the
+// clause's condition.
+type clauseOutcome struct {
+	clause string
+	// violations: facts that fail, and facts that are missing (see
+	// missingFact).
+	violations []Violation
+	// notEvaluated describes facts that a KafkaReachable failure already
+	// explains: they make the clause Unknown without a violation of their
+	// own (the failure's violation says what happened).
+	notEvaluated []string
+}
+
+// missingFact reports whether a violation reason speaks of a fact that could
+// not be read (Unknown) rather than a fact that fails (False).
+func missingFact(reason string) bool {
+	switch reason {
+	case ReasonRetentionUnreadable, ReasonOffsetsRetentionUnreadable, ReasonNotEvaluated:
+		return true
+	}
+	return false
+}
+
+func (o *clauseOutcome) add(v Violation) {
+	v.Clause = o.clause
+	o.violations = append(o.violations, v)
+}
+
+// condition sorts the violations and decides the clause's condition: False
+// when a fact fails (it dominates missing facts), Unknown when a fact is
+// missing, else True with the given reason and message.
+func (o *clauseOutcome) condition(holdsReason, holdsMessage string) Condition {
+	sortViolations(o.violations)
+	var failing, missing []Violation
+	for _, v := range o.violations {
+		if missingFact(v.Reason) {
+			missing = append(missing, v)
+		} else {
+			failing = append(failing, v)
+		}
+	}
+	switch {
+	case len(failing) > 0:
+		return Condition{Type: o.clause, Status: ConditionFalse, Reason: failing[0].Reason, Message: summarize(failing, nil)}
+	case len(missing) > 0 || len(o.notEvaluated) > 0:
+		reason := ReasonNotEvaluated
+		if len(missing) > 0 {
+			reason = missing[0].Reason
+		}
+		return Condition{Type: o.clause, Status: ConditionUnknown, Reason: reason, Message: summarize(missing, o.notEvaluated)}
+	}
+	return Condition{Type: o.clause, Status: ConditionTrue, Reason: holdsReason, Message: holdsMessage}
+}
+
+// summarize is the first message, and how many more there are.
+func summarize(vs []Violation, notes []string) string {
+	var first string
+	switch {
+	case len(vs) > 0:
+		first = vs[0].Message
+	case len(notes) > 0:
+		first = notes[0]
+	}
+	if more := len(vs) + len(notes) - 1; more > 0 {
+		return first + " (and " + itoa(int64(more)) + " more)"
+	}
+	return first
+}

@@ -1,0 +1,130 @@
+package proof
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config keys, as Kafka names them.
+const (
+	keyCleanupPolicy           = "cleanup.policy"
+	keyRetentionMs             = "retention.ms"
+	keyRetentionBytes          = "retention.bytes"
+	keyOffsetsRetentionMinutes = "offsets.retention.minutes"
+)
+
+// retentionConfig is one topic's retention configuration, read once and
+// shared by the RetentionCoversWindow clause and the headroom warning.
+type retentionConfig struct {
+	// cleanupProblem is non-empty when cleanup.policy could not be read;
+	// nothing else is known then.
+	cleanupProblem string
+	deletes        bool // cleanup.policy contains "delete"
+
+	// msProblem is non-empty when retention.ms could not be read.
+	msProblem string
+	ms        int64 // negative: infinite (Kafka skips time-based deletion)
+
+	// bytesProblem is non-empty when retention.bytes could not be read.
+	bytesProblem string
+	bytes        int64 // negative: no size bound
+}
+
+// finiteRetention returns retention.ms as a duration when records of this
+// topic are deleted by time after a known delay.
+func (rc retentionConfig) finiteRetention() (time.Duration, bool) {
+	if rc.cleanupProblem != "" || !rc.deletes || rc.msProblem != "" || rc.ms < 0 {
+		return 0, false
+	}
+	return millisToDuration(rc.ms), true
+}
+
+func readRetentionConfig(t *TopicObservation) retentionConfig {
+	var rc retentionConfig
+	rc.deletes, rc.cleanupProblem = readCleanupPolicy(t.CleanupPolicy)
+	if rc.cleanupProblem != "" || !rc.deletes {
+		return rc
+	}
+	rc.ms, rc.msProblem = readInt(keyRetentionMs, t.RetentionMs)
+	rc.bytes, rc.bytesProblem = readInt(keyRetentionBytes, t.RetentionBytes)
+	return rc
+}
+
+// readCleanupPolicy reads cleanup.policy, a comma-separated list of
+// "delete" and "compact". Anything else is unreadable: the proof does not
+// guess whether an unknown policy deletes records.
+func readCleanupPolicy(v ConfigValue) (deletes bool, problem string) {
+	if problem := unreadable(keyCleanupPolicy, v); problem != "" {
+		return false, problem
+	}
+	if strings.TrimSpace(v.Value) == "" {
+		return false, keyCleanupPolicy + " is empty"
+	}
+	for item := range strings.SplitSeq(v.Value, ",") {
+		switch strings.ToLower(strings.TrimSpace(item)) {
+		case "delete":
+			deletes = true
+		case "compact":
+		default:
+			return false, keyCleanupPolicy + " " + quoteValue(v.Value) + " is not a list of delete and compact"
+		}
+	}
+	return deletes, ""
+}
+
+// readInt reads an integer config value; problem says why it could not.
+func readInt(key string, v ConfigValue) (n int64, problem string) {
+	if problem := unreadable(key, v); problem != "" {
+		return 0, problem
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
+	if err != nil {
+		return 0, key + " " + quoteValue(v.Value) + " is not an integer"
+	}
+	return n, ""
+}
+
+func unreadable(key string, v ConfigValue) string {
+	switch {
+	case !v.Present:
+		return key + " could not be read (not in the broker's answer)"
+	case v.Null:
+		return key + " is null"
+	}
+	return ""
+}
+
+// readOffsetsRetention reads the broker's offsets.retention.minutes. Kafka
+// requires at least 1; a smaller value is not something a broker runs
+// with, so it is unreadable rather than guessed at.
+func readOffsetsRetention(v ConfigValue) (minutes int64, problem string) {
+	minutes, problem = readInt(keyOffsetsRetentionMinutes, v)
+	if problem == "" && minutes < 1 {
+		return 0, keyOffsetsRetentionMinutes + " " + itoa(minutes) + " is not a valid value (Kafka requires at least 1)"
+	}
+	return minutes, problem
+}
+
+// millisToDuration converts milliseconds to a duration, saturating instead
+// of overflowing.
+func millisToDuration(ms int64) time.Duration {
+	return saturatingMul(ms, int64(time.Millisecond))
+}
+
+// minutesToDuration converts minutes to a duration, saturating instead of
+// overflowing.
+func minutesToDuration(minutes int64) time.Duration {
+	return saturatingMul(minutes, int64(time.Minute))
+}
+
+func saturatingMul(v, unit int64) time.Duration {
+	switch {
+	case v > math.MaxInt64/unit:
+		return math.MaxInt64
+	case v < math.MinInt64/unit:
+		return math.MinInt64
+	}
+	return time.Duration(v * unit)
+}

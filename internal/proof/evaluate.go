@@ -1,0 +1,125 @@
+package proof
+
+import (
+	"time"
+)
+
+// Evaluate proves, from one observation, whether the policy's consumer
+// group can be down for its recovery window and resume without losing a
+// record. It is pure and deterministic: the same inputs give the same
+// Result, whatever the order of topics, partitions or failures in the
+// observation.
+//
+// The proof covers every topic the policy names and every topic in the
+// observation. A fact the observation lacks is never taken as passing: it
+// makes its clause Unknown, and the verdict at best Unknown. A fact that
+// fails makes its clause False and the verdict Violated, which dominates
+// Unknown.
+func Evaluate(obs Observation, p Policy, now time.Time) Result {
+	f := gatherFacts(&obs, p, now)
+
+	reachable, reachableV := kafkaReachable(f)
+	retention, retentionV := retentionCoversWindow(f)
+	offsetsRetained, offsetsRetainedV := groupOffsetsRetained(f)
+	inRange, inRangeV, partitions := offsetsInRange(f)
+
+	conditions := make([]Condition, 0, len(ClauseTypes))
+	conditions = append(conditions, reachable, retention, offsetsRetained, inRange)
+	verdict := verdictOf(conditions)
+	conditions = append(conditions, ready(verdict, conditions, f))
+
+	// Each clause sorted its own violations; clauses come in ClauseTypes
+	// order, so the concatenation is sorted.
+	violations := make([]Violation, 0, len(reachableV)+len(retentionV)+len(offsetsRetainedV)+len(inRangeV))
+	violations = append(violations, reachableV...)
+	violations = append(violations, retentionV...)
+	violations = append(violations, offsetsRetainedV...)
+	violations = append(violations, inRangeV...)
+
+	r := Result{
+		Verdict:    verdict,
+		ProofID:    proofID(verdict, p.UID, violations),
+		Conditions: conditions,
+		Violations: violations,
+		Partitions: partitions,
+		Summary:    summarizePartitions(partitions),
+	}
+	for i := range partitions {
+		r.ExpiredRecords = addSaturating(r.ExpiredRecords, partitions[i].ExpiredRecords)
+	}
+
+	var w *Warning
+	r.RecoveryHeadroom, r.HasRecoveryHeadroom, w = recoveryHeadroom(p.RecoveryWindow, partitions)
+	if w != nil {
+		r.Warnings = append(r.Warnings, *w)
+	}
+	r.GroupOffsetsExpireIn, r.HasGroupOffsetsExpireIn, w = groupOffsetsExpireIn(f)
+	if w != nil {
+		r.Warnings = append(r.Warnings, *w)
+	}
+	return r
+}
+
+// verdictOf combines the clause conditions: Violated when a clause is False
+// on the facts, Unknown when a fact is missing or a request failed
+// (KafkaReachable False proves no loss), else Proven.
+func verdictOf(conditions []Condition) Verdict {
+	verdict := Proven
+	for _, c := range conditions {
+		switch {
+		case c.Status == ConditionFalse && c.Type != ClauseKafkaReachable:
+			return Violated
+		case c.Status != ConditionTrue:
+			verdict = Unknown
+		}
+	}
+	return verdict
+}
+
+// ready is the Ready condition: True when proven; otherwise the reason and
+// message of the clause that decided the verdict — the first False clause
+// when Violated, the first clause that does not hold when Unknown.
+func ready(verdict Verdict, conditions []Condition, f *facts) Condition {
+	c := Condition{Type: ClauseReady}
+	switch verdict {
+	case Proven:
+		c.Status, c.Reason = ConditionTrue, ReasonProven
+		c.Message = "group " + groupName(f) + " can be down for recoveryWindow " + FormatDuration(f.policy.RecoveryWindow) +
+			" and resume without losing a record"
+		return c
+	case Violated:
+		c.Status = ConditionFalse
+	default:
+		c.Status = ConditionUnknown
+	}
+	for _, cl := range conditions {
+		decides := cl.Status != ConditionTrue
+		if verdict == Violated {
+			decides = cl.Status == ConditionFalse && cl.Type != ClauseKafkaReachable
+		}
+		if decides {
+			c.Reason, c.Message = cl.Reason, cl.Type+": "+cl.Message
+			return c
+		}
+	}
+	return c
+}
+
+func summarizePartitions(partitions []PartitionResult) PartitionSummary {
+	s := PartitionSummary{Total: len(partitions)}
+	for i := range partitions {
+		switch partitions[i].Reason {
+		case "":
+			if partitions[i].Verdict == Proven {
+				s.InRange++
+			}
+		case ReasonCommittedOffsetExpired:
+			s.Expired++
+		case ReasonNoCommittedOffset:
+			s.Missing++
+		case ReasonCommittedOffsetBeyondLogEnd:
+			s.BeyondEnd++
+		}
+	}
+	return s
+}

@@ -1,0 +1,444 @@
+package proof
+
+import (
+	"encoding/hex"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// FuzzEvaluate builds observations and policies from fuzz bytes and checks
+// the proof's invariants: it is Proven exactly when every fact is readable
+// and holds (an independent oracle below), Proven ⇔ empty proofID,
+// violations and partitions sorted, the result deterministic and
+// independent of input order, ExpiredRecords the sum over partitions, and
+// no panic.
+func FuzzEvaluate(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	// healthy: one topic, 30d retention, in range
+	f.Add([]byte{2, 5, 2, 6, 1, 3, 1, 0, 2, 1, 0, 5, 3, 3, 0, 2, 0, 0, 0})
+	f.Add([]byte("seed000 committed below log start"))
+	f.Add([]byte("seed003 offsets.retention.minutes 10080 vs 240h window, no committed offset"))
+	f.Add([]byte("seed002 replay inside [logStart, logEnd]"))
+	f.Add([]byte{255, 254, 253, 252, 251, 250, 249, 248, 247, 246, 245, 244, 243, 242, 241, 240})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in := fuzzInput(data)
+		r := Evaluate(in.obs, in.policy, in.now)
+
+		checkInvariants(t, in, r)
+
+		if again := Evaluate(in.obs, in.policy, in.now); !reflect.DeepEqual(r, again) {
+			t.Fatalf("Evaluate is not deterministic:\n%+v\n%+v", r, again)
+		}
+		if reordered := Evaluate(reverseInput(in.obs), reversed(in.policy), in.now); !reflect.DeepEqual(r, reordered) {
+			t.Fatalf("Evaluate depends on input order:\n%+v\n%+v", r, reordered)
+		}
+	})
+}
+
+type fuzzCase struct {
+	obs    Observation
+	policy Policy
+	now    time.Time
+}
+
+// byteReader hands out fuzz bytes; past the end it returns zeros.
+type byteReader []byte
+
+func (b *byteReader) next() byte {
+	if len(*b) == 0 {
+		return 0
+	}
+	c := (*b)[0]
+	*b = (*b)[1:]
+	return c
+}
+
+func (b *byteReader) pick(n int) int { return int(b.next()) % n }
+
+// config is, half the time, the first (passing) value, so that inputs where
+// everything else holds are common; otherwise any value, absent or null.
+func (b *byteReader) config(values []string) ConfigValue {
+	v := b.next()
+	if v < 128 {
+		return cfg(values[0])
+	}
+	switch i := int(v-128) % (len(values) + 2); i {
+	case 0:
+		return ConfigValue{}
+	case 1:
+		return ConfigValue{Present: true, Null: true}
+	default:
+		return cfg(values[i-2])
+	}
+}
+
+// offset is mostly a small number, so that log start, log end and committed
+// offsets meet at their boundaries, often NoOffset, and sometimes an
+// extreme.
+func (b *byteReader) offset() int64 {
+	v := b.next()
+	switch {
+	case v < 200:
+		return int64(v % 12)
+	case v < 240:
+		return NoOffset
+	}
+	extremes := []int64{-2, math.MaxInt64, math.MaxInt64 - 1, math.MinInt64, 1 << 40}
+	return extremes[int(v-240)%len(extremes)]
+}
+
+func (b *byteReader) moment(base time.Time) time.Time {
+	v := b.next()
+	if v%4 == 0 {
+		return time.Time{}
+	}
+	return base.Add(-time.Duration(v) * 3 * time.Hour)
+}
+
+var (
+	fuzzTopics = []string{"a", "b", "c", "d"}
+	// The first value of each list holds for every window in fuzzWindows.
+	fuzzRetention  = []string{"2592000000", "-1", "-2", "0", "3600000", "863999999", "864000000", "9223372036854775807", "99999999999999999999", "7d", " 864000000 ", ""}
+	fuzzBytes      = []string{"-1", "-2", "0", "1024", "x"}
+	fuzzCleanup    = []string{"delete", "compact", "compact,delete", "delete, compact", "Delete", "tiered", "", "delete,"}
+	fuzzOffsetsRet = []string{"43200", "10080", "14399", "14400", "0", "-5", "1", "9223372036854775807", "week"}
+	fuzzWindows    = []time.Duration{time.Millisecond, time.Hour, 240 * time.Hour, 720 * time.Hour, 0}
+	fuzzReasons    = []string{ReasonBrokerUnreachable, ReasonAuthenticationFailed, ReasonAuthorizationFailed, ReasonTopicNotFound, ReasonBootstrapServerNotAllowed, "", "Weird"}
+	fuzzAPIs       = []string{"", "OffsetFetch", "ListOffsets", "DescribeConfigs", "DescribeGroups", "Metadata", "describebrokerconfigs"}
+	fuzzStates     = []string{"", GroupStateEmpty, GroupStateStable, GroupStateDead}
+	fuzzProtocols  = []string{"", ProtocolClassic, ProtocolConsumer, "weird"}
+)
+
+func fuzzInput(data []byte) fuzzCase {
+	b := byteReader(data)
+	in := fuzzCase{now: now.Add(time.Duration(b.next()) * time.Minute)}
+	flags := b.next()
+	in.policy = Policy{
+		UID:                       "uid-" + strconv.Itoa(int(flags>>4)),
+		GroupID:                   "g",
+		RecoveryWindow:            fuzzWindows[b.pick(len(fuzzWindows))],
+		AllowInfiniteRetention:    flags&1 != 0,
+		AllowSizeBoundedRetention: flags&2 != 0,
+	}
+	// The policy names the observed topics, or (when bit 7 is set) any
+	// subset of fuzzTopics.
+	topicBits := b.next()
+
+	in.obs = Observation{
+		ObservedAt:              in.now,
+		OffsetsRetentionMinutes: b.config(fuzzOffsetsRet),
+		Group: GroupObservation{
+			ID:       "g",
+			State:    fuzzStates[b.pick(len(fuzzStates))],
+			Protocol: fuzzProtocols[b.pick(len(fuzzProtocols))],
+		},
+	}
+	in.obs.Group.EmptySince = b.moment(in.now)
+
+	observed := b.next()
+	for i, name := range fuzzTopics[:3] {
+		if observed&(1<<i) == 0 {
+			continue
+		}
+		tp := TopicObservation{
+			Name:           name,
+			RetentionMs:    b.config(fuzzRetention),
+			RetentionBytes: b.config(fuzzBytes),
+			CleanupPolicy:  b.config(fuzzCleanup),
+		}
+		n := b.pick(4)
+		seen := map[int32]bool{}
+		for j := 0; j < n; j++ {
+			p := PartitionObservation{Partition: int32(b.pick(5))}
+			if seen[p.Partition] {
+				continue
+			}
+			seen[p.Partition] = true
+			p.LogStart, p.LogEnd, p.Committed = b.offset(), b.offset(), b.offset()
+			p.CommittedTimestamp = b.moment(in.now)
+			p.LastCommit = b.moment(in.now)
+			tp.Partitions = append(tp.Partitions, p)
+		}
+		in.obs.Topics = append(in.obs.Topics, tp)
+		if topicBits&0x80 == 0 {
+			in.policy.Topics = append(in.policy.Topics, name)
+		}
+	}
+	if topicBits&0x80 != 0 {
+		for i, name := range fuzzTopics {
+			if topicBits&(1<<i) != 0 {
+				in.policy.Topics = append(in.policy.Topics, name)
+			}
+		}
+	}
+
+	for n := b.pick(4); n > 1; n-- { // mostly no failure
+		fl := Failure{
+			Reason:    fuzzReasons[b.pick(len(fuzzReasons))],
+			API:       fuzzAPIs[b.pick(len(fuzzAPIs))],
+			Partition: int32(b.pick(4)) - 1,
+			Message:   "failure " + strconv.Itoa(n),
+		}
+		if t := b.pick(len(fuzzTopics) + 1); t < len(fuzzTopics) {
+			fl.Topic = fuzzTopics[t]
+		}
+		in.obs.Failures = append(in.obs.Failures, fl)
+	}
+	return in
+}
+
+// reverseInput returns a deep copy with topics, partitions and failures in
+// reverse order.
+func reverseInput(o Observation) Observation {
+	o.Topics = slices.Clone(o.Topics)
+	slices.Reverse(o.Topics)
+	for i := range o.Topics {
+		o.Topics[i].Partitions = slices.Clone(o.Topics[i].Partitions)
+		slices.Reverse(o.Topics[i].Partitions)
+	}
+	o.Failures = slices.Clone(o.Failures)
+	slices.Reverse(o.Failures)
+	return o
+}
+
+func reversed(p Policy) Policy {
+	p.Topics = slices.Clone(p.Topics)
+	slices.Reverse(p.Topics)
+	return p
+}
+
+func checkInvariants(t *testing.T, in fuzzCase, r Result) {
+	t.Helper()
+	blockers := mustNotProve(in)
+	switch {
+	case r.Verdict == Proven && len(blockers) > 0:
+		t.Fatalf("Proven although %s\ninput: %+v", strings.Join(blockers, "; "), in)
+	case r.Verdict != Proven && len(blockers) == 0:
+		t.Fatalf("%s although every fact holds (false alarm)\nviolations: %+v\ninput: %+v", r.Verdict, r.Violations, in)
+	}
+
+	// Proven ⇔ no proofID; otherwise 8 hex digits.
+	if r.Verdict == Proven {
+		if r.ProofID != "" || len(r.Violations) != 0 {
+			t.Fatalf("Proven with proofID %q and violations %+v", r.ProofID, r.Violations)
+		}
+	} else {
+		if _, err := hex.DecodeString(r.ProofID); err != nil || len(r.ProofID) != 8 {
+			t.Fatalf("%s with proofID %q", r.Verdict, r.ProofID)
+		}
+		if len(r.Violations) == 0 {
+			t.Fatalf("%s without a violation to explain it", r.Verdict)
+		}
+	}
+
+	// Violated exactly when a clause other than KafkaReachable fails on facts.
+	factFails := false
+	for _, v := range r.Violations {
+		if v.Clause != ClauseKafkaReachable && !missingFact(v.Reason) {
+			factFails = true
+		}
+	}
+	if factFails != (r.Verdict == Violated) {
+		t.Fatalf("verdict %s, but a violation that fails on facts: %v", r.Verdict, factFails)
+	}
+
+	// Conditions: one per clause, in order; Ready follows the verdict.
+	if len(r.Conditions) != len(ClauseTypes) {
+		t.Fatalf("%d conditions", len(r.Conditions))
+	}
+	for i, c := range r.Conditions {
+		if c.Type != ClauseTypes[i] || c.Reason == "" || c.Message == "" {
+			t.Fatalf("condition %d = %+v", i, c)
+		}
+	}
+	readyStatus := map[Verdict]ConditionStatus{Proven: ConditionTrue, Violated: ConditionFalse, Unknown: ConditionUnknown}[r.Verdict]
+	if ready := r.Conditions[len(r.Conditions)-1]; ready.Status != readyStatus {
+		t.Fatalf("Ready %s with verdict %s", ready.Status, r.Verdict)
+	}
+
+	// Violations sorted by clause order, topic, partition, reason.
+	if !slices.IsSortedFunc(r.Violations, func(a, b Violation) int {
+		if d := slices.Index(ClauseTypes, a.Clause) - slices.Index(ClauseTypes, b.Clause); d != 0 {
+			return d
+		}
+		if a.Topic != b.Topic {
+			return strings.Compare(a.Topic, b.Topic)
+		}
+		if a.Partition != b.Partition {
+			return int(a.Partition) - int(b.Partition)
+		}
+		return strings.Compare(a.Reason, b.Reason)
+	}) {
+		t.Fatalf("violations not sorted: %+v", r.Violations)
+	}
+
+	// Partitions sorted; summary and expired records add up.
+	var sum int64
+	var s PartitionSummary
+	for i, p := range r.Partitions {
+		if i > 0 {
+			q := r.Partitions[i-1]
+			if q.Topic > p.Topic || (q.Topic == p.Topic && q.Partition >= p.Partition) {
+				t.Fatalf("partitions not sorted at %d: %+v", i, r.Partitions)
+			}
+		}
+		if sum > math.MaxInt64-p.ExpiredRecords {
+			sum = math.MaxInt64
+		} else {
+			sum += p.ExpiredRecords
+		}
+		if p.ExpiredRecords < 0 || p.Lag < 0 {
+			t.Fatalf("negative count in %+v", p)
+		}
+		if p.ExpiredRecords > 0 && p.ExpiredRecords != p.LogStart-p.Committed {
+			t.Fatalf("expiredRecords %d != logStart - committed in %+v", p.ExpiredRecords, p)
+		}
+		switch p.Reason {
+		case ReasonCommittedOffsetExpired:
+			s.Expired++
+		case ReasonNoCommittedOffset:
+			s.Missing++
+		case ReasonCommittedOffsetBeyondLogEnd:
+			s.BeyondEnd++
+		case "":
+			s.InRange++
+		}
+		if (p.Reason == "") != (p.Verdict == Proven) {
+			t.Fatalf("partition verdict %s with reason %q", p.Verdict, p.Reason)
+		}
+		if p.HasHeadroom && p.Verdict != Proven {
+			t.Fatalf("headroom on a partition that is not in range: %+v", p)
+		}
+	}
+	s.Total = len(r.Partitions)
+	if s != r.Summary {
+		t.Fatalf("summary %+v, partitions add up to %+v", r.Summary, s)
+	}
+	if sum != r.ExpiredRecords {
+		t.Fatalf("expiredRecords %d, partitions add up to %d", r.ExpiredRecords, sum)
+	}
+
+	// RecoveryHeadroom is the smallest partition headroom.
+	has, least := false, time.Duration(0)
+	for _, p := range r.Partitions {
+		if p.HasHeadroom && (!has || p.Headroom < least) {
+			has, least = true, p.Headroom
+		}
+	}
+	if has != r.HasRecoveryHeadroom || least != r.RecoveryHeadroom {
+		t.Fatalf("recoveryHeadroom %v (%v), smallest partition headroom %v (%v)", r.RecoveryHeadroom, r.HasRecoveryHeadroom, least, has)
+	}
+	for _, w := range r.Warnings {
+		if w.Type != WarningRecoveryHeadroom && w.Type != WarningGroupOffsetsExpireIn || w.Message == "" {
+			t.Fatalf("warning %+v", w)
+		}
+		if w.Duration >= in.policy.RecoveryWindow {
+			t.Fatalf("warning %+v though it covers the window", w)
+		}
+	}
+	if r.HasGroupOffsetsExpireIn && in.obs.Group.State != GroupStateEmpty {
+		t.Fatalf("groupOffsetsExpireIn for a group in state %q", in.obs.Group.State)
+	}
+}
+
+// mustNotProve is the oracle: every reason, read directly from the input,
+// why the proof must not be Proven. It is written apart from the
+// implementation, from the rules in ARCHITECTURE.md.
+func mustNotProve(in fuzzCase) []string {
+	var why []string
+	o, p := in.obs, in.policy
+	if len(o.Failures) > 0 {
+		why = append(why, "a request failed")
+	}
+	if len(o.Topics) == 0 && len(p.Topics) == 0 {
+		why = append(why, "there is nothing to prove")
+	}
+	for _, name := range p.Topics {
+		if !slices.ContainsFunc(o.Topics, func(t TopicObservation) bool { return t.Name == name }) {
+			why = append(why, "policy topic "+name+" was not observed")
+		}
+	}
+	minutes, ok := oracleInt(o.OffsetsRetentionMinutes)
+	switch {
+	case !ok || minutes < 1:
+		why = append(why, "offsets.retention.minutes unreadable")
+	case minutes < int64(p.RecoveryWindow/time.Minute) ||
+		(minutes == int64(p.RecoveryWindow/time.Minute) && p.RecoveryWindow%time.Minute != 0):
+		why = append(why, "offsets.retention.minutes shorter than the window")
+	}
+	for _, t := range o.Topics {
+		deletes, ok := oracleCleanup(t.CleanupPolicy)
+		if !ok {
+			why = append(why, t.Name+": cleanup.policy unreadable")
+		}
+		if ok && deletes {
+			ms, ok := oracleInt(t.RetentionMs)
+			windowMs := p.RecoveryWindow.Milliseconds()
+			switch {
+			case !ok:
+				why = append(why, t.Name+": retention.ms unreadable")
+			case ms < 0 && !p.AllowInfiniteRetention:
+				why = append(why, t.Name+": infinite retention not allowed")
+			case ms >= 0 && (ms < windowMs || (ms == windowMs && p.RecoveryWindow%time.Millisecond != 0)):
+				why = append(why, t.Name+": retention.ms shorter than the window")
+			}
+			bytes, ok := oracleInt(t.RetentionBytes)
+			switch {
+			case !ok:
+				why = append(why, t.Name+": retention.bytes unreadable")
+			case bytes >= 0 && !p.AllowSizeBoundedRetention:
+				why = append(why, t.Name+": size-bounded retention")
+			}
+		}
+		if len(t.Partitions) == 0 {
+			why = append(why, t.Name+": no partitions")
+		}
+		for _, pt := range t.Partitions {
+			name := t.Name + "[" + strconv.Itoa(int(pt.Partition)) + "]"
+			switch {
+			case pt.LogStart < 0 || pt.LogEnd < pt.LogStart:
+				why = append(why, name+": not a log")
+			case pt.Committed == -1 && pt.LogStart > 0:
+				why = append(why, name+": missing offset with log start > 0")
+			case pt.Committed < -1:
+				why = append(why, name+": committed offset below -1")
+			case pt.Committed >= 0 && pt.Committed < pt.LogStart:
+				why = append(why, name+": committed < logStart")
+			case pt.Committed > pt.LogEnd:
+				why = append(why, name+": committed > logEnd")
+			}
+		}
+	}
+	return why
+}
+
+func oracleInt(v ConfigValue) (int64, bool) {
+	if !v.Present || v.Null {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
+	return n, err == nil
+}
+
+func oracleCleanup(v ConfigValue) (deletes, ok bool) {
+	if !v.Present || v.Null {
+		return false, false
+	}
+	items := strings.Split(v.Value, ",")
+	for _, it := range items {
+		switch strings.ToLower(strings.TrimSpace(it)) {
+		case "delete":
+			deletes = true
+		case "compact":
+		default:
+			return false, false
+		}
+	}
+	return deletes, true
+}

@@ -1,0 +1,195 @@
+package proof
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// offsetsInRange holds when every partition's committed offset lies inside
+// the retained log: logStart ≤ committed ≤ logEnd. A partition without a
+// committed offset passes only while logStart is 0: a fresh group can
+// bootstrap from offset 0 without loss, but with logStart > 0 a missing
+// offset cannot prove nothing expired (expired group offsets look exactly
+// like that). Offsets are compared here, never through lag helpers that
+// clamp a committed offset to the log start.
+//
+// It also returns the per-partition results, sorted by topic and partition.
+func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
+	o := clauseOutcome{clause: ClauseOffsetsInRange}
+	total := 0
+	for i := range f.topics {
+		if t := f.topics[i].obs; t != nil {
+			total += len(t.Partitions)
+		}
+	}
+	results := make([]PartitionResult, 0, total)
+	unevaluated := 0
+	for i := range f.topics {
+		t := &f.topics[i]
+		switch {
+		case t.obs == nil:
+			missingTopic(&o, t, "offsets")
+			continue
+		case len(t.obs.Partitions) == 0:
+			o.add(topicViolation("", ReasonNotEvaluated, t.name, t.name+": no partitions observed: its offsets could not be read"))
+			continue
+		}
+		retention, finite := t.retention.finiteRetention()
+		for j := range t.obs.Partitions {
+			po := &t.obs.Partitions[j]
+			results = append(results, PartitionResult{})
+			pr := &results[len(results)-1]
+			setPartitionOffsets(pr, t.name, po)
+			if fl, failed := t.partitionFailure(po.Partition); failed {
+				// A failed request left these offsets unknown: an absent
+				// committed offset here is not "no committed offset".
+				pr.Verdict, pr.Reason = Unknown, failureReason(fl)
+				unevaluated++
+			} else if message := judgePartition(pr); message != "" {
+				o.add(partitionViolation(pr, message))
+			}
+			if finite {
+				setHeadroom(pr, po.CommittedTimestamp, retention, f.now)
+			}
+		}
+	}
+	if !partitionsSorted(results) {
+		slices.SortStableFunc(results, comparePartitions)
+	}
+	if unevaluated > 0 {
+		o.notEvaluated = append(o.notEvaluated,
+			plural(int64(unevaluated), "partition")+" not evaluated: a request for their offsets failed (see "+ClauseKafkaReachable+")")
+	}
+	if len(f.topics) == 0 {
+		o.add(topicViolation("", ReasonNotEvaluated, "", "no topics to prove: the policy names none and none was observed"))
+	}
+
+	cond := o.condition(ReasonOffsetsInRange, inRangeMessage(results))
+	if cond.Status == ConditionFalse {
+		cond.Message = outOfRangeSummary(results) + ": " + cond.Message
+	}
+	return cond, o.violations, results
+}
+
+// partitionsSorted reports whether results are sorted by topic and
+// partition (they are, unless the observer reported partitions out of
+// order). It compares in place: results are too large to copy per element.
+func partitionsSorted(results []PartitionResult) bool {
+	for i := 1; i < len(results); i++ {
+		a, b := &results[i-1], &results[i]
+		if a.Topic > b.Topic || (a.Topic == b.Topic && a.Partition > b.Partition) {
+			return false
+		}
+	}
+	return true
+}
+
+func comparePartitions(a, b PartitionResult) int {
+	if a.Topic != b.Topic {
+		return strings.Compare(a.Topic, b.Topic)
+	}
+	return cmp.Compare(a.Partition, b.Partition)
+}
+
+// setPartitionOffsets copies a partition's offsets into its result and
+// sets its lag: logEnd − committed when committed is in range, else
+// logEnd − logStart.
+func setPartitionOffsets(pr *PartitionResult, topic string, po *PartitionObservation) {
+	pr.Topic, pr.Partition = topic, po.Partition
+	pr.Committed, pr.LogStart, pr.LogEnd = po.Committed, po.LogStart, po.LogEnd
+	switch {
+	case po.LogStart < 0 || po.LogEnd < po.LogStart:
+	case po.Committed >= po.LogStart && po.Committed <= po.LogEnd:
+		pr.Lag = po.LogEnd - po.Committed
+	default:
+		pr.Lag = po.LogEnd - po.LogStart
+	}
+}
+
+// judgePartition sets the partition's verdict, reason and expired records,
+// and returns the violation's message when it is not in range. Messages
+// are built in one buffer: an expired topic can have thousands of them.
+func judgePartition(pr *PartitionResult) (message string) {
+	var m messageBuilder
+	switch {
+	case pr.LogStart < 0 || pr.LogEnd < pr.LogStart || pr.Committed < NoOffset:
+		pr.Verdict, pr.Reason = Unknown, ReasonNotEvaluated
+		m.partition(pr.Topic, pr.Partition)
+		m.text(": the observed offsets are not a Kafka log (log start ").int(pr.LogStart)
+		m.text(", log end ").int(pr.LogEnd)
+		m.text(", committed offset ").int(pr.Committed).text("): cannot evaluate")
+	case pr.Committed == NoOffset && pr.LogStart == 0:
+		pr.Verdict = Proven // a fresh group bootstraps from offset 0: nothing has expired
+		return ""
+	case pr.Committed == NoOffset:
+		pr.Verdict, pr.Reason = Violated, ReasonNoCommittedOffset
+		m.partition(pr.Topic, pr.Partition)
+		m.text(": no committed offset while log start is ").int(pr.LogStart)
+		m.text(": nothing proves the group read offsets below ").int(pr.LogStart)
+		m.text(" before they expired (expired group offsets look exactly like this)")
+	case pr.Committed < pr.LogStart:
+		pr.Verdict, pr.Reason = Violated, ReasonCommittedOffsetExpired
+		pr.ExpiredRecords = pr.LogStart - pr.Committed
+		m.partition(pr.Topic, pr.Partition)
+		m.text(": committed offset ").int(pr.Committed)
+		m.text(" is below log start ").int(pr.LogStart)
+		m.text(": ").count(pr.ExpiredRecords, "record").text(" expired before this group read them")
+	case pr.Committed > pr.LogEnd:
+		pr.Verdict, pr.Reason = Violated, ReasonCommittedOffsetBeyondLogEnd
+		m.partition(pr.Topic, pr.Partition)
+		m.text(": committed offset ").int(pr.Committed)
+		m.text(" is beyond log end ").int(pr.LogEnd)
+		m.text(": the topic was recreated or truncated, so the group's position no longer refers to these records")
+	default:
+		pr.Verdict = Proven
+		return ""
+	}
+	return m.String()
+}
+
+func partitionViolation(pr *PartitionResult, message string) Violation {
+	return Violation{
+		Reason: pr.Reason, Topic: pr.Topic, Partition: pr.Partition, Message: message,
+		Committed: pr.Committed, LogStart: pr.LogStart, LogEnd: pr.LogEnd, ExpiredRecords: pr.ExpiredRecords,
+	}
+}
+
+func inRangeMessage(results []PartitionResult) string {
+	var lag int64
+	for i := range results {
+		lag = addSaturating(lag, results[i].Lag)
+	}
+	return "every committed offset lies between log start and log end on " + plural(int64(len(results)), "partition") +
+		" (total lag " + itoa(lag) + ")"
+}
+
+// outOfRangeSummary counts the partitions out of range by reason, e.g.
+// "3 of 24 partitions out of range: 2 committed offsets below log start (4200 records expired), 1 without a committed offset".
+func outOfRangeSummary(results []PartitionResult) string {
+	var expired, missing, beyond int
+	var records int64
+	for i := range results {
+		switch results[i].Reason {
+		case ReasonCommittedOffsetExpired:
+			expired++
+			records = addSaturating(records, results[i].ExpiredRecords)
+		case ReasonNoCommittedOffset:
+			missing++
+		case ReasonCommittedOffsetBeyondLogEnd:
+			beyond++
+		}
+	}
+	var parts []string
+	if expired > 0 {
+		parts = append(parts, plural(int64(expired), "committed offset")+" below log start ("+plural(records, "record")+" expired)")
+	}
+	if missing > 0 {
+		parts = append(parts, itoa(int64(missing))+" without a committed offset")
+	}
+	if beyond > 0 {
+		parts = append(parts, plural(int64(beyond), "committed offset")+" beyond log end")
+	}
+	return itoa(int64(expired+missing+beyond)) + " of " + plural(int64(len(results)), "partition") + " out of range: " +
+		strings.Join(parts, ", ")
+}

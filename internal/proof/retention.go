@@ -1,0 +1,97 @@
+package proof
+
+import "time"
+
+// retentionCoversWindow holds when no topic can delete a record the group
+// has not read before the recovery window ends: for each topic whose
+// cleanup.policy contains delete, retention.ms is readable, finite (unless
+// infinite retention is allowed) and at least the window, and
+// retention.bytes is -1 (unless size-bounded retention is allowed).
+// Compact-only topics hold: compaction does not delete by time.
+func retentionCoversWindow(f *facts) (Condition, []Violation) {
+	o := clauseOutcome{clause: ClauseRetentionCoversWindow}
+	window := f.policy.RecoveryWindow
+	compacted := 0
+	for i := range f.topics {
+		t := &f.topics[i]
+		if t.obs == nil {
+			missingTopic(&o, t, "retention")
+			continue
+		}
+		rc := t.retention
+		if rc.cleanupProblem != "" {
+			o.add(topicViolation("", ReasonRetentionUnreadable, t.name, t.name+": "+rc.cleanupProblem))
+			continue
+		}
+		if !rc.deletes {
+			compacted++
+			continue
+		}
+		if v, ok := checkRetentionMs(t.name, rc, window, f.policy.AllowInfiniteRetention); !ok {
+			o.add(v)
+		}
+		if v, ok := checkRetentionBytes(t.name, rc, window, f.policy.AllowSizeBoundedRetention); !ok {
+			o.add(v)
+		}
+	}
+	if len(f.topics) == 0 {
+		o.add(topicViolation("", ReasonNotEvaluated, "", "no topics to prove: the policy names none and none was observed"))
+	}
+
+	reason := ReasonRetentionCoversWindow
+	msg := "retention covers recoveryWindow " + FormatDuration(window) + " on " + plural(int64(len(f.topics)), "topic")
+	if compacted > 0 {
+		if compacted == len(f.topics) {
+			reason = ReasonCompactedTopic
+		}
+		msg += " (" + itoa(int64(compacted)) + " compact-only: compaction does not delete records by time)"
+	}
+	return o.condition(reason, msg), o.violations
+}
+
+func checkRetentionMs(topic string, rc retentionConfig, window time.Duration, allowInfinite bool) (Violation, bool) {
+	switch {
+	case rc.msProblem != "":
+		return topicViolation("", ReasonRetentionUnreadable, topic, topic+": "+rc.msProblem), false
+	case rc.ms < 0:
+		if allowInfinite {
+			return Violation{}, true
+		}
+		return topicViolation("", ReasonInfiniteRetentionNotAllowed, topic,
+			topic+": "+keyRetentionMs+" "+itoa(rc.ms)+" (infinite) is not allowed: set a finite "+keyRetentionMs+
+				" of at least recoveryWindow "+FormatDuration(window)+", or allowInfiniteRetention"), false
+	case millisToDuration(rc.ms) < window:
+		return topicViolation("", ReasonRetentionShorterThanWindow, topic,
+			topic+": "+keyRetentionMs+" "+itoa(rc.ms)+" ("+formatMillis(rc.ms)+") is shorter than recoveryWindow "+
+				FormatDuration(window)+": records are deleted before a consumer that went down can come back for them"), false
+	}
+	return Violation{}, true
+}
+
+func checkRetentionBytes(topic string, rc retentionConfig, window time.Duration, allowSizeBounded bool) (Violation, bool) {
+	switch {
+	case rc.bytesProblem != "":
+		return topicViolation("", ReasonRetentionUnreadable, topic, topic+": "+rc.bytesProblem), false
+	case rc.bytes >= 0 && !allowSizeBounded:
+		return topicViolation("", ReasonSizeBoundedRetention, topic,
+			topic+": "+keyRetentionBytes+" "+itoa(rc.bytes)+" bounds each partition by size: a burst of writes deletes records "+
+				"sooner than recoveryWindow "+FormatDuration(window)+" whatever retention.ms says; set "+keyRetentionBytes+
+				" -1, or allowSizeBoundedRetention"), false
+	}
+	return Violation{}, true
+}
+
+// missingTopic records a topic that is not in the observation. When a
+// failure explains it, the failure's violation already says so; otherwise
+// the missing topic is its own violation. Either way the clause cannot hold.
+func missingTopic(o *clauseOutcome, t *topicFacts, what string) {
+	if t.missingBecause != "" {
+		o.notEvaluated = append(o.notEvaluated, t.name+": "+what+" not evaluated: "+t.missingBecause+" (see "+ClauseKafkaReachable+")")
+		return
+	}
+	reason := ReasonNotEvaluated
+	if o.clause == ClauseRetentionCoversWindow {
+		reason = ReasonRetentionUnreadable
+	}
+	o.add(topicViolation("", reason, t.name, t.name+": not in the observation, and no failure explains why: its "+what+" could not be read"))
+}
