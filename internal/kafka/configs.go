@@ -1,0 +1,202 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// Config keys the proof needs.
+const (
+	configRetentionMs             = "retention.ms"
+	configRetentionBytes          = "retention.bytes"
+	configCleanupPolicy           = "cleanup.policy"
+	configOffsetsRetentionMinutes = "offsets.retention.minutes"
+)
+
+// describeConfigs reads the topics' retention configs and every broker's
+// offsets.retention.minutes in one raw DescribeConfigs request, which the
+// client splits into one request per broker (the broker resources must be
+// asked of the broker they name) plus one for the topics.
+//
+// Raw, not kadm.DescribeTopicConfigs: kadm turns one topic's authorization
+// failure into an error for the whole call and drops the other topics'
+// answers, while the raw answer keeps an error code per resource, so one
+// denied topic fails alone and the rest is still proven.
+//
+// Brokers are asked by ID: DescribeConfigs for the broker resource "" (the
+// cluster default) answers only dynamic cluster-level values, so a value
+// from server.properties or Kafka's default would look absent. Each broker
+// answers with its effective value (static and default included). When
+// brokers disagree the smallest value governs: offsets are expired by the
+// coordinator of their group, which can be any broker.
+func (p *pass) describeConfigs(ctx context.Context) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	topicNames := make([]string, 0, len(p.topics))
+	for name, ts := range p.topics {
+		if ts.answered {
+			topicNames = append(topicNames, name)
+		}
+	}
+	slices.Sort(topicNames)
+	for _, name := range topicNames {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType = kmsg.ConfigResourceTypeTopic
+		r.ResourceName = name
+		r.ConfigNames = []string{configRetentionMs, configRetentionBytes, configCleanupPolicy}
+		req.Resources = append(req.Resources, r)
+	}
+	for _, id := range p.brokers {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType = kmsg.ConfigResourceTypeBroker
+		r.ResourceName = strconv.Itoa(int(id))
+		r.ConfigNames = []string{configOffsetsRetentionMinutes}
+		req.Resources = append(req.Resources, r)
+	}
+
+	type resourceKey struct {
+		typ  kmsg.ConfigResourceType
+		name string
+	}
+	answered := make(map[resourceKey]bool)
+	brokerValues := make(map[int32]proof.ConfigValue)
+	brokerFailed := false
+
+	resourceFailed := func(r resourceKey, err error, what string) {
+		var msg string
+		if isAuthorization(err) {
+			switch r.typ {
+			case kmsg.ConfigResourceTypeTopic:
+				msg = fmt.Sprintf("DescribeConfigs on topic %s denied (%s): the principal needs DescribeConfigs on the topic", r.name, kerrName(err))
+			default:
+				msg = fmt.Sprintf("DescribeConfigs on broker %s denied (%s): the principal needs DescribeConfigs on the cluster to read %s", r.name, kerrName(err), configOffsetsRetentionMinutes)
+			}
+		} else {
+			msg = fmt.Sprintf("%s: %s", what, describeError(err))
+		}
+		f := failure{Failure: proof.Failure{
+			Reason:    reasonForError(err),
+			API:       apiDescribeConfigs,
+			Partition: -1,
+			Message:   msg,
+		}}
+		if r.typ == kmsg.ConfigResourceTypeTopic {
+			f.Topic = r.name
+		} else {
+			f.global = true
+			brokerFailed = true
+		}
+		p.fail(f)
+	}
+	what := func(r resourceKey) string {
+		if r.typ == kmsg.ConfigResourceTypeTopic {
+			return "configs of topic " + r.name
+		}
+		return fmt.Sprintf("%s of broker %s", configOffsetsRetentionMinutes, r.name)
+	}
+
+	for _, shard := range p.cl.RequestSharded(ctx, req) {
+		sreq := shard.Req.(*kmsg.DescribeConfigsRequest)
+		if shard.Err != nil {
+			for _, r := range sreq.Resources {
+				k := resourceKey{r.ResourceType, r.ResourceName}
+				answered[k] = true
+				resourceFailed(k, shard.Err, what(k))
+			}
+			continue
+		}
+		resp := shard.Resp.(*kmsg.DescribeConfigsResponse)
+		for _, rr := range resp.Resources {
+			k := resourceKey{rr.ResourceType, rr.ResourceName}
+			answered[k] = true
+			if rr.ErrorCode != 0 {
+				err := kerr.ErrorForCode(rr.ErrorCode)
+				if rr.ErrorMessage != nil && *rr.ErrorMessage != "" {
+					err = fmt.Errorf("%w (%s)", err, *rr.ErrorMessage)
+				}
+				resourceFailed(k, err, what(k))
+				continue
+			}
+			values := make(map[string]proof.ConfigValue)
+			for _, c := range rr.Configs {
+				v := proof.ConfigValue{Present: true}
+				if c.Value == nil {
+					v.Null = true
+				} else {
+					v.Value = *c.Value
+				}
+				values[c.Name] = v
+			}
+			switch rr.ResourceType {
+			case kmsg.ConfigResourceTypeTopic:
+				if ts := p.topics[rr.ResourceName]; ts != nil {
+					ts.retentionMs = values[configRetentionMs]
+					ts.retentionBytes = values[configRetentionBytes]
+					ts.cleanupPolicy = values[configCleanupPolicy]
+				}
+			case kmsg.ConfigResourceTypeBroker:
+				id, err := strconv.Atoi(rr.ResourceName)
+				if err == nil {
+					brokerValues[int32(id)] = values[configOffsetsRetentionMinutes]
+				}
+			}
+		}
+	}
+	for _, r := range req.Resources {
+		k := resourceKey{r.ResourceType, r.ResourceName}
+		if !answered[k] {
+			resourceFailed(k, fmt.Errorf("the broker's answer left it out"), what(k))
+		}
+	}
+
+	p.offsetsRetention = p.smallestOffsetsRetention(brokerValues, brokerFailed)
+}
+
+// smallestOffsetsRetention folds the brokers' offsets.retention.minutes:
+// unreadable on any broker (failed, absent) makes it unreadable; a value
+// that does not parse is reported as is (the proof calls it unreadable,
+// failing closed); otherwise the smallest governs.
+func (p *pass) smallestOffsetsRetention(values map[int32]proof.ConfigValue, anyFailed bool) proof.ConfigValue {
+	if anyFailed || len(p.brokers) == 0 {
+		return proof.ConfigValue{}
+	}
+	var (
+		best     proof.ConfigValue
+		bestN    int64
+		distinct = make(map[string]bool)
+	)
+	for _, id := range p.brokers {
+		v, ok := values[id]
+		if !ok || !v.Present {
+			p.o.opts.logger.V(1).Info("a broker did not report offsets.retention.minutes",
+				"connection", p.conn.String(), "broker", id)
+			return proof.ConfigValue{}
+		}
+		distinct[v.Value] = true
+		n, err := strconv.ParseInt(v.Value, 10, 64)
+		if v.Null || err != nil {
+			return v
+		}
+		if !best.Present || n < bestN {
+			best, bestN = v, n
+		}
+	}
+	if len(distinct) > 1 {
+		p.o.opts.logger.V(1).Info("brokers disagree on offsets.retention.minutes; the smallest governs",
+			"connection", p.conn.String(), "values", values, "governing", best.Value)
+	}
+	return best
+}
+
+func kerrName(err error) string {
+	if ke, ok := asKerr(err); ok {
+		return ke.Message
+	}
+	return err.Error()
+}

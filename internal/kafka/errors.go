@@ -1,0 +1,148 @@
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// Kafka API names as they appear in Failure.API.
+const (
+	apiMetadata              = "Metadata"
+	apiDescribeConfigs       = "DescribeConfigs"
+	apiListOffsets           = "ListOffsets"
+	apiOffsetFetch           = "OffsetFetch"
+	apiDescribeGroups        = "DescribeGroups"
+	apiConsumerGroupDescribe = "ConsumerGroupDescribe"
+	apiFetch                 = "Fetch"
+)
+
+// reasonForError maps an error from a request (transport, TLS, SASL, or a
+// Kafka error code) to one of the KafkaReachable reasons.
+func reasonForError(err error) string {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		switch ke {
+		case kerr.SaslAuthenticationFailed, kerr.UnsupportedSaslMechanism, kerr.IllegalSaslState:
+			return proof.ReasonAuthenticationFailed
+		case kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed,
+			kerr.ClusterAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed,
+			kerr.DelegationTokenAuthorizationFailed:
+			return proof.ReasonAuthorizationFailed
+		case kerr.UnknownTopicOrPartition, kerr.UnknownTopicID:
+			return proof.ReasonTopicNotFound
+		}
+	}
+	return proof.ReasonBrokerUnreachable
+}
+
+// asKerr finds the Kafka error code in err.
+func asKerr(err error) (*kerr.Error, bool) {
+	var ke *kerr.Error
+	ok := errors.As(err, &ke)
+	return ke, ok
+}
+
+// reasonForConfigError maps a Connection that cannot be used (bad PEM,
+// unknown SASL mechanism, closed observer) to a reason.
+func reasonForConfigError(conn Connection, err error) string {
+	if conn.SASL != nil {
+		if _, merr := conn.SASL.mechanism(); merr != nil {
+			return proof.ReasonAuthenticationFailed
+		}
+	}
+	return proof.ReasonBrokerUnreachable
+}
+
+// isAuthorization reports whether err is an ACL denial.
+func isAuthorization(err error) bool {
+	return reasonForError(err) == proof.ReasonAuthorizationFailed
+}
+
+// describeError turns err into a short, credential-free explanation.
+// Callers still pass the result through Connection.redact.
+func describeError(err error) string {
+	var ke *kerr.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, context.DeadlineExceeded):
+		return "no answer before the deadline (context deadline exceeded)"
+	case errors.Is(err, context.Canceled):
+		return "the observation was canceled"
+	case errors.Is(err, kgo.ErrClientClosed):
+		return "the observer's client was closed"
+	case errors.As(err, &ke):
+		// Brokers may add detail after the code (SASL errors do); keep
+		// the code name and description, which carry no secrets.
+		return fmt.Sprintf("Kafka answered %s: %s", ke.Message, ke.Description)
+	}
+	if msg, ok := tlsProblem(err); ok {
+		return "TLS handshake failed: " + msg
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return "cannot connect: " + err.Error()
+	}
+	return err.Error()
+}
+
+// tlsProblem recognizes certificate and handshake errors.
+func tlsProblem(err error) (string, bool) {
+	var (
+		unknownCA  x509.UnknownAuthorityError
+		hostname   x509.HostnameError
+		invalid    x509.CertificateInvalidError
+		verify     *tls.CertificateVerificationError
+		recordHdr  tls.RecordHeaderError
+		alertError tls.AlertError
+	)
+	switch {
+	case errors.As(err, &unknownCA):
+		return "the broker's certificate is signed by an authority the CA does not trust", true
+	case errors.As(err, &hostname):
+		return "the broker's certificate does not name the host dialed: " + hostname.Error(), true
+	case errors.As(err, &invalid):
+		return "the broker's certificate is invalid: " + invalid.Error(), true
+	case errors.As(err, &verify):
+		return "the broker's certificate failed verification: " + verify.Err.Error(), true
+	case errors.As(err, &recordHdr):
+		return "the broker did not answer with TLS (is the listener plaintext?)", true
+	case errors.As(err, &alertError):
+		return "the broker refused the handshake: " + alertError.Error(), true
+	}
+	if s := err.Error(); strings.Contains(s, "tls:") {
+		return s, true
+	}
+	return "", false
+}
+
+// failure is a proof.Failure plus the group it concerns, so one pass over
+// many targets hands each target only what is its business.
+type failure struct {
+	proof.Failure
+	group  string // "" when not group-specific
+	global bool   // concerns every target (connection, brokers)
+}
+
+func (f failure) appliesTo(t Target, topics map[string]bool) bool {
+	switch {
+	case f.global:
+		return true
+	case f.group != "" && f.group != t.Group:
+		return false
+	case f.Topic != "":
+		return topics[f.Topic]
+	default:
+		return f.group == t.Group
+	}
+}

@@ -1,0 +1,148 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// metadata asks once for the brokers and the union of the targets' topics.
+// It is the pass's first request: when it fails outright (cannot connect,
+// TLS, SASL, deadline) every target fails with that reason and the pass
+// stops, rather than letting every later request wait out the same
+// timeout. It reports whether the pass can go on.
+//
+// The request goes through the client, which caches the answer: the
+// requests sharded per partition leader (ListOffsets) and the topic IDs of
+// OffsetFetch reuse it instead of asking again.
+func (p *pass) metadata(ctx context.Context) bool {
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false
+	req.Topics = []kmsg.MetadataRequestTopic{} // brokers only when no topics
+	names := make([]string, 0, len(p.topics))
+	for name := range p.topics {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, rt)
+	}
+
+	sent := time.Now()
+	resp, err := req.RequestWith(ctx, p.cl)
+	if err != nil {
+		reason := reasonForError(err)
+		msg := fmt.Sprintf("cannot reach the cluster at %s: %s", p.conn.String(), describeError(err))
+		switch {
+		case p.conn.SASL == nil:
+		case reason == proof.ReasonAuthenticationFailed:
+			msg = fmt.Sprintf("SASL authentication as %q with %s failed at %s: %s",
+				p.conn.SASL.Username, strings.ToUpper(p.conn.SASL.Mechanism), strings.Join(p.conn.BootstrapServers, ","), describeError(err))
+		case reason == proof.ReasonBrokerUnreachable && p.sasl.failedSince(sent):
+			reason = proof.ReasonAuthenticationFailed
+			msg = fmt.Sprintf("SASL authentication as %q with %s failed at %s: the broker closed the connection during the exchange (wrong username, password or mechanism?)",
+				p.conn.SASL.Username, strings.ToUpper(p.conn.SASL.Mechanism), strings.Join(p.conn.BootstrapServers, ","))
+		}
+		p.fail(failure{global: true, Failure: proof.Failure{
+			Reason:    reason,
+			API:       apiMetadata,
+			Partition: -1,
+			Message:   msg,
+		}})
+		return false
+	}
+	if resp.ErrorCode != 0 {
+		// Only newer brokers set a top-level code; treat as the whole
+		// request failing.
+		err := kerr.ErrorForCode(resp.ErrorCode)
+		p.fail(failure{global: true, Failure: proof.Failure{
+			Reason:    reasonForError(err),
+			API:       apiMetadata,
+			Partition: -1,
+			Message:   "metadata request failed: " + describeError(err),
+		}})
+		return false
+	}
+
+	for _, b := range resp.Brokers {
+		p.brokers = append(p.brokers, b.NodeID)
+	}
+	slices.Sort(p.brokers)
+
+	answered := make(map[string]bool)
+	for _, rt := range resp.Topics {
+		if rt.Topic == nil {
+			continue
+		}
+		ts := p.topics[*rt.Topic]
+		if ts == nil {
+			continue // not asked for
+		}
+		answered[ts.name] = true
+		if rt.ErrorCode != 0 {
+			err := kerr.ErrorForCode(rt.ErrorCode)
+			msg := fmt.Sprintf("metadata for topic %s: %s", ts.name, describeError(err))
+			switch reasonForError(err) {
+			case proof.ReasonTopicNotFound:
+				msg = fmt.Sprintf("topic %s does not exist", ts.name)
+			case proof.ReasonAuthorizationFailed:
+				msg = fmt.Sprintf("Metadata for topic %s denied (%s): the principal needs Describe on the topic", ts.name, kerrName(err))
+			}
+			p.fail(failure{Failure: proof.Failure{
+				Reason:    reasonForError(err),
+				API:       apiMetadata,
+				Topic:     ts.name,
+				Partition: -1,
+				Message:   msg,
+			}})
+			continue
+		}
+		ts.answered = true
+		ts.id = rt.TopicID
+		if rt.TopicID != ([16]byte{}) {
+			p.topicIDs[rt.TopicID] = ts.name
+		}
+		for _, rp := range rt.Partitions {
+			ps := &partitionState{leader: rp.Leader, logStart: -1, logEnd: -1}
+			ts.partitions[rp.Partition] = ps
+			if rp.ErrorCode != 0 && rp.ErrorCode != kerr.ReplicaNotAvailable.Code {
+				err := kerr.ErrorForCode(rp.ErrorCode)
+				p.failErr(apiMetadata, "", ts.name, rp.Partition,
+					fmt.Sprintf("metadata for partition %s/%d", ts.name, rp.Partition), err)
+				continue
+			}
+			if rp.Leader < 0 {
+				p.fail(failure{Failure: proof.Failure{
+					Reason:    proof.ReasonBrokerUnreachable,
+					API:       apiMetadata,
+					Topic:     ts.name,
+					Partition: rp.Partition,
+					Message:   fmt.Sprintf("partition %s/%d has no leader", ts.name, rp.Partition),
+				}})
+				continue
+			}
+			ps.usable = true
+		}
+	}
+	for _, name := range names {
+		if !answered[name] {
+			p.fail(failure{Failure: proof.Failure{
+				Reason:    proof.ReasonBrokerUnreachable,
+				API:       apiMetadata,
+				Topic:     name,
+				Partition: -1,
+				Message:   fmt.Sprintf("the metadata answer left out topic %s", name),
+			}})
+		}
+	}
+	return true
+}

@@ -1,0 +1,298 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// ListOffsets timestamps for the log start and the log end (high watermark).
+const (
+	listEarliest int64 = -2
+	listLatest   int64 = -1
+)
+
+func (p *pass) listStartOffsets(ctx context.Context) { p.listOffsets(ctx, listEarliest) }
+func (p *pass) listEndOffsets(ctx context.Context)   { p.listOffsets(ctx, listLatest) }
+
+// listOffsets reads log start or log end offsets of every usable partition
+// in one raw ListOffsets request, which the client splits into one request
+// per partition leader (what kadm.ListStartOffsets does too, but kadm turns
+// an authorization error on any partition into an error for the leader's
+// whole shard; the raw answer keeps a code per partition). A shard that
+// failed is a failure of exactly the partitions it carried.
+func (p *pass) listOffsets(ctx context.Context, at int64) {
+	what := "log start offset"
+	if at == listLatest {
+		what = "log end offset"
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.IsolationLevel = 0 // read_uncommitted: the high watermark
+	parts := p.usablePartitions()
+	for _, name := range sortedKeys(parts) {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = name
+		for _, id := range parts[name] {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition = id
+			rp.Timestamp = at
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	if len(req.Topics) == 0 {
+		return
+	}
+
+	answered := make(map[topicPartition]bool)
+	set := func(tp topicPartition, v int64) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		ps := p.topics[tp.topic].partitions[tp.partition]
+		if at == listEarliest {
+			ps.logStart = v
+		} else {
+			ps.logEnd = v
+		}
+	}
+	partitionFailed := func(tp topicPartition, err error) {
+		if isAuthorization(err) {
+			p.fail(failure{Failure: proof.Failure{
+				Reason:    proof.ReasonAuthorizationFailed,
+				API:       apiListOffsets,
+				Topic:     tp.topic,
+				Partition: tp.partition,
+				Message: fmt.Sprintf("ListOffsets (%s) on %s/%d denied (%s): the principal needs Describe on the topic",
+					what, tp.topic, tp.partition, kerrName(err)),
+			}})
+			return
+		}
+		p.failErr(apiListOffsets, "", tp.topic, tp.partition,
+			fmt.Sprintf("%s of %s/%d", what, tp.topic, tp.partition), err)
+	}
+
+	for _, shard := range p.cl.RequestSharded(ctx, req) {
+		sreq := shard.Req.(*kmsg.ListOffsetsRequest)
+		if shard.Err != nil {
+			for _, rt := range sreq.Topics {
+				for _, rp := range rt.Partitions {
+					tp := topicPartition{rt.Topic, rp.Partition}
+					answered[tp] = true
+					partitionFailed(tp, shard.Err)
+				}
+			}
+			continue
+		}
+		resp := shard.Resp.(*kmsg.ListOffsetsResponse)
+		for _, rt := range resp.Topics {
+			if p.topics[rt.Topic] == nil {
+				continue
+			}
+			for _, rp := range rt.Partitions {
+				tp := topicPartition{rt.Topic, rp.Partition}
+				if p.topics[tp.topic].partitions[tp.partition] == nil {
+					continue
+				}
+				answered[tp] = true
+				if rp.ErrorCode != 0 {
+					partitionFailed(tp, kerr.ErrorForCode(rp.ErrorCode))
+					continue
+				}
+				set(tp, rp.Offset)
+			}
+		}
+	}
+	for _, name := range sortedKeys(parts) {
+		for _, id := range parts[name] {
+			tp := topicPartition{name, id}
+			if !answered[tp] {
+				partitionFailed(tp, errors.New("the broker's answer left the partition out"))
+			}
+		}
+	}
+}
+
+// fetchCommittedOffsets reads every group's committed offsets for its
+// topics' partitions in one raw OffsetFetch request, which the client
+// splits into one request per group coordinator, several groups per
+// request where the broker allows it (OffsetFetch v8+).
+//
+// The committed offset is reported raw: never through kadm's lag helpers,
+// which clamp a committed offset below the log start up to the log start
+// and so hide exactly the loss the proof looks for.
+//
+// Partitions are named explicitly, and the answer is compared against what
+// was asked: a broker answers OffsetFetch only for partitions the principal
+// may describe, so a partition missing from the answer is not "no committed
+// offset" (which would wave a group through that really lost its offsets)
+// but an authorization failure.
+func (p *pass) fetchCommittedOffsets(ctx context.Context) {
+	parts := p.usableOrLeaderless()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	asked := make(map[string]map[topicPartition]bool)
+	for _, g := range p.groups {
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group = g
+		asked[g] = make(map[topicPartition]bool)
+		for _, name := range p.groupTopics[g] {
+			ids, ok := parts[name]
+			if !ok {
+				continue
+			}
+			rt := kmsg.NewOffsetFetchRequestGroupTopic()
+			rt.Topic = name
+			rt.TopicID = p.topics[name].id
+			rt.Partitions = ids
+			rg.Topics = append(rg.Topics, rt)
+			for _, id := range ids {
+				asked[g][topicPartition{name, id}] = true
+			}
+		}
+		if len(rg.Topics) > 0 {
+			req.Groups = append(req.Groups, rg)
+		}
+	}
+	if len(req.Groups) == 0 {
+		return
+	}
+
+	answered := make(map[string]map[topicPartition]bool)
+	groupAnswered := make(map[string]bool)
+	setCommitted := func(g string, tp topicPartition, offset int64) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.groupInfo[g].committed[tp] = offset
+	}
+	groupFailed := func(g string, err error) {
+		if isAuthorization(err) {
+			p.fail(failure{group: g, Failure: proof.Failure{
+				Reason:    proof.ReasonAuthorizationFailed,
+				API:       apiOffsetFetch,
+				Partition: -1,
+				Message: fmt.Sprintf("OffsetFetch for group %s denied (%s): the principal needs Describe on the group; its committed offsets are unknown",
+					g, kerrName(err)),
+			}})
+			return
+		}
+		p.failErr(apiOffsetFetch, g, "", -1, fmt.Sprintf("committed offsets of group %s", g), err)
+	}
+
+	for _, shard := range p.cl.RequestSharded(ctx, req) {
+		sreq := shard.Req.(*kmsg.OffsetFetchRequest)
+		if shard.Err != nil {
+			for _, rg := range sreq.Groups {
+				groupAnswered[rg.Group] = true
+				groupFailed(rg.Group, shard.Err)
+			}
+			continue
+		}
+		resp := shard.Resp.(*kmsg.OffsetFetchResponse)
+		for _, rg := range resp.Groups {
+			if asked[rg.Group] == nil {
+				continue
+			}
+			groupAnswered[rg.Group] = true
+			switch {
+			case rg.ErrorCode == kerr.GroupIDNotFound.Code:
+				// Kafka answers offsets -1 for a group it does not
+				// know; some brokers answer GROUP_ID_NOT_FOUND. Either
+				// way: no committed offset, for every partition.
+				for tp := range asked[rg.Group] {
+					setCommitted(rg.Group, tp, proof.NoOffset)
+				}
+				answered[rg.Group] = asked[rg.Group]
+				continue
+			case rg.ErrorCode != 0:
+				groupFailed(rg.Group, kerr.ErrorForCode(rg.ErrorCode))
+				continue
+			}
+			if answered[rg.Group] == nil {
+				answered[rg.Group] = make(map[topicPartition]bool)
+			}
+			for _, rt := range rg.Topics {
+				name := rt.Topic
+				if name == "" {
+					name = p.topicByID(rt.TopicID)
+				}
+				for _, rp := range rt.Partitions {
+					tp := topicPartition{name, rp.Partition}
+					if !asked[rg.Group][tp] {
+						continue
+					}
+					answered[rg.Group][tp] = true
+					if rp.ErrorCode != 0 {
+						err := kerr.ErrorForCode(rp.ErrorCode)
+						msg := fmt.Sprintf("committed offset of group %s on %s/%d: %s", rg.Group, tp.topic, tp.partition, describeError(err))
+						if isAuthorization(err) {
+							msg = fmt.Sprintf("OffsetFetch for group %s on %s/%d denied (%s): the principal needs Describe on the topic",
+								rg.Group, tp.topic, tp.partition, kerrName(err))
+						}
+						p.fail(failure{group: rg.Group, Failure: proof.Failure{
+							Reason:    reasonForError(err),
+							API:       apiOffsetFetch,
+							Topic:     tp.topic,
+							Partition: tp.partition,
+							Message:   msg,
+						}})
+						continue
+					}
+					offset := rp.Offset
+					if offset < 0 {
+						offset = proof.NoOffset
+					}
+					setCommitted(rg.Group, tp, offset)
+				}
+			}
+		}
+	}
+
+	for _, rg := range req.Groups {
+		g := rg.Group
+		if !groupAnswered[g] {
+			groupFailed(g, errors.New("the broker's answer left the group out"))
+			continue
+		}
+		for tp := range asked[g] {
+			if answered[g] == nil || answered[g][tp] {
+				continue
+			}
+			p.fail(failure{group: g, Failure: proof.Failure{
+				Reason:    proof.ReasonAuthorizationFailed,
+				API:       apiOffsetFetch,
+				Topic:     tp.topic,
+				Partition: tp.partition,
+				Message: fmt.Sprintf("OffsetFetch for group %s did not answer for %s/%d: brokers leave out partitions the principal may not describe, so its committed offset is unknown (not absent)",
+					g, tp.topic, tp.partition),
+			}})
+		}
+	}
+}
+
+// usableOrLeaderless lists every partition metadata named, leader or not:
+// committed offsets live on the group coordinator, not the leader.
+func (p *pass) usableOrLeaderless() map[string][]int32 {
+	out := make(map[string][]int32)
+	for name, ts := range p.topics {
+		if !ts.answered {
+			continue
+		}
+		ids := make([]int32, 0, len(ts.partitions))
+		for id := range ts.partitions {
+			ids = append(ids, id)
+		}
+		sortInt32s(ids)
+		out[name] = ids
+	}
+	return out
+}
+
+// topicByID names a topic answers carry by ID only (OffsetFetch v10+,
+// Fetch v13+).
+func (p *pass) topicByID(id [16]byte) string {
+	return p.topicIDs[id]
+}

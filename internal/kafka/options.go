@@ -1,0 +1,90 @@
+package kafka
+
+import (
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Option configures an Observer.
+type Option func(*options)
+
+type options struct {
+	logger         logr.Logger
+	requestHook    func(api string, took time.Duration, err error)
+	clientOpts     []kgo.Opt
+	idleTimeout    time.Duration
+	dialTimeout    time.Duration
+	requestTimeout time.Duration
+	retryTimeout   time.Duration
+	fetchBytes     int32
+	now            func() time.Time
+}
+
+func defaultOptions() options {
+	return options{
+		logger:         logr.Discard(),
+		idleTimeout:    10 * time.Minute,
+		dialTimeout:    5 * time.Second,
+		requestTimeout: 10 * time.Second,
+		retryTimeout:   10 * time.Second,
+		fetchBytes:     defaultTimestampFetchBytes,
+		now:            time.Now,
+	}
+}
+
+// WithLogger logs through l. Nothing logged contains credentials.
+func WithLogger(l logr.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// WithRequestHook calls hook once per Kafka request written to a broker
+// (API name as Kafka spells it, e.g. "ListOffsets"; round-trip time; the
+// transport error if any). It includes requests the client makes on its own
+// (ApiVersions, SASL, FindCoordinator, metadata refreshes). It must be fast
+// and safe for concurrent use: it runs on the client's I/O goroutines.
+func WithRequestHook(hook func(api string, took time.Duration, err error)) Option {
+	return func(o *options) { o.requestHook = hook }
+}
+
+// WithClientOpts appends franz-go client options (tests: a custom dialer,
+// logger, or shorter timeouts). They apply after the observer's own.
+func WithClientOpts(opts ...kgo.Opt) Option {
+	return func(o *options) { o.clientOpts = append(o.clientOpts, opts...) }
+}
+
+// WithIdleTimeout closes a pooled client no Observe has used for d. Zero
+// keeps clients until Forget or Close. The default is 10 minutes.
+func WithIdleTimeout(d time.Duration) Option {
+	return func(o *options) { o.idleTimeout = d }
+}
+
+// WithTimeouts bounds dialing a broker, one request's round trip beyond
+// what the request itself waits, and retrying a request in total. The
+// context given to Observe bounds everything further. Defaults: 5s, 10s,
+// 10s. A zero leaves that default.
+func WithTimeouts(dial, request, retry time.Duration) Option {
+	return func(o *options) {
+		if dial > 0 {
+			o.dialTimeout = dial
+		}
+		if request > 0 {
+			o.requestTimeout = request
+		}
+		if retry > 0 {
+			o.retryTimeout = retry
+		}
+	}
+}
+
+// WithTimestampFetchBytes sets how many bytes per partition the observer
+// asks for when reading the record at a committed offset (default 1 KiB).
+// See timestamps.go for why a little more than a batch header is enough.
+func WithTimestampFetchBytes(n int32) Option {
+	return func(o *options) {
+		if n >= batchHeaderSize {
+			o.fetchBytes = n
+		}
+	}
+}

@@ -1,0 +1,282 @@
+package kafka
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// pass is one observation of one connection for a set of targets. Every
+// request is sent once for the union of what the targets need, batched the
+// way Kafka allows (per broker, per partition leader, per group
+// coordinator), then each target takes its share of the answers and of the
+// failures.
+type pass struct {
+	o       *Observer
+	cl      *kgo.Client
+	sasl    *saslWatch
+	conn    Connection
+	targets []Target
+	now     time.Time
+
+	mu       sync.Mutex // guards failures and the maps the phases fill
+	failures []failure
+
+	// From metadata.
+	brokers  []int32
+	topics   map[string]*topicState
+	topicIDs map[[16]byte]string
+
+	// From DescribeConfigs.
+	offsetsRetention proof.ConfigValue
+
+	// Per group.
+	groups      []string            // unique, sorted
+	groupTopics map[string][]string // union of the group's targets' topics
+	groupInfo   map[string]*groupState
+	recall      map[string]groupRecall
+}
+
+type topicState struct {
+	name     string
+	id       [16]byte
+	answered bool // metadata answered for it without error
+
+	retentionMs    proof.ConfigValue
+	retentionBytes proof.ConfigValue
+	cleanupPolicy  proof.ConfigValue
+
+	partitions map[int32]*partitionState
+}
+
+type partitionState struct {
+	leader   int32
+	usable   bool  // metadata gave it a leader and no error
+	logStart int64 // -1 until read
+	logEnd   int64 // -1 until read
+}
+
+type groupState struct {
+	stateKnown bool
+	state      string
+	protocol   string
+	// committed holds the offsets read (NoOffset for none); a partition
+	// whose offset could not be read is absent and has a failure.
+	committed  map[topicPartition]int64
+	timestamps map[topicPartition]time.Time
+}
+
+func newPass(o *Observer, cl *kgo.Client, conn Connection, targets []Target, now time.Time) *pass {
+	p := &pass{
+		o:           o,
+		cl:          cl,
+		conn:        conn,
+		targets:     targets,
+		now:         now,
+		topics:      make(map[string]*topicState),
+		topicIDs:    make(map[[16]byte]string),
+		groupTopics: make(map[string][]string),
+		groupInfo:   make(map[string]*groupState),
+		recall:      make(map[string]groupRecall),
+	}
+	for _, t := range targets {
+		if _, ok := p.groupInfo[t.Group]; !ok {
+			p.groups = append(p.groups, t.Group)
+			p.groupInfo[t.Group] = &groupState{
+				committed:  make(map[topicPartition]int64),
+				timestamps: make(map[topicPartition]time.Time),
+			}
+		}
+		for _, name := range t.Topics {
+			if _, ok := p.topics[name]; !ok {
+				p.topics[name] = &topicState{name: name, partitions: make(map[int32]*partitionState)}
+			}
+			if !slices.Contains(p.groupTopics[t.Group], name) {
+				p.groupTopics[t.Group] = append(p.groupTopics[t.Group], name)
+			}
+		}
+	}
+	slices.Sort(p.groups)
+	for g := range p.groupTopics {
+		slices.Sort(p.groupTopics[g])
+	}
+	return p
+}
+
+// fail records a failure, its message redacted.
+func (p *pass) fail(f failure) {
+	f.Message = p.conn.redact(f.Message)
+	p.mu.Lock()
+	p.failures = append(p.failures, f)
+	p.mu.Unlock()
+}
+
+// failErr records err as a failure of api for the given scope.
+func (p *pass) failErr(api, group, topic string, partition int32, what string, err error) {
+	p.fail(failure{group: group, Failure: proof.Failure{
+		Reason:    reasonForError(err),
+		API:       api,
+		Topic:     topic,
+		Partition: partition,
+		Message:   fmt.Sprintf("%s: %s", what, describeError(err)),
+	}})
+}
+
+func (p *pass) run(ctx context.Context) {
+	start := time.Now()
+	if !p.metadata(ctx) {
+		p.log(start)
+		return
+	}
+
+	var wg sync.WaitGroup
+	for _, phase := range []func(context.Context){
+		p.describeConfigs,
+		p.listStartOffsets,
+		p.listEndOffsets,
+		p.fetchCommittedOffsets,
+		p.describeGroups,
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			phase(ctx)
+		}()
+	}
+	wg.Wait()
+
+	// Timestamps need committed offsets and watermarks.
+	p.fetchCommittedTimestamps(ctx)
+
+	for _, g := range p.groups {
+		gs := p.groupInfo[g]
+		p.recall[g] = p.o.memory.record(p.conn.clusterKey(), g, groupFacts{
+			stateKnown: gs.stateKnown,
+			state:      gs.state,
+			committed:  gs.committed,
+		}, p.now)
+	}
+	p.log(start)
+}
+
+func (p *pass) log(start time.Time) {
+	l := p.o.opts.logger.V(1)
+	if !l.Enabled() {
+		return
+	}
+	l.Info("observed Kafka",
+		"connection", p.conn.String(),
+		"targets", len(p.targets),
+		"topics", len(p.topics),
+		"groups", len(p.groups),
+		"failures", len(p.failures),
+		"took", time.Since(start).String())
+}
+
+// observations splits the pass into one Observation per target.
+func (p *pass) observations() []proof.Observation {
+	out := make([]proof.Observation, 0, len(p.targets))
+	for _, t := range p.targets {
+		out = append(out, p.observation(t))
+	}
+	return out
+}
+
+func (p *pass) observation(t Target) proof.Observation {
+	obs := proof.Observation{
+		ObservedAt:              p.now,
+		OffsetsRetentionMinutes: p.offsetsRetention,
+		Group:                   proof.GroupObservation{ID: t.Group},
+	}
+	gs := p.groupInfo[t.Group]
+	if gs != nil && gs.stateKnown {
+		obs.Group.State = gs.state
+		obs.Group.Protocol = gs.protocol
+	}
+	recall := p.recall[t.Group]
+	obs.Group.EmptySince = recall.emptySince
+
+	names := slices.Clone(t.Topics)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	inTarget := make(map[string]bool, len(names))
+	for _, name := range names {
+		inTarget[name] = true
+		ts := p.topics[name]
+		to := proof.TopicObservation{Name: name}
+		if ts != nil {
+			to.RetentionMs = ts.retentionMs
+			to.RetentionBytes = ts.retentionBytes
+			to.CleanupPolicy = ts.cleanupPolicy
+			ids := make([]int32, 0, len(ts.partitions))
+			for id := range ts.partitions {
+				ids = append(ids, id)
+			}
+			slices.Sort(ids)
+			for _, id := range ids {
+				ps := ts.partitions[id]
+				tp := topicPartition{name, id}
+				po := proof.PartitionObservation{
+					Partition: id,
+					LogStart:  ps.logStart,
+					LogEnd:    ps.logEnd,
+					Committed: proof.NoOffset,
+				}
+				if gs != nil {
+					if c, ok := gs.committed[tp]; ok {
+						po.Committed = c
+					}
+					po.CommittedTimestamp = gs.timestamps[tp]
+				}
+				po.LastCommit = recall.lastCommit[tp]
+				to.Partitions = append(to.Partitions, po)
+			}
+		}
+		obs.Topics = append(obs.Topics, to)
+	}
+
+	p.mu.Lock()
+	for _, f := range p.failures {
+		if f.appliesTo(t, inTarget) {
+			obs.Failures = append(obs.Failures, f.Failure)
+		}
+	}
+	p.mu.Unlock()
+	slices.SortStableFunc(obs.Failures, func(a, b proof.Failure) int {
+		return cmp.Or(
+			cmp.Compare(a.Topic, b.Topic),
+			cmp.Compare(a.Partition, b.Partition),
+			cmp.Compare(a.API, b.API),
+			cmp.Compare(a.Reason, b.Reason),
+			cmp.Compare(a.Message, b.Message),
+		)
+	})
+	obs.Failures = slices.Compact(obs.Failures)
+	return obs
+}
+
+// usablePartitions lists, per topic, the partitions metadata answered for
+// with a leader, sorted; these are the ones offsets and records are asked
+// of.
+func (p *pass) usablePartitions() map[string][]int32 {
+	out := make(map[string][]int32)
+	for name, ts := range p.topics {
+		if !ts.answered {
+			continue
+		}
+		for id, ps := range ts.partitions {
+			if ps.usable {
+				out[name] = append(out[name], id)
+			}
+		}
+		slices.Sort(out[name])
+	}
+	return out
+}

@@ -1,0 +1,105 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
+)
+
+// rawBatch produces records 0..9 in one batch with known timestamps and
+// returns the batch exactly as the broker serves it.
+func rawBatch(t *testing.T, compression kgo.CompressionCodec) ([]byte, func(int) time.Time) {
+	t.Helper()
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "t", 1, nil)
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	at := func(i int) time.Time { return base.Add(time.Duration(i) * time.Second) }
+	var recs []*kgo.Record
+	for i := range 10 {
+		recs = append(recs, &kgo.Record{Topic: "t", Timestamp: at(i), Value: []byte("a value of a few bytes")})
+	}
+	cl := c.Client(t, kgo.ProducerBatchCompression(compression), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis, req.MinBytes, req.SessionEpoch = 0, 0, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "t"
+	rt.TopicID = topicID(t, c, "t")
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(t.Context(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := resp.Topics[0].Partitions[0].RecordBatches
+	if len(raw) <= batchHeaderSize {
+		t.Fatalf("fetched %d bytes", len(raw))
+	}
+	return raw, at
+}
+
+func timestampOf(raw []byte, offset int64) (time.Time, bool) {
+	return recordTimestamp(&kmsg.FetchResponseTopicPartition{RecordBatches: raw}, "t", offset)
+}
+
+// A whole batch, compressed or not, gives each record's exact timestamp.
+func TestRecordTimestampWholeBatch(t *testing.T) {
+	t.Parallel()
+	for _, codec := range []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.ZstdCompression()} {
+		raw, at := rawBatch(t, codec)
+		for _, offset := range []int64{0, 4, 9} {
+			got, ok := timestampOf(raw, offset)
+			if !ok || !got.Equal(at(int(offset))) {
+				t.Errorf("offset %d: %v %v, want %v", offset, got, ok, at(int(offset)))
+			}
+		}
+		if _, ok := timestampOf(raw, 10); ok {
+			t.Errorf("offset past the batch has a timestamp")
+		}
+	}
+}
+
+// Real brokers cut every partition but a response's first at the byte
+// limit: from the 61-byte header alone, the batch's first timestamp is the
+// timestamp at its first offset, and a lower bound inside it; a
+// broker-stamped batch (LogAppendTime) has one timestamp for all.
+func TestRecordTimestampCutBatch(t *testing.T) {
+	t.Parallel()
+	raw, at := rawBatch(t, kgo.GzipCompression())
+	cut := raw[:batchHeaderSize+5]
+
+	if got, ok := timestampOf(cut, 0); !ok || !got.Equal(at(0)) {
+		t.Errorf("first offset: %v %v, want %v", got, ok, at(0))
+	}
+	if got, ok := timestampOf(cut, 6); !ok || !got.Equal(at(0)) {
+		t.Errorf("inside the batch: %v %v, want the batch's first timestamp %v", got, ok, at(0))
+	}
+	if _, ok := timestampOf(cut, 10); ok {
+		t.Errorf("an offset after the cut batch has a timestamp")
+	}
+	if _, ok := timestampOf(raw[:40], 0); ok {
+		t.Errorf("less than a header has a timestamp")
+	}
+
+	logAppend := append([]byte(nil), cut...)
+	attrs := binary.BigEndian.Uint16(logAppend[21:23])
+	binary.BigEndian.PutUint16(logAppend[21:23], attrs|0x08)
+	if got, ok := timestampOf(logAppend, 6); !ok || !got.Equal(at(9)) {
+		t.Errorf("LogAppendTime: %v %v, want the max timestamp %v", got, ok, at(9))
+	}
+
+	control := append([]byte(nil), cut...)
+	binary.BigEndian.PutUint16(control[21:23], attrs|0x20)
+	if _, ok := timestampOf(control, 0); ok {
+		t.Errorf("a control batch has a record timestamp")
+	}
+}
