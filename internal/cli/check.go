@@ -1,19 +1,258 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
+// Exit codes of `retention-guard check`, a contract for CI pipelines and
+// runbooks.
+const (
+	ExitProven   = 0
+	ExitViolated = 1
+	ExitUnknown  = 2
+)
+
+type checkOptions struct {
+	bootstrapServers          []string
+	group                     string
+	topics                    []string
+	recoveryWindow            time.Duration
+	output                    string
+	allowInfiniteRetention    bool
+	allowSizeBoundedRetention bool
+	tls                       bool
+	tlsCA, tlsCert, tlsKey    string
+	tlsServerName             string
+	saslMechanism             string
+	saslUsername              string
+	saslPasswordFile          string
+	timeout                   time.Duration
+	color                     string
+	logs                      logOptions
+}
+
 func newCheckCommand() *cobra.Command {
+	o := &checkOptions{}
 	cmd := &cobra.Command{
-		Use:   "check",
+		Use:   "check --bootstrap-server HOST:PORT --group G --topic T --recovery-window 72h",
 		Short: "Prove one consumer group against a live Kafka cluster",
-		Args:  cobra.NoArgs,
+		Long: `Prove, against a live Kafka cluster and without Kubernetes, that a consumer
+group can stay down for its recovery window and resume without losing records:
+
+  - every committed offset lies inside the retained log (log start <= committed
+    <= log end; a missing offset is accepted only while the log starts at 0);
+  - each topic's retention.ms covers the window and retention.bytes is -1;
+  - the brokers' offsets.retention.minutes covers the window.
+
+Run it before a consumer starts (an init container, a CI step, a runbook).
+
+Exit codes: 0 Proven, 1 Violated, 2 Unknown (could not prove), 64 usage error.`,
+		Example: `  retention-guard check --bootstrap-server kafka-0:9092,kafka-1:9092 \
+    --group ledger-settle-consumer --topic settle-task --recovery-window 240h
+
+  retention-guard check --bootstrap-server kafka:9093 --group fanout --topic outbox \
+    --recovery-window 72h --tls-ca ca.crt --sasl-mechanism SCRAM-SHA-512 \
+    --sasl-username fanout --sasl-password-file /run/secrets/kafka-password --output json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return exitError{code: ExitFailure, err: errors.New("check: not implemented yet (issue 3)")}
+			if err := o.validate(); err != nil {
+				return usageError{err}
+			}
+			return o.run(cmd)
 		},
 	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.bootstrapServers, "bootstrap-server", nil, "Kafka brokers as HOST:PORT, comma-separated or repeated (required)")
+	f.StringVar(&o.group, "group", "", "consumer group id (required)")
+	f.StringArrayVar(&o.topics, "topic", nil, "topic the group consumes; repeat for several (required)")
+	f.DurationVar(&o.recoveryWindow, "recovery-window", 0, "longest downtime the group must survive, e.g. 72h (required)")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	f.BoolVar(&o.allowInfiniteRetention, "allow-infinite-retention", false, "accept topics with retention.ms=-1")
+	f.BoolVar(&o.allowSizeBoundedRetention, "allow-size-bounded-retention", false, "accept topics whose retention.bytes is not -1")
+	f.BoolVar(&o.tls, "tls", false, "use TLS with the system's CAs (implied by --tls-ca/--tls-cert/--tls-key)")
+	f.StringVar(&o.tlsCA, "tls-ca", "", "PEM file of the CA that signed the brokers' certificates")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM client certificate for mutual TLS (with --tls-key)")
+	f.StringVar(&o.tlsKey, "tls-key", "", "PEM client key for mutual TLS (with --tls-cert)")
+	f.StringVar(&o.tlsServerName, "tls-server-name", "", "name to verify in the brokers' certificates (default: each broker's host)")
+	f.StringVar(&o.saslMechanism, "sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	f.StringVar(&o.saslUsername, "sasl-username", "", "SASL username")
+	f.StringVar(&o.saslPasswordFile, "sasl-password-file", "", "file holding the SASL password (never passed on the command line)")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound on the whole check")
+	f.StringVar(&o.color, "color", "auto", "colour the table: auto (only on a terminal, not with NO_COLOR), always or never")
+	o.logs.bind(f)
 	return cmd
+}
+
+// validate checks the flags alone, before any connection: every problem is
+// a usage error (exit 64) that says what to do.
+func (o *checkOptions) validate() error {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+
+	if len(o.bootstrapServers) == 0 {
+		add("--bootstrap-server is required, e.g. --bootstrap-server kafka-0:9092")
+	}
+	for _, s := range o.bootstrapServers {
+		if err := validHostPort(s); err != nil {
+			add("--bootstrap-server %q: %v", s, err)
+		}
+	}
+	if strings.TrimSpace(o.group) == "" {
+		add("--group is required: the consumer group id (group.id) to prove")
+	}
+	if len(o.topics) == 0 {
+		add("--topic is required: repeat it for every topic the group consumes")
+	}
+	seen := map[string]bool{}
+	for _, t := range o.topics {
+		switch {
+		case strings.TrimSpace(t) == "":
+			add("--topic must not be empty")
+		case seen[t]:
+			add("--topic %q is given twice", t)
+		}
+		seen[t] = true
+	}
+	if o.recoveryWindow <= 0 {
+		add("--recovery-window is required and must be positive, e.g. --recovery-window 72h (days are written in hours: 10 days = 240h)")
+	}
+	if o.output != "table" && o.output != "json" {
+		add("--output %q: use table or json", o.output)
+	}
+	if o.color != "auto" && o.color != "always" && o.color != "never" {
+		add("--color %q: use auto, always or never", o.color)
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		add("--tls-cert and --tls-key go together: give both for mutual TLS, or neither")
+	}
+	if o.saslMechanism != "" || o.saslUsername != "" || o.saslPasswordFile != "" {
+		switch o.saslMechanism {
+		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		case "":
+			add("--sasl-mechanism is required with --sasl-username/--sasl-password-file: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+		default:
+			add("--sasl-mechanism %q: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", o.saslMechanism)
+		}
+		if o.saslUsername == "" {
+			add("--sasl-username is required with --sasl-mechanism")
+		}
+		if o.saslPasswordFile == "" {
+			add("--sasl-password-file is required with --sasl-mechanism (the password is read from a file, never from the command line)")
+		}
+	}
+	if o.timeout <= 0 {
+		add("--timeout must be positive, e.g. --timeout 10s")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s\nRun 'retention-guard check --help' for usage", strings.Join(problems, "\n"))
+	}
+	return nil
+}
+
+func validHostPort(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" {
+		return fmt.Errorf("want HOST:PORT, e.g. kafka-0:9092")
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not a number between 1 and 65535", port)
+	}
+	return nil
+}
+
+// connection reads the TLS and SASL material the flags point at. A file
+// that cannot be read is a usage error: the command was pointed wrongly.
+func (o *checkOptions) connection() (kafka.Connection, error) {
+	conn := kafka.Connection{BootstrapServers: o.bootstrapServers}
+	if o.tls || o.tlsCA != "" || o.tlsCert != "" || o.tlsKey != "" {
+		t, err := kafka.LoadTLSFiles(o.tlsCA, o.tlsCert, o.tlsKey)
+		if err != nil {
+			return conn, usageError{err}
+		}
+		if t == nil {
+			t = &kafka.TLS{}
+		}
+		t.ServerName = o.tlsServerName
+		conn.TLS = t
+	}
+	if o.saslMechanism != "" {
+		pw, err := os.ReadFile(o.saslPasswordFile)
+		if err != nil {
+			return conn, usageError{fmt.Errorf("--sasl-password-file: cannot read %s: %v", o.saslPasswordFile, pathError(err))}
+		}
+		conn.SASL = &kafka.SASL{
+			Mechanism: o.saslMechanism,
+			Username:  o.saslUsername,
+			Password:  strings.TrimRight(string(pw), "\r\n"),
+		}
+	}
+	return conn, nil
+}
+
+// pathError drops the path from an *os.PathError (the caller names it).
+func pathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+func (o *checkOptions) run(cmd *cobra.Command) error {
+	conn, err := o.connection()
+	if err != nil {
+		return err
+	}
+	log := zap.New(zap.UseFlagOptions(&o.logs.Options), zap.WriteTo(cmd.ErrOrStderr()))
+	if !cmd.Flags().Changed("zap-log-level") && !cmd.Flags().Changed("zap-devel") {
+		log = logr.Discard() // a check prints its result; logs only when asked for
+	}
+
+	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+	defer cancel()
+
+	observer := kafka.NewObserver(kafka.WithLogger(log))
+	defer observer.Close()
+	obs := observer.Observe(ctx, conn, []kafka.Target{{Group: o.group, Topics: o.topics}})[0]
+
+	pol := proof.Policy{
+		GroupID:                   o.group,
+		Topics:                    o.topics,
+		RecoveryWindow:            o.recoveryWindow,
+		AllowInfiniteRetention:    o.allowInfiniteRetention,
+		AllowSizeBoundedRetention: o.allowSizeBoundedRetention,
+	}
+	res := proof.Evaluate(obs, pol, time.Now())
+
+	out := cmd.OutOrStdout()
+	switch o.output {
+	case "json":
+		err = writeCheckJSON(out, o, obs, res)
+	default:
+		err = writeCheckTable(out, o, obs, res, useColor(o.color, out))
+	}
+	if err != nil {
+		return err
+	}
+	switch res.Verdict {
+	case proof.Proven:
+		return nil
+	case proof.Violated:
+		return exitError{code: ExitViolated}
+	default:
+		return exitError{code: ExitUnknown}
+	}
 }

@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/term"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/proofstatus"
+)
+
+// checkJSON is `check --output json`: the fields of status.proof, plus the
+// group, the window and one line per partition.
+type checkJSON struct {
+	Group          string `json:"group"`
+	RecoveryWindow string `json:"recoveryWindow"`
+	*rgv1.ProofStatus
+	Partitions []partitionJSON `json:"partitions"`
+}
+
+type partitionJSON struct {
+	Topic          string `json:"topic"`
+	Partition      int32  `json:"partition"`
+	Committed      int64  `json:"committed"` // -1 when none
+	LogStart       int64  `json:"logStart"`
+	LogEnd         int64  `json:"logEnd"`
+	Lag            int64  `json:"lag"`
+	ExpiredRecords int64  `json:"expiredRecords"`
+	// HeadroomSeconds is null when it cannot be computed.
+	HeadroomSeconds *int64 `json:"headroomSeconds"`
+	Verdict         string `json:"verdict"`
+	Reason          string `json:"reason,omitempty"`
+}
+
+func writeCheckJSON(w io.Writer, o *checkOptions, obs proof.Observation, res proof.Result) error {
+	doc := checkJSON{
+		Group:          o.group,
+		RecoveryWindow: o.recoveryWindow.String(),
+		ProofStatus:    proofstatus.From(res, obs),
+		Partitions:     []partitionJSON{},
+	}
+	for _, p := range res.Partitions {
+		pj := partitionJSON{
+			Topic: p.Topic, Partition: p.Partition, Committed: p.Committed,
+			LogStart: p.LogStart, LogEnd: p.LogEnd, Lag: p.Lag,
+			ExpiredRecords: p.ExpiredRecords, Verdict: string(p.Verdict), Reason: p.Reason,
+		}
+		if p.HasHeadroom {
+			s := int64(p.Headroom.Seconds())
+			pj.HeadroomSeconds = &s
+		}
+		doc.Partitions = append(doc.Partitions, pj)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+// useColor: colour only on a terminal, never with NO_COLOR (no-color.org).
+func useColor(mode string, w io.Writer) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	if _, ok := os.LookupEnv("NO_COLOR"); ok {
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+type palette struct{ on bool }
+
+func (p palette) wrap(code, s string) string {
+	if !p.on {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+func (p palette) verdict(v proof.Verdict) string {
+	switch v {
+	case proof.Proven:
+		return p.wrap("32", string(v))
+	case proof.Violated:
+		return p.wrap("31;1", string(v))
+	default:
+		return p.wrap("33;1", string(v))
+	}
+}
+
+func writeCheckTable(w io.Writer, o *checkOptions, obs proof.Observation, res proof.Result, color bool) error {
+	c := palette{on: color}
+	var b strings.Builder
+
+	head := fmt.Sprintf("%s  group %s  recovery window %s", c.verdict(res.Verdict), o.group, proof.FormatDuration(o.recoveryWindow))
+	if res.ProofID != "" {
+		head += "  proofID " + res.ProofID
+	}
+	b.WriteString(head + "\n")
+	state := obs.Group.State
+	if state == "" {
+		state = "unknown"
+	}
+	fmt.Fprintf(&b, "group state %s", state)
+	if obs.Group.Protocol != "" {
+		fmt.Fprintf(&b, " (%s protocol)", obs.Group.Protocol)
+	}
+	if v := obs.OffsetsRetentionMinutes; v.Present && !v.Null {
+		fmt.Fprintf(&b, ", offsets.retention.minutes %s", v.Value)
+	}
+	b.WriteString("\n\n")
+
+	// The clauses: what holds and what does not.
+	for _, cond := range res.Conditions {
+		if cond.Type == proof.ClauseReady {
+			continue
+		}
+		mark := c.wrap("32", "ok")
+		switch cond.Status {
+		case proof.ConditionFalse:
+			mark = c.wrap("31;1", "FAIL")
+		case proof.ConditionUnknown:
+			mark = c.wrap("33;1", "??")
+		}
+		fmt.Fprintf(&b, "  %-4s %-22s %s\n", mark, cond.Type, cond.Message)
+	}
+	b.WriteString("\n")
+
+	if len(obs.Topics) > 0 {
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOPIC\tRETENTION.MS\tRETENTION.BYTES\tCLEANUP.POLICY")
+		for _, t := range obs.Topics {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, configText(t.RetentionMs, true), configText(t.RetentionBytes, false), configText(t.CleanupPolicy, false))
+		}
+		tw.Flush()
+		b.WriteString("\n")
+	}
+
+	if len(res.Partitions) > 0 {
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG START\tLOG END\tLAG\tEXPIRED\tHEADROOM\tVERDICT\t")
+		for _, p := range res.Partitions {
+			committed := "-"
+			if p.Committed != proof.NoOffset {
+				committed = strconv.FormatInt(p.Committed, 10)
+			}
+			headroom := "-"
+			if p.HasHeadroom {
+				headroom = proof.FormatDuration(p.Headroom.Round(time.Millisecond))
+			}
+			verdict := "in range"
+			if p.Reason != "" {
+				verdict = p.Reason
+			}
+			if p.Verdict != proof.Proven {
+				verdict = c.wrap("31", verdict)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", p.Topic, p.Partition, committed, p.LogStart, p.LogEnd, p.Lag, p.ExpiredRecords, headroom, verdict)
+		}
+		tw.Flush()
+		b.WriteString("\n")
+	}
+
+	if len(res.Violations) > 0 {
+		b.WriteString(c.wrap("1", "Violations") + "\n")
+		for _, v := range res.Violations {
+			fmt.Fprintf(&b, "  %s: %s\n", c.wrap("31", v.Reason), v.Message)
+		}
+		b.WriteString("\n")
+	}
+	if len(res.Warnings) > 0 {
+		b.WriteString(c.wrap("1", "Warnings") + "\n")
+		for _, wn := range res.Warnings {
+			fmt.Fprintf(&b, "  %s: %s\n", c.wrap("33", wn.Type), wn.Message)
+		}
+		b.WriteString("\n")
+	}
+	if res.ExpiredRecords > 0 {
+		fmt.Fprintf(&b, "%d records expired before group %s read them.\n", res.ExpiredRecords, o.group)
+	}
+	switch res.Verdict {
+	case proof.Violated:
+		b.WriteString("Do not start the consumer as it is: it would resume from a position that skips records.\n" +
+			"Replay what expired from its source, or reset the group's offsets knowingly, then check again.\n")
+	case proof.Unknown:
+		b.WriteString("Could not prove the group safe: fix what is reported above (connection, credentials, ACLs) and check again.\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func configText(v proof.ConfigValue, duration bool) string {
+	switch {
+	case !v.Present:
+		return "(unreadable)"
+	case v.Null:
+		return "(null)"
+	}
+	if duration {
+		if ms, err := strconv.ParseInt(v.Value, 10, 64); err == nil && ms > 0 {
+			return v.Value + " (" + proof.FormatDuration(msDuration(ms)) + ")"
+		}
+	}
+	return v.Value
+}
+
+func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

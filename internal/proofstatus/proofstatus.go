@@ -1,0 +1,88 @@
+// Package proofstatus turns a proof (internal/proof) and the observation it
+// was made from into the API's ProofStatus: the one shape shared by a
+// policy's status.proof and `retention-guard check --output json`.
+package proofstatus
+
+import (
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// MaxViolations is how many violations status.proof lists; the rest are
+// counted in violationsOmitted.
+const MaxViolations = 20
+
+// From builds the ProofStatus for a result.
+func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
+	ps := &rgv1.ProofStatus{
+		Verdict:       rgv1.Verdict(res.Verdict),
+		ProofID:       res.ProofID,
+		CheckedAt:     metav1.NewTime(obs.ObservedAt.UTC().Truncate(time.Second)),
+		GroupState:    obs.Group.State,
+		GroupProtocol: obs.Group.Protocol,
+		PartitionSummary: rgv1.PartitionSummary{
+			Total:     int32(res.Summary.Total),
+			InRange:   int32(res.Summary.InRange),
+			Expired:   int32(res.Summary.Expired),
+			Missing:   int32(res.Summary.Missing),
+			BeyondEnd: int32(res.Summary.BeyondEnd),
+		},
+		ExpiredRecords: res.ExpiredRecords,
+	}
+	if !obs.Group.EmptySince.IsZero() {
+		t := metav1.NewTime(obs.Group.EmptySince.UTC().Truncate(time.Second))
+		ps.GroupEmptySince = &t
+	}
+	ps.OffsetsRetentionMinutes = configInt(obs.OffsetsRetentionMinutes)
+	for _, t := range obs.Topics {
+		ts := rgv1.TopicRetentionStatus{
+			Name:           t.Name,
+			RetentionMs:    configInt(t.RetentionMs),
+			RetentionBytes: configInt(t.RetentionBytes),
+		}
+		if t.CleanupPolicy.Present && !t.CleanupPolicy.Null {
+			ts.CleanupPolicy = t.CleanupPolicy.Value
+		}
+		ps.Topics = append(ps.Topics, ts)
+	}
+	if res.HasRecoveryHeadroom {
+		ps.RecoveryHeadroom = &metav1.Duration{Duration: res.RecoveryHeadroom.Round(time.Second)}
+	}
+	if res.HasGroupOffsetsExpireIn {
+		ps.GroupOffsetsExpireIn = &metav1.Duration{Duration: res.GroupOffsetsExpireIn.Round(time.Second)}
+	}
+	for i, v := range res.Violations {
+		if i == MaxViolations {
+			ps.ViolationsOmitted = int32(len(res.Violations) - MaxViolations)
+			break
+		}
+		vs := rgv1.ViolationStatus{Reason: v.Reason, Topic: v.Topic, Message: v.Message}
+		if v.Partition >= 0 {
+			p := v.Partition
+			vs.Partition = &p
+		}
+		ps.Violations = append(ps.Violations, vs)
+	}
+	for _, w := range res.Warnings {
+		ps.Warnings = append(ps.Warnings, w.Message)
+	}
+	return ps
+}
+
+// configInt parses an integer config value; nil when absent, null or not a
+// number (the proof reports those as unreadable).
+func configInt(v proof.ConfigValue) *int64 {
+	if !v.Present || v.Null {
+		return nil
+	}
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil {
+		return nil
+	}
+	return &n
+}
