@@ -1,0 +1,270 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// fakeObserver records the passes it is asked for. With gate set, each
+// Observe waits for a value on gate (or its context) before answering.
+type fakeObserver struct {
+	mu        sync.Mutex
+	passes    [][]kafka.Target
+	conns     []string
+	forgotten []string
+	gate      chan struct{}
+	started   chan struct{}
+}
+
+func newFakeObserver() *fakeObserver {
+	return &fakeObserver{started: make(chan struct{}, 100)}
+}
+
+func (f *fakeObserver) Observe(ctx context.Context, conn kafka.Connection, targets []kafka.Target) []proof.Observation {
+	f.mu.Lock()
+	f.passes = append(f.passes, targets)
+	f.conns = append(f.conns, conn.Key())
+	gate := f.gate
+	f.mu.Unlock()
+	f.started <- struct{}{}
+	var failures []proof.Failure
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			failures = []proof.Failure{{Reason: proof.ReasonBrokerUnreachable, Partition: -1, Message: ctx.Err().Error()}}
+		}
+	}
+	out := make([]proof.Observation, len(targets))
+	for i, t := range targets {
+		out[i] = proof.Observation{ObservedAt: time.Now(), Group: proof.GroupObservation{ID: t.Group}, Failures: failures}
+	}
+	return out
+}
+
+func (f *fakeObserver) Forget(conn kafka.Connection) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forgotten = append(f.forgotten, conn.Key())
+}
+
+func (f *fakeObserver) passCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.passes)
+}
+
+func (f *fakeObserver) pass(i int) []kafka.Target {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.passes[i]
+}
+
+func (f *fakeObserver) forgottenKeys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.forgotten...)
+}
+
+// notifications collects the owners a Coalescer notifies.
+type notifications struct {
+	mu    sync.Mutex
+	count map[types.NamespacedName]int
+}
+
+func (n *notifications) add(o types.NamespacedName) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.count[o]++
+}
+
+func (n *notifications) of(o types.NamespacedName) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.count[o]
+}
+
+func newTestCoalescer(t *testing.T, f *fakeObserver, opts CoalescerOptions) (*Coalescer, *notifications) {
+	if opts.Linger == 0 {
+		opts.Linger = 20 * time.Millisecond
+	}
+	c := NewCoalescer(f, opts)
+	n := &notifications{count: make(map[types.NamespacedName]int)}
+	c.SetNotify(n.add)
+	t.Cleanup(c.Close)
+	return c, n
+}
+
+func owner(i int) types.NamespacedName {
+	return types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("policy-%d", i)}
+}
+
+func target(i int) kafka.Target {
+	return kafka.Target{Group: fmt.Sprintf("group-%d", i), Topics: []string{"orders", "payments"}}
+}
+
+var plainConn = kafka.Connection{BootstrapServers: []string{"kafka-0:9092", "kafka-1:9092"}}
+
+func TestCoalescerOnePassForManyPolicies(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeObserver()
+	c, n := newTestCoalescer(t, f, CoalescerOptions{})
+
+	const policies = 50
+	for i := range policies {
+		_, _, fresh := c.Request(owner(i), plainConn, target(i), time.Minute)
+		g.Expect(fresh).To(BeFalse(), "nothing observed yet")
+	}
+	for i := range policies {
+		g.Eventually(func() int { return n.of(owner(i)) }).Should(Equal(1), "policy %d is notified", i)
+	}
+	g.Expect(f.passCount()).To(Equal(1), "one pass served every policy")
+	g.Expect(f.pass(0)).To(HaveLen(policies))
+
+	for i := range policies {
+		obs, _, fresh := c.Request(owner(i), plainConn, target(i), time.Minute)
+		g.Expect(fresh).To(BeTrue())
+		g.Expect(obs.Group.ID).To(Equal(target(i).Group), "each policy gets its own target's observation")
+	}
+	g.Expect(f.passCount()).To(Equal(1), "fresh results are served from the cache")
+
+	// Stale for one policy: one new pass, again for every target.
+	_, _, fresh := c.Request(owner(7), plainConn, target(7), 0)
+	g.Expect(fresh).To(BeFalse())
+	g.Eventually(func() int { return n.of(owner(7)) }).Should(Equal(2))
+	g.Expect(f.passCount()).To(Equal(2))
+	g.Expect(f.pass(1)).To(HaveLen(policies))
+}
+
+func TestCoalescerSingleFlight(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeObserver()
+	f.gate = make(chan struct{})
+	c, n := newTestCoalescer(t, f, CoalescerOptions{})
+
+	c.Request(owner(1), plainConn, target(1), 0)
+	g.Eventually(f.started).Should(Receive(), "the first pass starts after the linger")
+
+	// While it runs: requests for its target join it, whatever their age
+	// limit; a policy registered since waits for one pass after it.
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			c.Request(owner(1), plainConn, target(1), 0)
+			c.Request(owner(2), plainConn, target(2), 0)
+			c.Request(owner(3), plainConn, target(3), 0)
+		})
+	}
+	wg.Wait()
+	g.Consistently(f.started, 100*time.Millisecond).ShouldNot(Receive(), "no second pass while one runs")
+
+	f.gate <- struct{}{}
+	g.Eventually(func() int { return n.of(owner(1)) }).Should(Equal(1))
+	g.Eventually(f.started).Should(Receive(), "the queued pass starts as soon as the first ends")
+	g.Expect(f.pass(1)).To(ConsistOf(target(1), target(2), target(3)))
+	f.gate <- struct{}{}
+	g.Eventually(func() int { return n.of(owner(2)) }).Should(Equal(1))
+	g.Expect(n.of(owner(3))).To(Equal(1))
+	g.Consistently(f.started, 100*time.Millisecond).ShouldNot(Receive())
+	g.Expect(f.passCount()).To(Equal(2), "21 requests of 3 policies: two passes")
+}
+
+func TestCoalescerSeparatesCredentialsAndForgetsUnusedConnections(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeObserver()
+	c, n := newTestCoalescer(t, f, CoalescerOptions{})
+
+	alice := kafka.Connection{BootstrapServers: plainConn.BootstrapServers,
+		SASL: &kafka.SASL{Mechanism: "SCRAM-SHA-512", Username: "alice", Password: "one"}}
+	rotated := alice
+	rotated.SASL = &kafka.SASL{Mechanism: "SCRAM-SHA-512", Username: "alice", Password: "two"}
+
+	c.Request(owner(1), plainConn, target(1), time.Minute)
+	c.Request(owner(2), alice, target(2), time.Minute)
+	g.Eventually(func() int { return n.of(owner(1)) + n.of(owner(2)) }).Should(Equal(2))
+	g.Expect(f.passCount()).To(Equal(2), "different credentials never share an observation")
+
+	// A rotated password moves the policy to a new connection: the client
+	// holding the old password is closed.
+	c.Request(owner(2), rotated, target(2), time.Minute)
+	g.Expect(f.forgottenKeys()).To(ConsistOf(alice.Key()))
+	g.Eventually(func() int { return n.of(owner(2)) }).Should(Equal(2))
+
+	// The last policy of a connection goes: its client is closed too.
+	c.Unregister(owner(1))
+	g.Expect(f.forgottenKeys()).To(ConsistOf(alice.Key(), plainConn.Key()))
+	c.Unregister(owner(1)) // twice is harmless
+	g.Expect(f.forgottenKeys()).To(HaveLen(2))
+}
+
+func TestCoalescerObserveNow(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeObserver()
+	f.gate = make(chan struct{})
+	c, n := newTestCoalescer(t, f, CoalescerOptions{})
+
+	// A registered policy, observed once.
+	c.Request(owner(1), plainConn, target(1), time.Minute)
+	g.Eventually(f.started).Should(Receive())
+	f.gate <- struct{}{}
+	g.Eventually(func() int { return n.of(owner(1)) }).Should(Equal(1))
+
+	// Concurrent live checks of the same target share one pass.
+	results := make(chan error, 5)
+	for range 5 {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			obs, err := c.ObserveNow(ctx, plainConn, target(1))
+			if err == nil && obs.Group.ID != target(1).Group {
+				err = fmt.Errorf("observed %s", obs.Group.ID)
+			}
+			results <- err
+		}()
+	}
+	g.Eventually(f.started).Should(Receive())
+	g.Consistently(f.started, 50*time.Millisecond).ShouldNot(Receive(), "one live pass for five callers")
+	g.Expect(f.pass(1)).To(Equal([]kafka.Target{normalizeTarget(target(1))}), "a live check observes only its target")
+	f.gate <- struct{}{}
+	for range 5 {
+		g.Eventually(results).Should(Receive(BeNil()))
+	}
+	g.Eventually(func() int { return n.of(owner(1)) }).Should(Equal(2), "the policy sharing the target learns what the webhook saw")
+	_, _, fresh := c.Request(owner(1), plainConn, target(1), time.Minute)
+	g.Expect(fresh).To(BeTrue())
+
+	// The caller's deadline bounds the wait.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.ObserveNow(ctx, plainConn, target(9))
+	g.Expect(err).To(MatchError(context.DeadlineExceeded))
+	g.Expect(time.Since(start)).To(BeNumerically("<", 2*time.Second))
+	f.gate <- struct{}{} // let the abandoned pass finish
+}
+
+func TestCoalescerCloseCancelsPasses(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeObserver()
+	f.gate = make(chan struct{}) // never opened: only the context ends the pass
+	c, _ := newTestCoalescer(t, f, CoalescerOptions{PassTimeout: time.Hour})
+	c.Request(owner(1), plainConn, target(1), 0)
+	g.Eventually(f.started).Should(Receive())
+
+	closed := make(chan struct{})
+	go func() { c.Close(); close(closed) }()
+	g.Eventually(closed).Should(BeClosed(), "Close cancels the pass in flight and returns")
+	_, _, fresh := c.Request(owner(1), plainConn, target(1), time.Hour)
+	g.Expect(fresh).To(BeFalse())
+	_, err := c.ObserveNow(context.Background(), plainConn, target(1))
+	g.Expect(err).To(MatchError(ErrCoalescerClosed))
+}

@@ -1,0 +1,335 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// ControllerName names the controller, its events' reportingController and
+// its log lines.
+const ControllerName = "retention-guard"
+
+// secretRefIndex indexes policies by the Secrets they reference.
+const secretRefIndex = ".spec.kafka.secretRefs"
+
+// defaultCheckInterval applies when spec.checkInterval is unset (the CRD
+// defaults it, so only objects written before the default existed lack it).
+const defaultCheckInterval = time.Minute
+
+// ConsumerRetentionPolicyReconciler keeps every ConsumerRetentionPolicy's
+// proof current: resolve the connection, observe Kafka through the
+// Coalescer, prove with internal/proof, and patch the status once.
+//
+// Reconciles never wait on Kafka. A policy whose observation is older than
+// maxObservationAge asks the Coalescer for a new one and is requeued when
+// that pass completes; meanwhile its status keeps the last proof
+// (or says Reconciling while the first proof is pending).
+type ConsumerRetentionPolicyReconciler struct {
+	// Client is the manager's cached client.
+	Client client.Client
+	// Resolver turns spec.kafka into a connection.
+	Resolver *ConnectionResolver
+	// Coalescer shares observations among policies of one cluster.
+	Coalescer *Coalescer
+	// Recorder records events.k8s.io events on verdict transitions.
+	Recorder events.EventRecorder
+	// MaxConcurrentReconciles defaults to 4 (reconciles do no Kafka I/O).
+	MaxConcurrentReconciles int
+
+	verdicts lastVerdicts
+
+	// intervalOverride replaces every policy's checkInterval (tests: the
+	// CRD's minimum is 10s).
+	intervalOverride time.Duration
+	// now is the clock (tests).
+	now func() time.Time
+}
+
+// SetupWithManager registers the reconciler: policies (spec and annotation
+// changes), the Secrets they reference (metadata only, mapped through a
+// field index), and the Coalescer's notifications.
+func (r *ConsumerRetentionPolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Resolver == nil {
+		return errors.New("the reconciler needs a ConnectionResolver")
+	}
+	if r.Coalescer == nil {
+		return errors.New("the reconciler needs a Coalescer")
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder(ControllerName)
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.MaxConcurrentReconciles <= 0 {
+		r.MaxConcurrentReconciles = 4
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &rgv1.ConsumerRetentionPolicy{}, secretRefIndex,
+		func(o client.Object) []string {
+			p, ok := o.(*rgv1.ConsumerRetentionPolicy)
+			if !ok {
+				return nil
+			}
+			return secretRefs(p)
+		}); err != nil {
+		return fmt.Errorf("indexing policies by Secret: %w", err)
+	}
+
+	notifications := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		r.Coalescer.SetNotify(func(owner types.NamespacedName) {
+			q.Add(reconcile.Request{NamespacedName: owner})
+		})
+		return nil
+	})
+
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("consumerretentionpolicy").
+		For(&rgv1.ConsumerRetentionPolicy{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.policiesForSecret)).
+		WatchesRawSource(notifications).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Complete(r)
+}
+
+// policiesForSecret maps a Secret to the policies in its namespace that
+// reference it, so a rotated Secret takes effect at once.
+func (r *ConsumerRetentionPolicyReconciler) policiesForSecret(ctx context.Context, s client.Object) []reconcile.Request {
+	var list rgv1.ConsumerRetentionPolicyList
+	if err := r.Client.List(ctx, &list, client.InNamespace(s.GetNamespace()),
+		client.MatchingFields{secretRefIndex: s.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the policies that reference a Secret", "secret", s.GetName())
+		return nil
+	}
+	if len(list.Items) == 0 {
+		r.Resolver.drop(client.ObjectKeyFromObject(s))
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// Reconcile proves one policy and patches its status once, in a defer.
+func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	log := ctrl.LoggerFrom(ctx)
+	policy := &rgv1.ConsumerRetentionPolicy{}
+	if err := r.Client.Get(ctx, req.NamespacedName, policy); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted: no finalizer is needed to clean up what lives only
+			// in this process.
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !policy.DeletionTimestamp.IsZero() {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+
+	before := policy.DeepCopy()
+	var (
+		outcome statusOutcome
+		decided bool
+	)
+	defer func() {
+		if !decided {
+			return // a transient error came before any decision: retried with backoff
+		}
+		policy.Status = outcome.Status
+		if err := r.patchStatus(ctx, before, policy); err != nil {
+			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching status: %w", err)})
+			return
+		}
+		if outcome.Result == nil {
+			return
+		}
+		metricsState.record(req.NamespacedName, outcome.Result)
+		var prev rgv1.Verdict
+		if before.Status.Proof != nil {
+			prev = before.Status.Proof.Verdict
+		}
+		prev = r.verdicts.swap(req.NamespacedName, policy.UID, rgv1.Verdict(outcome.Result.Verdict), prev)
+		ready := meta.FindStatusCondition(policy.Status.Conditions, proof.ClauseReady)
+		if ready == nil {
+			return
+		}
+		if ev := verdictEvent(prev, *ready, outcome.Result); ev != nil {
+			r.Recorder.Eventf(policy, nil, ev.Type, ev.Reason, EventActionProve, "%s", ev.Note)
+		}
+		if outcome.Result.Verdict != proof.Proven {
+			log.V(1).Info("proof does not hold", "verdict", outcome.Result.Verdict,
+				"reason", ready.Reason, "proofID", outcome.Result.ProofID)
+		}
+	}()
+
+	in, result, err := r.gather(ctx, policy)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	outcome, decided = computeStatus(policy.Status, in), true
+	return result, nil
+}
+
+// gather learns what the status needs: a spec problem, or a fresh
+// observation of the policy's target (or neither, while one is pending).
+func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *rgv1.ConsumerRetentionPolicy) (statusInput, ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(policy)
+	in := statusInput{
+		Generation: policy.Generation,
+		Policy:     proofPolicy(policy),
+		Now:        r.now(),
+	}
+	conn, err := r.Resolver.Resolve(ctx, policy)
+	var problem *SpecProblem
+	switch {
+	case errors.As(err, &problem):
+		// Nothing to observe until a person fixes it; Secret and policy
+		// watches bring the policy back.
+		r.Coalescer.Unregister(key)
+		in.Problem = problem
+		return in, ctrl.Result{}, nil
+	case err != nil:
+		return in, ctrl.Result{}, err
+	}
+
+	interval := r.interval(policy)
+	target := kafka.Target{Group: policy.Spec.GroupID, Topics: policy.Spec.Topics}
+	obs, age, fresh := r.Coalescer.Request(key, conn, target, maxObservationAge(interval))
+	if !fresh {
+		// The Coalescer requeues the policy as soon as the pass that serves
+		// it completes; this requeue is only a safety net.
+		return in, ctrl.Result{RequeueAfter: jitter(interval)}, nil
+	}
+	in.Observation = &obs
+	return in, ctrl.Result{RequeueAfter: nextCheck(interval, age)}, nil
+}
+
+// maxObservationAge is how old an observation a policy accepts: 80% of its
+// interval. It must stay below the smallest jittered requeue (90%), so the
+// first policy of a connection to come due finds the last pass stale and
+// triggers the next one; and it should be well above half the interval, so
+// that policies whose phases drifted apart find that pass fresh and fall
+// back in step with it (with half the interval, two groups half an
+// interval apart can keep triggering a pass each, twice the cost). The
+// status is never older than one jittered interval either way: policies
+// requeue relative to the observation they used (nextCheck).
+func maxObservationAge(interval time.Duration) time.Duration {
+	return interval * 8 / 10
+}
+
+// nextCheck is when to check again after using an observation age old:
+// one interval (±10%) after the observation, not after now. Policies that
+// share a pass stay anchored to it, so the first of them to come due
+// triggers the next pass and the others find it fresh: one pass per
+// interval for all of them, instead of phases drifting apart until every
+// half interval needs its own pass.
+func nextCheck(interval, age time.Duration) time.Duration {
+	return max(jitter(interval)-age, interval/10)
+}
+
+func (r *ConsumerRetentionPolicyReconciler) interval(p *rgv1.ConsumerRetentionPolicy) time.Duration {
+	switch {
+	case r.intervalOverride > 0:
+		return r.intervalOverride
+	case p.Spec.CheckInterval != nil && p.Spec.CheckInterval.Duration > 0:
+		return p.Spec.CheckInterval.Duration
+	}
+	return defaultCheckInterval
+}
+
+// jitter spreads requeues by ±10% so policies created together do not
+// keep checking in lockstep.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration((rand.Float64()*0.2-0.1)*float64(d))
+}
+
+// patchStatus sends one merge patch of the status, when it changed.
+func (r *ConsumerRetentionPolicyReconciler) patchStatus(ctx context.Context, before, after *rgv1.ConsumerRetentionPolicy) error {
+	patch := client.MergeFrom(before)
+	data, err := patch.Data(after)
+	if err != nil {
+		return err
+	}
+	if string(data) == "{}" {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, after, patch); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// forget drops what this process holds for a deleted policy: its target in
+// the Coalescer, its metric series and its last verdict.
+func (r *ConsumerRetentionPolicyReconciler) forget(key types.NamespacedName) {
+	r.Coalescer.Unregister(key)
+	metricsState.forget(key)
+	r.verdicts.forget(key)
+}
+
+// lastVerdicts remembers the verdict this process last wrote per policy.
+// The informer cache may not show our own last patch yet when the next
+// reconcile starts; judging transitions by it alone would repeat an event.
+// After a restart (or for a policy recreated under the same name) the
+// status is the reference.
+type lastVerdicts struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]uidVerdict
+}
+
+type uidVerdict struct {
+	uid     types.UID
+	verdict rgv1.Verdict
+}
+
+// swap records next as the policy's verdict and returns the previous one:
+// the remembered verdict when there is one for this UID, else inStatus.
+func (l *lastVerdicts) swap(key types.NamespacedName, uid types.UID, next, inStatus rgv1.Verdict) rgv1.Verdict {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = make(map[types.NamespacedName]uidVerdict)
+	}
+	prev := inStatus
+	if v, ok := l.m[key]; ok && v.uid == uid {
+		prev = v.verdict
+	}
+	l.m[key] = uidVerdict{uid: uid, verdict: next}
+	return prev
+}
+
+func (l *lastVerdicts) forget(key types.NamespacedName) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, key)
+}

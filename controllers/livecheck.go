@@ -1,0 +1,48 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// LiveChecker proves one policy against the brokers now, for the admission
+// webhook when a policy's status proof is not fresh. It shares the
+// reconciler's connection resolution and the Coalescer's clients, so a
+// live check honours --allowed-bootstrap-servers and never opens a second
+// client per cluster.
+type LiveChecker struct {
+	Resolver  *ConnectionResolver
+	Coalescer *Coalescer
+}
+
+// Check resolves the policy's connection and observes its target now,
+// bounded by ctx (give it the webhook's live-check deadline), and returns
+// the proof in status.proof's shape. A spec problem (server not allowed,
+// Secret or key missing) is a proof too: Unknown, with the problem as its
+// KafkaReachable violation. An error means no proof could be had in time
+// (ctx ended, the Coalescer is closed, or a Secret could not be read).
+func (l *LiveChecker) Check(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) {
+	pol := proofPolicy(p)
+	conn, err := l.Resolver.Resolve(ctx, p)
+	var problem *SpecProblem
+	switch {
+	case errors.As(err, &problem):
+		out := computeStatus(rgv1.ConsumerRetentionPolicyStatus{}, statusInput{
+			Generation: p.Generation, Policy: pol, Now: time.Now(), Problem: problem,
+		})
+		return out.Status.Proof, nil
+	case err != nil:
+		return nil, err
+	}
+	obs, err := l.Coalescer.ObserveNow(ctx, conn, kafka.Target{Group: p.Spec.GroupID, Topics: p.Spec.Topics})
+	if err != nil {
+		return nil, err
+	}
+	res := proof.Evaluate(obs, pol, obs.ObservedAt)
+	return proofStatus(obs, res), nil
+}

@@ -1,0 +1,136 @@
+package controllers
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// Prometheus metrics, on controller-runtime's registry (served by the
+// manager's metrics endpoint). Every series of a policy is removed when the
+// policy is deleted. A value that is not known (no observation, or the
+// brokers could not say) has no series rather than a made-up one: alert on
+// retentionguard_policy_verdict for Unknown.
+var (
+	policyVerdict = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "retentionguard_policy_verdict",
+		Help: "1 for the policy's current verdict (Proven, Violated or Unknown), 0 for the others.",
+	}, []string{"namespace", "policy", "verdict"})
+
+	recoveryHeadroomSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "retentionguard_recovery_headroom_seconds",
+		Help: "How long the group could go down now without losing records: the smallest, over partitions, of " +
+			"timestamp(record at committed offset) + retention.ms - now.",
+	}, []string{"namespace", "policy"})
+
+	expiredRecords = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "retentionguard_expired_records",
+		Help: "Records of the topic deleted by retention before the group read them (log start minus committed offset, summed over partitions).",
+	}, []string{"namespace", "policy", "topic"})
+
+	groupOffsetsExpirySeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "retentionguard_group_offsets_expiry_seconds",
+		Help: "How long until the empty group's committed offsets expire (offsets.retention.minutes).",
+	}, []string{"namespace", "policy"})
+
+	kafkaRequestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "retentionguard_kafka_request_duration_seconds",
+		Help:    "Round trip of the Kafka requests made to observe clusters, by Kafka API.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15), // 1ms .. ~16s
+	}, []string{"api"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(policyVerdict, recoveryHeadroomSeconds, expiredRecords,
+		groupOffsetsExpirySeconds, kafkaRequestDuration)
+}
+
+// ObserveKafkaRequest feeds retentionguard_kafka_request_duration_seconds.
+// Pass it to kafka.WithRequestHook.
+func ObserveKafkaRequest(api string, took time.Duration, _ error) {
+	kafkaRequestDuration.WithLabelValues(api).Observe(took.Seconds())
+}
+
+// metricsState tracks the per-policy series of this process.
+var metricsState = newPolicyMetrics()
+
+var verdicts = []rgv1.Verdict{rgv1.VerdictProven, rgv1.VerdictViolated, rgv1.VerdictUnknown}
+
+// policyMetrics records the per-policy series, remembering which topics
+// have a series so that a topic dropped from the spec loses its own.
+type policyMetrics struct {
+	mu     sync.Mutex
+	topics map[types.NamespacedName][]string
+}
+
+func newPolicyMetrics() *policyMetrics {
+	return &policyMetrics{topics: make(map[types.NamespacedName][]string)}
+}
+
+// record sets the policy's series from a proof result.
+func (m *policyMetrics) record(policy types.NamespacedName, res *proof.Result) {
+	ns, name := policy.Namespace, policy.Name
+	for _, v := range verdicts {
+		value := 0.0
+		if string(v) == string(res.Verdict) {
+			value = 1
+		}
+		policyVerdict.WithLabelValues(ns, name, string(v)).Set(value)
+	}
+
+	if res.HasRecoveryHeadroom {
+		recoveryHeadroomSeconds.WithLabelValues(ns, name).Set(res.RecoveryHeadroom.Seconds())
+	} else {
+		recoveryHeadroomSeconds.DeleteLabelValues(ns, name)
+	}
+	if res.HasGroupOffsetsExpireIn {
+		groupOffsetsExpirySeconds.WithLabelValues(ns, name).Set(res.GroupOffsetsExpireIn.Seconds())
+	} else {
+		groupOffsetsExpirySeconds.DeleteLabelValues(ns, name)
+	}
+
+	// Expired records per topic, for the topics whose partitions were
+	// observed (a topic whose offsets could not be read has no series).
+	perTopic := make(map[string]int64)
+	var topics []string
+	for _, p := range res.Partitions {
+		if p.Verdict == proof.Unknown {
+			continue
+		}
+		if _, ok := perTopic[p.Topic]; !ok {
+			topics = append(topics, p.Topic)
+		}
+		perTopic[p.Topic] += p.ExpiredRecords
+	}
+	for _, t := range topics {
+		expiredRecords.WithLabelValues(ns, name, t).Set(float64(perTopic[t]))
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range m.topics[policy] {
+		if !slices.Contains(topics, t) {
+			expiredRecords.DeleteLabelValues(ns, name, t)
+		}
+	}
+	m.topics[policy] = topics
+}
+
+// forget removes every series of a deleted policy.
+func (m *policyMetrics) forget(policy types.NamespacedName) {
+	labels := prometheus.Labels{"namespace": policy.Namespace, "policy": policy.Name}
+	policyVerdict.DeletePartialMatch(labels)
+	recoveryHeadroomSeconds.DeletePartialMatch(labels)
+	expiredRecords.DeletePartialMatch(labels)
+	groupOffsetsExpirySeconds.DeletePartialMatch(labels)
+	m.mu.Lock()
+	delete(m.topics, policy)
+	m.mu.Unlock()
+}

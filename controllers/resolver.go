@@ -1,0 +1,91 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/kafka"
+)
+
+// ConnectionResolver turns a policy's spec.kafka into a kafka.Connection:
+// the allowlist, then the TLS and SASL Secrets in the policy's namespace.
+// The reconciler uses it, and so can the webhook for a live re-check.
+//
+// Secret contents are never cached by the manager: Secrets are watched as
+// metadata only (resourceVersion), and a Secret's data is read from the
+// API server when its resourceVersion changes, then kept here for the
+// Secrets policies actually reference.
+type ConnectionResolver struct {
+	// Metadata reads Secret metadata, normally the manager's cached
+	// client (backed by a metadata-only informer).
+	Metadata client.Reader
+	// Secrets reads Secret data, normally the manager's API reader.
+	Secrets client.Reader
+	// Allowlist restricts the bootstrap servers (empty: all allowed).
+	Allowlist BootstrapAllowlist
+
+	mu    sync.Mutex
+	cache map[types.NamespacedName]cachedSecret
+}
+
+type cachedSecret struct {
+	resourceVersion string
+	data            map[string][]byte
+}
+
+// Resolve returns the policy's connection. A *SpecProblem error is a
+// problem a person must fix (server not allowed, Secret or key missing,
+// unusable PEM); any other error is transient.
+func (r *ConnectionResolver) Resolve(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (kafka.Connection, error) {
+	return resolveConnection(p, r.Allowlist, func(name string) (map[string][]byte, error) {
+		return r.secretData(ctx, types.NamespacedName{Namespace: p.Namespace, Name: name})
+	})
+}
+
+func (r *ConnectionResolver) secretData(ctx context.Context, key types.NamespacedName) (map[string][]byte, error) {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := r.Metadata.Get(ctx, key, m); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.drop(key)
+			return nil, errSecretNotFound
+		}
+		return nil, err
+	}
+	r.mu.Lock()
+	c, ok := r.cache[key]
+	r.mu.Unlock()
+	if ok && c.resourceVersion == m.ResourceVersion {
+		return c.data, nil
+	}
+
+	s := &corev1.Secret{}
+	if err := r.Secrets.Get(ctx, key, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.drop(key)
+			return nil, errSecretNotFound
+		}
+		return nil, err
+	}
+	r.mu.Lock()
+	if r.cache == nil {
+		r.cache = make(map[types.NamespacedName]cachedSecret)
+	}
+	r.cache[key] = cachedSecret{resourceVersion: s.ResourceVersion, data: s.Data}
+	r.mu.Unlock()
+	return s.Data, nil
+}
+
+// drop forgets a Secret's data.
+func (r *ConnectionResolver) drop(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.cache, key)
+	r.mu.Unlock()
+}

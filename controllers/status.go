@@ -1,0 +1,205 @@
+package controllers
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/proofstatus"
+)
+
+// The status is computed here by pure functions of the current status and
+// what this reconcile learned, in the habit of Cluster API's
+// machineset_controller_status.go: the reconciler gathers, these decide,
+// and the reconciler patches once.
+
+const (
+	// maxWarningLength bounds one status.proof warning.
+	maxWarningLength = 256
+	// maxConditionMessage stays well under metav1.Condition's 32768.
+	maxConditionMessage = 4096
+)
+
+// statusInput is what one reconcile learned. Exactly one of Problem and
+// Observation is set, or neither while the proof is pending.
+type statusInput struct {
+	// Generation is the policy's metadata.generation.
+	Generation int64
+	// Policy is the spec as the proof sees it.
+	Policy proof.Policy
+	// Now stamps condition transitions and the proof of a spec problem.
+	Now time.Time
+	// Problem is a spec problem that keeps the brokers from being
+	// observed at all (the policy is Stalled).
+	Problem *SpecProblem
+	// Observation is a fresh observation of the policy's target.
+	Observation *proof.Observation
+}
+
+// statusOutcome is the computed status and the proof result behind it (nil
+// while pending: the status then keeps its last proof).
+type statusOutcome struct {
+	Status rgv1.ConsumerRetentionPolicyStatus
+	Result *proof.Result
+}
+
+// computeStatus returns the policy's next status.
+//
+//   - A spec problem: the proof is Unknown with the problem as its only
+//     KafkaReachable failure, Ready=False and Stalled=True carry the
+//     problem's reason, observedGeneration is current (the problem is the
+//     answer for this generation).
+//   - An observation: the proof, one condition per clause plus Ready, no
+//     Reconciling or Stalled, observedGeneration current.
+//   - Neither: when the status already holds a proof of this generation,
+//     nothing changes (a periodic re-check is on its way and the last proof
+//     stands). Otherwise the first proof of this generation is pending:
+//     Reconciling=True and Ready=Unknown (reason ProofPending), Stalled
+//     cleared, and observedGeneration left at the generation the proof in
+//     status describes.
+func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statusOutcome {
+	st := *cur.DeepCopy()
+	now := metav1.NewTime(in.Now.UTC().Truncate(time.Second))
+	switch {
+	case in.Problem != nil:
+		obs := proof.Observation{
+			ObservedAt: in.Now,
+			Group:      proof.GroupObservation{ID: in.Policy.GroupID},
+			Failures: []proof.Failure{{
+				Reason:    in.Problem.Reason,
+				Partition: -1,
+				Message:   in.Problem.Message,
+			}},
+		}
+		res := proof.Evaluate(obs, in.Policy, in.Now)
+		// The proof's own Ready (Unknown) is replaced by Ready=False: set
+		// only the clauses, so Ready's transition time moves only when its
+		// status really changes.
+		clauses := slices.DeleteFunc(slices.Clone(res.Conditions), func(c proof.Condition) bool {
+			return c.Type == proof.ClauseReady
+		})
+		setClauseConditions(&st.Conditions, clauses, in.Generation, now)
+		setCondition(&st.Conditions, metav1.Condition{
+			Type: proof.ClauseReady, Status: metav1.ConditionFalse,
+			Reason: in.Problem.Reason, Message: in.Problem.Message,
+		}, in.Generation, now)
+		setCondition(&st.Conditions, metav1.Condition{
+			Type: ConditionStalled, Status: metav1.ConditionTrue,
+			Reason: in.Problem.Reason, Message: in.Problem.Message,
+		}, in.Generation, now)
+		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
+		st.ObservedGeneration = in.Generation
+		st.Proof = keepCheckedAt(cur.Proof, proofStatus(obs, res))
+		return statusOutcome{Status: st, Result: &res}
+
+	case in.Observation != nil:
+		res := proof.Evaluate(*in.Observation, in.Policy, in.Observation.ObservedAt)
+		setClauseConditions(&st.Conditions, res.Conditions, in.Generation, now)
+		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
+		meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
+		st.ObservedGeneration = in.Generation
+		st.Proof = proofStatus(*in.Observation, res)
+		return statusOutcome{Status: st, Result: &res}
+	}
+
+	if cur.Proof != nil && cur.ObservedGeneration == in.Generation &&
+		!meta.IsStatusConditionTrue(cur.Conditions, ConditionStalled) {
+		return statusOutcome{Status: st}
+	}
+	msg := "observing the brokers for the first proof of generation " + strconv.FormatInt(in.Generation, 10)
+	setCondition(&st.Conditions, metav1.Condition{
+		Type: ConditionReconciling, Status: metav1.ConditionTrue, Reason: ReasonProofPending, Message: msg,
+	}, in.Generation, now)
+	setCondition(&st.Conditions, metav1.Condition{
+		Type: proof.ClauseReady, Status: metav1.ConditionUnknown, Reason: ReasonProofPending, Message: msg,
+	}, in.Generation, now)
+	meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
+	return statusOutcome{Status: st}
+}
+
+// setClauseConditions sets one condition per clause of the proof, Ready
+// included.
+func setClauseConditions(conds *[]metav1.Condition, clauses []proof.Condition, generation int64, now metav1.Time) {
+	for _, c := range clauses {
+		setCondition(conds, metav1.Condition{
+			Type:    c.Type,
+			Status:  metav1.ConditionStatus(c.Status),
+			Reason:  c.Reason,
+			Message: c.Message,
+		}, generation, now)
+	}
+}
+
+// setCondition sets c, keeping its last transition time unless its status
+// changes. Reason is never empty (the API server requires one).
+func setCondition(conds *[]metav1.Condition, c metav1.Condition, generation int64, now metav1.Time) {
+	if c.Reason == "" {
+		c.Reason = proof.ReasonNotEvaluated
+	}
+	switch c.Status {
+	case metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown:
+	default:
+		c.Status = metav1.ConditionUnknown
+	}
+	c.Message = truncate(c.Message, maxConditionMessage)
+	c.ObservedGeneration = generation
+	c.LastTransitionTime = now
+	meta.SetStatusCondition(conds, c)
+}
+
+// proofStatus renders a proof result and the observation behind it as
+// status.proof, in the shape `retention-guard check --output json` shares
+// (internal/proofstatus), with warnings kept short.
+func proofStatus(obs proof.Observation, res proof.Result) *rgv1.ProofStatus {
+	ps := proofstatus.From(res, obs)
+	for i, w := range ps.Warnings {
+		ps.Warnings[i] = truncate(w, maxWarningLength)
+	}
+	return ps
+}
+
+// keepCheckedAt keeps the previous checkedAt when nothing else in the proof
+// changed, so that re-deciding the same spec problem does not patch the
+// status again.
+func keepCheckedAt(prev, next *rgv1.ProofStatus) *rgv1.ProofStatus {
+	if prev == nil || next == nil {
+		return next
+	}
+	a, b := prev.DeepCopy(), next.DeepCopy()
+	a.CheckedAt, b.CheckedAt = metav1.Time{}, metav1.Time{}
+	if apiequality.Semantic.DeepEqual(a, b) {
+		next.CheckedAt = prev.CheckedAt
+	}
+	return next
+}
+
+// truncate shortens s to at most n bytes without splitting a UTF-8
+// sequence, marking the cut with "...".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// proofPolicy is the spec as internal/proof sees it.
+func proofPolicy(p *rgv1.ConsumerRetentionPolicy) proof.Policy {
+	return proof.Policy{
+		UID:                       string(p.UID),
+		GroupID:                   p.Spec.GroupID,
+		Topics:                    slices.Clone(p.Spec.Topics),
+		RecoveryWindow:            p.Spec.RecoveryWindow.Duration,
+		AllowInfiniteRetention:    p.Spec.AllowInfiniteRetention,
+		AllowSizeBoundedRetention: p.Spec.AllowSizeBoundedRetention,
+	}
+}

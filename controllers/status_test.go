@@ -1,0 +1,332 @@
+package controllers
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// The status setters are pure: these tables need no cluster.
+
+var statusNow = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+
+const testWindow = 72 * time.Hour
+
+func cfgValue(v string) proof.ConfigValue { return proof.ConfigValue{Present: true, Value: v} }
+
+func testPolicy() proof.Policy {
+	return proof.Policy{
+		UID:            "0b7e3c1a-1111-4f5e-9a51-5d0c8f3e2a10",
+		GroupID:        "fanout",
+		Topics:         []string{"outbox"},
+		RecoveryWindow: testWindow,
+	}
+}
+
+// obsWith is an observation of group fanout on topic outbox (7 days of
+// retention), one partition per (logStart, logEnd, committed) triple.
+func obsWith(parts ...[3]int64) proof.Observation {
+	t := proof.TopicObservation{
+		Name:           "outbox",
+		RetentionMs:    cfgValue(strconv.FormatInt((7 * 24 * time.Hour).Milliseconds(), 10)),
+		RetentionBytes: cfgValue("-1"),
+		CleanupPolicy:  cfgValue("delete"),
+	}
+	for i, p := range parts {
+		t.Partitions = append(t.Partitions, proof.PartitionObservation{
+			Partition: int32(i), LogStart: p[0], LogEnd: p[1], Committed: p[2],
+		})
+	}
+	return proof.Observation{
+		ObservedAt:              statusNow.Add(-1500 * time.Millisecond),
+		OffsetsRetentionMinutes: cfgValue("10080"),
+		Group:                   proof.GroupObservation{ID: "fanout", State: proof.GroupStateEmpty, Protocol: proof.ProtocolClassic},
+		Topics:                  []proof.TopicObservation{t},
+	}
+}
+
+func healthyObs() proof.Observation { return obsWith([3]int64{0, 10, 10}, [3]int64{0, 10, 4}) }
+
+func condition(st rgv1.ConsumerRetentionPolicyStatus, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(st.Conditions, typ)
+}
+
+type condWant struct {
+	status metav1.ConditionStatus
+	reason string
+}
+
+// assertConditions checks the listed conditions, and that the absent ones
+// are absent (kstatus: Reconciling and Stalled appear only while True).
+func assertConditions(g Gomega, st rgv1.ConsumerRetentionPolicyStatus, want map[string]condWant, absent ...string) {
+	for typ, w := range want {
+		c := condition(st, typ)
+		g.Expect(c).NotTo(BeNil(), "condition %s", typ)
+		g.Expect(string(c.Status)).To(Equal(string(w.status)), "condition %s: %+v", typ, c)
+		g.Expect(c.Reason).To(Equal(w.reason), "condition %s: %+v", typ, c)
+		g.Expect(c.Message).NotTo(BeEmpty(), "condition %s", typ)
+	}
+	for _, typ := range absent {
+		g.Expect(condition(st, typ)).To(BeNil(), "condition %s must be absent", typ)
+	}
+	for _, c := range st.Conditions {
+		if c.Type == ConditionReconciling || c.Type == ConditionStalled {
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s present while not True", c.Type)
+		}
+	}
+}
+
+func provenStatus(gen int64) rgv1.ConsumerRetentionPolicyStatus {
+	return computeStatus(rgv1.ConsumerRetentionPolicyStatus{}, statusInput{
+		Generation: gen, Policy: testPolicy(), Now: statusNow, Observation: ptrTo(healthyObs()),
+	}).Status
+}
+
+func stalledStatus(gen int64) rgv1.ConsumerRetentionPolicyStatus {
+	return computeStatus(rgv1.ConsumerRetentionPolicyStatus{}, statusInput{
+		Generation: gen, Policy: testPolicy(), Now: statusNow,
+		Problem: &SpecProblem{Reason: ReasonSecretKeyMissing, Message: `Secret "kafka-user" has no key "password"`},
+	}).Status
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestComputeStatus(t *testing.T) {
+	expired := make([][3]int64, 25)
+	for i := range expired {
+		expired[i] = [3]int64{100, 120, 40} // 60 records expired each
+	}
+	cases := []struct {
+		name   string
+		cur    rgv1.ConsumerRetentionPolicyStatus
+		in     statusInput
+		assert func(g Gomega, cur rgv1.ConsumerRetentionPolicyStatus, out statusOutcome)
+	}{
+		{
+			name: "first proof pending: Reconciling and Ready Unknown, no generation observed yet",
+			in:   statusInput{Generation: 1, Policy: testPolicy(), Now: statusNow},
+			assert: func(g Gomega, _ rgv1.ConsumerRetentionPolicyStatus, out statusOutcome) {
+				assertConditions(g, out.Status, map[string]condWant{
+					ConditionReconciling: {metav1.ConditionTrue, ReasonProofPending},
+					proof.ClauseReady:    {metav1.ConditionUnknown, ReasonProofPending},
+				}, ConditionStalled)
+				g.Expect(out.Status.ObservedGeneration).To(BeZero())
+				g.Expect(out.Status.Proof).To(BeNil())
+				g.Expect(out.Result).To(BeNil())
+			},
+		},
+		{
+			name: "periodic re-check pending: the last proof of this generation stands, nothing changes",
+			cur:  provenStatus(3),
+			in:   statusInput{Generation: 3, Policy: testPolicy(), Now: statusNow.Add(time.Minute)},
+			assert: func(g Gomega, cur rgv1.ConsumerRetentionPolicyStatus, out statusOutcome) {
+				g.Expect(out.Status).To(Equal(cur))
+				g.Expect(out.Result).To(BeNil())
+			},
+		},
+		{
+			name: "new generation pending: Reconciling, Ready Unknown, observedGeneration and proof still the old ones",
+			cur:  provenStatus(3),
+			in:   statusInput{Generation: 4, Policy: testPolicy(), Now: statusNow.Add(time.Minute)},
+			assert: func(g Gomega, cur rgv1.ConsumerRetentionPolicyStatus, out statusOutcome) {
+				assertConditions(g, out.Status, map[string]condWant{
+					ConditionReconciling: {metav1.ConditionTrue, ReasonProofPending},
+					proof.ClauseReady:    {metav1.ConditionUnknown, ReasonProofPending},
+				}, ConditionStalled)
+				g.Expect(condition(out.Status, ConditionReconciling).Message).To(ContainSubstring("generation 4"))
+				g.Expect(out.Status.ObservedGeneration).To(Equal(int64(3)))
+				g.Expect(out.Status.Proof).To(Equal(cur.Proof))
+			},
+		},
+		{
+			name: "spec problem fixed, proof pending: Stalled goes, Reconciling comes",
+			cur:  stalledStatus(2),
+			in:   statusInput{Generation: 2, Policy: testPolicy(), Now: statusNow.Add(time.Minute)},
+			assert: func(g Gomega, _ rgv1.ConsumerRetentionPolicyStatus, out statusOutcome) {
+				assertConditions(g, out.Status, map[string]condWant{
+					ConditionReconciling: {metav1.ConditionTrue, ReasonProofPending},
+					proof.ClauseReady:    {metav1.ConditionUnknown, ReasonProofPending},
+				}, ConditionStalled)
+			},
+		},
+		{
+			name: "healthy group: Proven with every clause True and the facts in status.proof",
+			cur:  rgv1.ConsumerRetentionPolicyStatus{},
+			in:   statusInput{Generation: 2, Policy: testPolicy(), Now: statusNow, Observation: ptrTo(healthyObs())},
+			assert: func(g Gomega, _ rgv1.ConsumerRetentionPolicyStatus, out statusOutcome) {
+				assertConditions(g, out.Status, map[string]condWant{
+					proof.ClauseKafkaReachable:        {metav1.ConditionTrue, proof.ReasonReachable},
+					proof.ClauseRetentionCoversWindow: {metav1.ConditionTrue, proof.ReasonRetentionCoversWindow},
+					proof.ClauseGroupOffsetsRetained:  {metav1.ConditionTrue, proof.ReasonGroupOffsetsRetained},
+					proof.ClauseOffsetsInRange:        {metav1.ConditionTrue, proof.ReasonOffsetsInRange},
+					proof.ClauseReady:                 {metav1.ConditionTrue, proof.ReasonProven},
+				}, ConditionReconciling, ConditionStalled)
+				for _, c := range out.Status.Conditions {
+					g.Expect(c.ObservedGeneration).To(Equal(int64(2)), "condition %s", c.Type)
+				}
+				g.Expect(out.Status.ObservedGeneration).To(Equal(int64(2)))
+				p := out.Status.Proof
+				g.Expect(p).NotTo(BeNil())
+				g.Expect(p.Verdict).To(Equal(rgv1.VerdictProven))
+				g.Expect(p.ProofID).To(BeEmpty())
+				g.Expect(p.CheckedAt.Time).To(Equal(statusNow.Add(-2*time.Second)), "checkedAt is the observation's, to the second")
+				g.Expect(p.PartitionSummary).To(Equal(rgv1.PartitionSummary{Total: 2, InRange: 2}))
+				g.Expect(p.Topics).To(HaveLen(1))
+				g.Expect(*p.Topics[0].RetentionMs).To(Equal(int64(604800000)))
+				g.Expect(*p.Topics[0].RetentionBytes).To(Equal(int64(-1)))
+				g.Expect(p.Topics[0].CleanupPolicy).To(Equal("delete"))
+				g.Expect(*p.OffsetsRetentionMinutes).To(Equal(int64(10080)))
+				g.Expect(p.GroupState).To(Equal("Empty"))
+				g.Expect(p.RecoveryHeadroom).NotTo(BeNil())
+				g.Expect(p.RecoveryHeadroom.Duration).To(Equal(7*24*time.Hour), "a caught-up partition has the full retention.ms")
+			},
+		},
+		{
+			name: "expired committed offset: Violated, CommittedOffsetExpired, the numbers and a proofID",
+			in: statusInput{Generation: 1, Policy: testPolicy(), Now: statusNow,
+				Observation: ptrTo(obsWith([3]int64{0, 10, 10}, [3]int64{4200, 5000, 0}))},
+			assert: func(g Gomega, _ rgv1.ConsumerRetentionPolicyStatus, out statusOutcome) {
+				assertConditions(g, out.Status, map[string]condWant{
+					proof.ClauseOffsetsInRange: {metav1.ConditionFalse, proof.ReasonCommittedOffsetExpired},
+					proof.ClauseReady:          {metav1.ConditionFalse, proof.ReasonCommittedOffsetExpired},
+				}, ConditionReconciling, ConditionStalled)
+				p := out.Status.Proof
+				g.Expect(p.Verdict).To(Equal(rgv1.VerdictViolated))
+				g.Expect(p.ProofID).NotTo(BeEmpty())
+				g.Expect(p.ExpiredRecords).To(Equal(int64(4200)))
+				g.Expect(p.PartitionSummary).To(Equal(rgv1.PartitionSummary{Total: 2, InRange: 1, Expired: 1}))
+				g.Expect(p.Violations).To(HaveLen(1))
+				g.Expect(p.Violations[0].Reason).To(Equal(proof.ReasonCommittedOffsetExpired))
+				g.Expect(p.Violations[0].Topic).To(Equal("outbox"))
+				g.Expect(*p.Violations[0].Partition).To(Equal(int32(1)))
+				g.Expect(p.Violations[0].Message).To(ContainSubstring("4200"))
+				g.Expect(p.ViolationsOmitted).To(BeZero())
+			},
+		},
+		{
+			name: "25 violations: 20 listed, 5 counted",
+			in:   statusInput{Generation: 1, Policy: testPolicy(), Now: statusNow, Observation: ptrTo(obsWith(expired...))},
+			assert: func(g Gomega, _ rgv1.ConsumerRetentionPolicyStatus, out statusOutcome) {
+				p := out.Status.Proof
+				g.Expect(p.Violations).To(HaveLen(20))
+				g.Expect(p.ViolationsOmitted).To(Equal(int32(5)))
+				g.Expect(p.ExpiredRecords).To(Equal(int64(25 * 60)))
+				g.Expect(p.PartitionSummary.Expired).To(Equal(int32(25)))
+			},
+		},
+		{
+			name: "broker unreachable: Unknown, KafkaReachable False, Ready Unknown, not Stalled",
+			cur:  provenStatus(1),
+			in: statusInput{Generation: 1, Policy: testPolicy(), Now: statusNow, Observation: &proof.Observation{
+				ObservedAt: statusNow,
+				Group:      proof.GroupObservation{ID: "fanout"},
+				Failures: []proof.Failure{{Reason: proof.ReasonBrokerUnreachable, API: "Metadata", Partition: -1,
+					Message: "cannot connect: dial tcp 127.0.0.1:1: connect: connection refused"}},
+			}},
+			assert: func(g Gomega, _ rgv1.ConsumerRetentionPolicyStatus, out statusOutcome) {
+				assertConditions(g, out.Status, map[string]condWant{
+					proof.ClauseKafkaReachable: {metav1.ConditionFalse, proof.ReasonBrokerUnreachable},
+					proof.ClauseReady:          {metav1.ConditionUnknown, proof.ReasonBrokerUnreachable},
+				}, ConditionReconciling, ConditionStalled)
+				g.Expect(out.Status.Proof.Verdict).To(Equal(rgv1.VerdictUnknown))
+				g.Expect(out.Status.Proof.ProofID).NotTo(BeEmpty())
+			},
+		},
+		{
+			name: "bootstrap server not allowed: Stalled, Ready False, KafkaReachable False, verdict Unknown",
+			cur:  provenStatus(1),
+			in: statusInput{Generation: 2, Policy: testPolicy(), Now: statusNow, Problem: &SpecProblem{
+				Reason: proof.ReasonBootstrapServerNotAllowed, Message: "bootstrap server evil:9092 is not allowed"}},
+			assert: func(g Gomega, _ rgv1.ConsumerRetentionPolicyStatus, out statusOutcome) {
+				assertConditions(g, out.Status, map[string]condWant{
+					proof.ClauseKafkaReachable:        {metav1.ConditionFalse, proof.ReasonBootstrapServerNotAllowed},
+					proof.ClauseReady:                 {metav1.ConditionFalse, proof.ReasonBootstrapServerNotAllowed},
+					ConditionStalled:                  {metav1.ConditionTrue, proof.ReasonBootstrapServerNotAllowed},
+					proof.ClauseRetentionCoversWindow: {metav1.ConditionUnknown, proof.ReasonNotEvaluated},
+					proof.ClauseOffsetsInRange:        {metav1.ConditionUnknown, proof.ReasonNotEvaluated},
+				}, ConditionReconciling)
+				g.Expect(condition(out.Status, proof.ClauseReady).Message).To(ContainSubstring("evil:9092"))
+				g.Expect(out.Status.ObservedGeneration).To(Equal(int64(2)))
+				p := out.Status.Proof
+				g.Expect(p.Verdict).To(Equal(rgv1.VerdictUnknown))
+				g.Expect(p.Topics).To(BeEmpty(), "the old observation's facts are gone")
+				g.Expect(p.Violations).NotTo(BeEmpty())
+				g.Expect(p.Violations[0].Reason).To(Equal(proof.ReasonBootstrapServerNotAllowed))
+				g.Expect(out.Result.Verdict).To(Equal(proof.Unknown))
+			},
+		},
+		{
+			name: "the same spec problem decided again: nothing changes, checkedAt included",
+			cur:  stalledStatus(2),
+			in: statusInput{Generation: 2, Policy: testPolicy(), Now: statusNow.Add(10 * time.Minute),
+				Problem: &SpecProblem{Reason: ReasonSecretKeyMissing, Message: `Secret "kafka-user" has no key "password"`}},
+			assert: func(g Gomega, cur rgv1.ConsumerRetentionPolicyStatus, out statusOutcome) {
+				g.Expect(out.Status).To(Equal(cur))
+			},
+		},
+		{
+			name: "recovery after a violation: Ready turns True with a new transition time, Stalled and Reconciling absent",
+			cur: computeStatus(stalledStatus(1), statusInput{Generation: 1, Policy: testPolicy(), Now: statusNow.Add(-time.Hour),
+				Observation: ptrTo(obsWith([3]int64{50, 60, 10}))}).Status,
+			in: statusInput{Generation: 1, Policy: testPolicy(), Now: statusNow, Observation: ptrTo(healthyObs())},
+			assert: func(g Gomega, cur rgv1.ConsumerRetentionPolicyStatus, out statusOutcome) {
+				g.Expect(condition(cur, proof.ClauseReady).Status).To(Equal(metav1.ConditionFalse))
+				ready := condition(out.Status, proof.ClauseReady)
+				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(ready.LastTransitionTime.Time).To(Equal(statusNow))
+				// KafkaReachable was True an hour ago and still is: its
+				// transition time stays.
+				g.Expect(condition(out.Status, proof.ClauseKafkaReachable).LastTransitionTime.Time).To(Equal(statusNow.Add(-time.Hour)))
+				g.Expect(out.Status.Proof.ProofID).To(BeEmpty())
+				assertConditions(g, out.Status, nil, ConditionReconciling, ConditionStalled)
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			cur := *tc.cur.DeepCopy()
+			out := computeStatus(tc.cur, tc.in)
+			g.Expect(tc.cur).To(Equal(cur), "computeStatus must not modify its input")
+			tc.assert(g, cur, out)
+			// Ready is always present.
+			g.Expect(condition(out.Status, proof.ClauseReady)).NotTo(BeNil())
+		})
+	}
+}
+
+func TestProofStatusRoundsDurationsAndShortensWarnings(t *testing.T) {
+	g := NewWithT(t)
+	obs := obsWith([3]int64{0, 10, 4})
+	// The record at the committed offset is 6 days, 23h59m58.6s old: 1.4s
+	// of a 7-day retention left, far below the 72h window.
+	obs.Topics[0].Partitions[0].CommittedTimestamp = obs.ObservedAt.Add(-(7*24*time.Hour - 1400*time.Millisecond))
+	res := proof.Evaluate(obs, testPolicy(), obs.ObservedAt)
+	g.Expect(res.HasRecoveryHeadroom).To(BeTrue())
+	ps := proofStatus(obs, res)
+	g.Expect(ps.RecoveryHeadroom.Duration).To(Equal(time.Second), "rounded to seconds")
+	g.Expect(ps.Warnings).NotTo(BeEmpty(), "headroom below the window is a warning")
+	for _, w := range ps.Warnings {
+		g.Expect(len(w)).To(BeNumerically("<=", maxWarningLength))
+	}
+	g.Expect(ps.Verdict).To(Equal(rgv1.VerdictProven), "a warning never denies on its own")
+}
+
+func TestTruncateKeepsUTF8(t *testing.T) {
+	g := NewWithT(t)
+	s := strings.Repeat("é", 200) // 400 bytes
+	out := truncate(s, 101)
+	g.Expect(len(out)).To(BeNumerically("<=", 101))
+	g.Expect(strings.HasSuffix(out, "...")).To(BeTrue())
+	g.Expect([]rune(strings.TrimSuffix(out, "..."))).To(HaveEach('é'), fmt.Sprintf("%q", out))
+	g.Expect(truncate("short", 10)).To(Equal("short"))
+}

@@ -1,0 +1,387 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/testenv"
+)
+
+// The integration tests run the reconciler in a real controller-runtime
+// manager against a real kube-apiserver and etcd (envtest, started once in
+// TestMain) and in-process kfake clusters. Each test gets its own
+// namespace and its own manager watching only that namespace, stopped (and
+// waited for) when the test ends, before TestMain stops the control plane.
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	}
+	os.Exit(code)
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newNamespace creates a namespace with a generated name.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "crp-"}}
+	if err := env.Client.Create(testCtx(t), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// syncBuffer collects log output from many goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// requestCounter counts Kafka requests (kafka.WithRequestHook) by API.
+type requestCounter struct {
+	mu    sync.Mutex
+	byAPI map[string]int
+}
+
+func (c *requestCounter) hook(api string, took time.Duration, err error) {
+	c.mu.Lock()
+	if c.byAPI == nil {
+		c.byAPI = make(map[string]int)
+	}
+	c.byAPI[api]++
+	c.mu.Unlock()
+	ObserveKafkaRequest(api, took, err)
+}
+
+// take returns the counts since the last take, and their total.
+func (c *requestCounter) take() (map[string]int, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out, total := c.byAPI, 0
+	for _, n := range out {
+		total += n
+	}
+	c.byAPI = nil
+	return out, total
+}
+
+// countingObserver counts observation passes and the targets they carry.
+type countingObserver struct {
+	*kafka.Observer
+	passes  atomic.Int64
+	targets atomic.Int64
+}
+
+func (o *countingObserver) Observe(ctx context.Context, conn kafka.Connection, targets []kafka.Target) []proof.Observation {
+	o.passes.Add(1)
+	o.targets.Add(int64(len(targets)))
+	return o.Observer.Observe(ctx, conn, targets)
+}
+
+type harnessOptions struct {
+	namespace string   // default: a new one
+	allow     []string // --allowed-bootstrap-servers
+	interval  time.Duration
+	logLevel  int // zap verbosity: 0 info, 5 everything (franz-go debug included)
+}
+
+// harness is a running manager with the reconciler, watching one
+// namespace.
+type harness struct {
+	ns        string
+	requests  *requestCounter
+	observer  *countingObserver
+	coalescer *Coalescer
+	logs      *syncBuffer
+	stop      func()
+}
+
+func startManager(t *testing.T, o harnessOptions) *harness {
+	t.Helper()
+	g := NewWithT(t)
+	h := &harness{ns: o.namespace, requests: &requestCounter{}, logs: &syncBuffer{}}
+	if h.ns == "" {
+		h.ns = newNamespace(t)
+	}
+	if o.interval == 0 {
+		o.interval = 2 * time.Second
+	}
+	logger := zap.New(zap.WriteTo(h.logs), zap.Level(zapcore.Level(-o.logLevel)))
+
+	h.observer = &countingObserver{Observer: kafka.NewObserver(
+		kafka.WithLogger(logger.WithName("kafka")),
+		kafka.WithRequestHook(h.requests.hook),
+		kafka.WithTimeouts(time.Second, 2*time.Second, 2*time.Second),
+	)}
+	h.coalescer = NewCoalescer(h.observer, CoalescerOptions{
+		PassTimeout: 6 * time.Second,
+		Linger:      50 * time.Millisecond,
+		Logger:      logger.WithName("observations"),
+	})
+	allow, err := NewBootstrapAllowlist(o.allow)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Logger:                 logger,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(mgr.Add(h.coalescer)).To(Succeed())
+	r := &ConsumerRetentionPolicyReconciler{
+		Client:           mgr.GetClient(),
+		Resolver:         &ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow},
+		Coalescer:        h.coalescer,
+		Recorder:         mgr.GetEventRecorder(ControllerName),
+		intervalOverride: o.interval,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g.Expect(r.SetupWithManager(ctx, mgr)).To(Succeed())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+
+	var once sync.Once
+	h.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("the manager ended with: %v", err)
+				}
+			case <-time.After(time.Minute):
+				t.Errorf("the manager did not stop within a minute")
+			}
+			h.observer.Close()
+		})
+	}
+	t.Cleanup(h.stop)
+	return h
+}
+
+// policyOptions shape a test policy.
+type policyOptions struct {
+	servers  []string
+	window   time.Duration
+	sasl     string // Secret name, SCRAM-SHA-512
+	tls      string // Secret name
+	interval time.Duration
+}
+
+func createPolicy(t *testing.T, ns, name, group string, topics []string, o policyOptions) *rgv1.ConsumerRetentionPolicy {
+	t.Helper()
+	if o.window == 0 {
+		o.window = 72 * time.Hour
+	}
+	if o.interval == 0 {
+		o.interval = 10 * time.Second
+	}
+	p := &rgv1.ConsumerRetentionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: rgv1.ConsumerRetentionPolicySpec{
+			GroupID:        group,
+			Topics:         topics,
+			RecoveryWindow: metav1.Duration{Duration: o.window},
+			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			CheckInterval:  &metav1.Duration{Duration: o.interval},
+			Kafka:          rgv1.KafkaConnection{BootstrapServers: o.servers},
+		},
+	}
+	if o.sasl != "" {
+		p.Spec.Kafka.SASL = &rgv1.KafkaSASL{Mechanism: rgv1.SASLScramSHA512, SecretRef: rgv1.SecretReference{Name: o.sasl}}
+	}
+	if o.tls != "" {
+		p.Spec.Kafka.TLS = &rgv1.KafkaTLS{SecretRef: rgv1.SecretReference{Name: o.tls}}
+	}
+	if err := env.Client.Create(testCtx(t), p); err != nil {
+		t.Fatalf("creating policy %s: %v", name, err)
+	}
+	return p
+}
+
+// getPolicy reads a policy fresh from the API server.
+func getPolicy(g Gomega, ns, name string) *rgv1.ConsumerRetentionPolicy {
+	p := &rgv1.ConsumerRetentionPolicy{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
+	return p
+}
+
+// verdictOf is the policy's verdict and Ready condition, for Eventually.
+func verdictOf(ns, name string) func(g Gomega) rgv1.Verdict {
+	return func(g Gomega) rgv1.Verdict {
+		p := getPolicy(g, ns, name)
+		if p.Status.Proof == nil {
+			return ""
+		}
+		return p.Status.Proof.Verdict
+	}
+}
+
+func readyReason(g Gomega, p *rgv1.ConsumerRetentionPolicy) string {
+	c := condition(p.Status, proof.ClauseReady)
+	g.Expect(c).NotTo(BeNil())
+	return c.Reason
+}
+
+// policyEvents lists the events.k8s.io events regarding a policy, oldest
+// first.
+func policyEvents(g Gomega, ns, name string) []eventsv1.Event {
+	var list eventsv1.EventList
+	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "ConsumerRetentionPolicy" && e.Regarding.Name == name {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b eventsv1.Event) int { return a.EventTime.Compare(b.EventTime.Time) })
+	return out
+}
+
+func eventReasons(evs []eventsv1.Event) []string {
+	out := make([]string, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+// eventWith returns the policy's event with the given reason, for
+// Eventually.
+func eventWith(ns, name, reason string) func(g Gomega) *eventsv1.Event {
+	return func(g Gomega) *eventsv1.Event {
+		for _, e := range policyEvents(g, ns, name) {
+			if e.Reason == reason {
+				return &e
+			}
+		}
+		return nil
+	}
+}
+
+// metricValue returns the value of the series of a gauge with exactly the
+// given labels, and whether it exists.
+func metricValue(name string, labels map[string]string) (float64, bool) {
+	for _, m := range seriesOf(name, labels) {
+		if len(m.GetLabel()) == len(labels) {
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// gauge returns the value of a gauge series that must exist.
+func gauge(g Gomega, name string, labels map[string]string) float64 {
+	v, ok := metricValue(name, labels)
+	g.Expect(ok).To(BeTrue(), "no series %s%v", name, labels)
+	return v
+}
+
+// seriesOf returns the series of a metric whose labels include labels.
+func seriesOf(name string, labels map[string]string) []*dto.Metric {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		panic(err)
+	}
+	var out []*dto.Metric
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			have := make(map[string]string)
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue next
+				}
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// kstatusOf computes the policy's kstatus from its unstructured form, as
+// kpt, Flux and Argo CD's health checks do.
+func kstatusOf(g Gomega, ns, name string) *status.Result {
+	p := getPolicy(g, ns, name)
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetGroupVersionKind(rgv1.GroupVersion.WithKind("ConsumerRetentionPolicy"))
+	res, err := status.Compute(u)
+	g.Expect(err).NotTo(HaveOccurred())
+	return res
+}
+
+// mustNotContain fails when any of the texts holds secret.
+func mustNotContain(t *testing.T, secret string, texts map[string]string) {
+	t.Helper()
+	for what, text := range texts {
+		if strings.Contains(text, secret) {
+			t.Errorf("the password appears in %s", what)
+		}
+	}
+}

@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
+	"github.com/retentionguard/retention-guard/internal/testenv"
+)
+
+func TestManagerUsageErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string // in stderr
+	}{
+		{[]string{"manager", "--allowed-bootstrap-servers", "*.kafka.svc:9093,kafka-[.prod:9092"}, "--allowed-bootstrap-servers"},
+		{[]string{"manager", "--kafka-request-timeout", "0s"}, "--kafka-request-timeout"},
+		{[]string{"manager", "--no-such-flag"}, "unknown flag"},
+		{[]string{"manager", "--webhook-live-check-timeout", "10s"}, "--webhook-live-check-timeout"},
+		{[]string{"manager", "--cert-rotation", "--namespace", ""}, "--cert-rotation needs --namespace"},
+		{[]string{"manager", "extra-argument"}, "unknown command"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := Execute(tc.args, &stdout, &stderr)
+			if code != ExitUsage {
+				t.Errorf("exit code %d, want %d; stderr: %s", code, ExitUsage, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("stderr does not mention %q: %s", tc.want, stderr.String())
+			}
+		})
+	}
+}
+
+func TestManagerHelpNamesItsFlags(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := Execute([]string{"manager", "--help"}, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("exit code %d: %s", code, stderr.String())
+	}
+	for _, flag := range []string{
+		"--metrics-bind-address", "--health-probe-bind-address", "--leader-elect", "--leader-election-namespace",
+		"--allowed-bootstrap-servers", "--kafka-request-timeout", "--watch-namespaces", "--kubeconfig",
+		"--zap-log-level", "Empty: every server is allowed",
+		"--enable-webhook", "--webhook-port", "--webhook-cert-dir", "--webhook-live-check-timeout", "--cert-rotation", "--cert-secret-name",
+	} {
+		if !strings.Contains(stdout.String(), flag) {
+			t.Errorf("manager --help does not mention %s", flag)
+		}
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+func httpGet(g Gomega, url string) (int, string) {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := http.DefaultClient.Do(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	return resp.StatusCode, string(body)
+}
+
+// `retention-guard manager` against a real control plane and a kfake
+// cluster: it elects itself leader, proves a policy, serves its probes and
+// metrics, and shuts down when its context ends.
+func TestManagerRunsTheReconciler(t *testing.T) {
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+	})
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "orders", 2, map[string]string{"retention.ms": strconv.FormatInt(int64(7*24*time.Hour/time.Millisecond), 10)})
+	c.Produce(t, "orders", 20)
+	c.CommitOffsets(t, "billing", "orders", map[int32]int64{0: 10, 1: 3})
+
+	o := &managerOptions{
+		kubeconfig:              kubeconfig,
+		metricsAddr:             freeAddr(t),
+		probeAddr:               freeAddr(t),
+		leaderElect:             true,
+		leaderElectionNamespace: "default",
+		allowedBootstrapServers: []string{"127.0.0.1:*"},
+		kafkaRequestTimeout:     2 * time.Second,
+	}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runManager(ctx, o) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("the manager ended with: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Errorf("the manager did not stop within a minute")
+		}
+	}
+	t.Cleanup(stop)
+
+	g := NewWithT(t)
+	bg := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "manager-"}}
+	g.Expect(env.Client.Create(bg, ns)).To(Succeed())
+	policy := &rgv1.ConsumerRetentionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "billing", Namespace: ns.Name},
+		Spec: rgv1.ConsumerRetentionPolicySpec{
+			GroupID:        "billing",
+			Topics:         []string{"orders"},
+			RecoveryWindow: metav1.Duration{Duration: 72 * time.Hour},
+			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": "billing"}},
+			Kafka:          rgv1.KafkaConnection{BootstrapServers: c.Addrs},
+		},
+	}
+	g.Expect(env.Client.Create(bg, policy)).To(Succeed())
+
+	g.Eventually(func(g Gomega) rgv1.Verdict {
+		p := &rgv1.ConsumerRetentionPolicy{}
+		g.Expect(env.Client.Get(bg, client.ObjectKeyFromObject(policy), p)).To(Succeed())
+		g.Expect(p.Status.Proof).NotTo(BeNil())
+		return p.Status.Proof.Verdict
+	}, 30*time.Second, 100*time.Millisecond).Should(Equal(rgv1.VerdictProven))
+
+	for _, path := range []string{"/healthz", "/readyz"} {
+		code, body := httpGet(g, "http://"+o.probeAddr+path)
+		g.Expect(code).To(Equal(http.StatusOK), "%s: %s", path, body)
+	}
+	g.Eventually(func(g Gomega) string {
+		_, body := httpGet(g, "http://"+o.metricsAddr+"/metrics")
+		return body
+	}, 10*time.Second, 100*time.Millisecond).Should(And(
+		ContainSubstring(`retentionguard_policy_verdict{namespace="`+ns.Name+`",policy="billing",verdict="Proven"} 1`),
+		ContainSubstring(`retentionguard_kafka_request_duration_seconds_count{api="ListOffsets"}`),
+	))
+
+	lease := &coordinationv1.Lease{}
+	g.Expect(env.Client.Get(bg, client.ObjectKey{Namespace: "default", Name: leaderElectionID}, lease)).To(Succeed())
+	g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+	g.Expect(*lease.Spec.HolderIdentity).NotTo(BeEmpty())
+
+	start := time.Now()
+	stop()
+	g.Expect(time.Since(start)).To(BeNumerically("<", 30*time.Second), "graceful shutdown")
+	// LeaderElectionReleaseOnCancel: the next replica need not wait out the
+	// lease.
+	g.Expect(env.Client.Get(bg, client.ObjectKey{Namespace: "default", Name: leaderElectionID}, lease)).To(Succeed())
+	g.Expect(lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "").To(BeTrue(), "the lease is released on shutdown")
+}
