@@ -55,12 +55,17 @@ lint: ## go vet and staticcheck.
 ##@ Generation and build
 
 .PHONY: manifests
-manifests: ## Generate the CRD and RBAC manifests into config/ from kubebuilder markers.
+manifests: ## Generate the CRD, RBAC and webhook manifests into config/ (and the chart's copies) from kubebuilder markers.
 	$(CONTROLLER_GEN) rbac:roleName=retention-guard-manager crd webhook \
-	  paths=./api/... paths=./controllers/... \
+	  paths=./api/... paths=./controllers/... paths=./webhook/... \
 	  output:crd:artifacts:config=config/crd/bases \
 	  output:rbac:artifacts:config=config/rbac \
 	  output:webhook:artifacts:config=config/webhook
+	hack/chart-crds.sh
+
+.PHONY: chart-crds
+chart-crds: ## Copy the generated CRDs, RBAC rules and webhook rules from config/ into charts/retention-guard.
+	hack/chart-crds.sh
 
 .PHONY: generate
 generate: ## Generate deepcopy functions for the API types.

@@ -1,0 +1,61 @@
+// Package webhook is retention-guard's validating admission webhook: it
+// refuses rollouts of Kafka consumers (apps/v1 Deployments and StatefulSets)
+// while their ConsumerRetentionPolicy cannot prove that the consumer group
+// resumes without silently losing records.
+//
+// A request goes through four small steps, each in its own file:
+//
+//   - rollout.go: is this a rollout, i.e. would it start consumers? Anything
+//     else (scale down, scale within >0, metadata, status) is allowed
+//     without reading a policy: the guard never blocks an incident response.
+//   - match.go: which policies in the workload's namespace select the pod
+//     template's labels, new or old (dropping a label does not escape).
+//   - decision.go (with consumer.go and freshness.go): per matching policy,
+//     the proof from status when fresh, else a bounded live re-check; then
+//     the consumer clause against the pod template; then enforcement and the
+//     override annotation. Pure functions, table-tested.
+//   - message.go: the denial message, warnings and event notes.
+//
+// handler.go gathers (policies from the informer cache, ConfigMaps, live
+// checks) and calls the pure steps; setup.go wires it into a manager.
+//
+// # Override semantics
+//
+// The annotation retentionguard.io/override-proof on the workload (the new
+// object; for a scale request, the workload as stored) lets a rollout
+// through a Deny policy knowingly. Its value is one proofID, or several
+// separated by commas when more than one policy fails. It is accepted only
+// when every Deny policy that would refuse the rollout fails on the Kafka
+// side alone and its current proofID is among the values. A stale ID is
+// refused with a message naming the current one. The consumer clause (the
+// offset-reset and auto-commit environment variables) cannot be overridden:
+// the person rolling out controls those settings, and fixing them is the way
+// out. Each accepted use is recorded as a ProofOverridden event on the
+// policy naming the requesting user (never for dry-run requests).
+//
+// When the webhook itself cannot obtain a proof (status proof missing or
+// stale and the live check failed or is not configured) the verdict is
+// Unknown with a proofID the webhook derives deterministically from the
+// policy UID, generation, the reason and the stale proof's checkedAt, so it
+// stays the same while the situation does and changes when it moves.
+//
+// # Freshness
+//
+// A status proof is fresh when status.observedGeneration equals the
+// policy's metadata.generation and checkedAt lies within
+// 2 × spec.checkInterval + 30s before now (and at most 30s after it, to
+// tolerate clock skew). Otherwise the webhook asks the LiveChecker, bounded
+// by Options.LiveCheckTimeout; without a LiveChecker, or when the check
+// fails or times out, the proof is Unknown, which a Deny policy refuses.
+//
+// # ConfigMaps and Secrets
+//
+// Values given through valueFrom.configMapKeyRef and envFrom.configMapRef
+// are read through Options.ConfigMapReader (the manager's direct API reader
+// in Setup: fresh, so a ConfigMap applied together with the Deployment is
+// seen, and no cluster-wide ConfigMap informer). A missing ConfigMap or key
+// is a violation (OffsetResetUnresolvable) unless the reference is
+// optional, in which case it sets nothing. Secrets are never read: a
+// variable that comes, or may come, from a Secret is unresolvable; declare
+// it under env or in a ConfigMap.
+package webhook

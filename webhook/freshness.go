@@ -1,0 +1,106 @@
+package webhook
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+)
+
+const (
+	// defaultCheckInterval is the CRD's default for spec.checkInterval.
+	defaultCheckInterval = time.Minute
+	// freshnessSlack is added to 2 × checkInterval, and tolerated as clock
+	// skew for a checkedAt in the future.
+	freshnessSlack = 30 * time.Second
+)
+
+// freshnessLimit is how old a status proof may be: 2 × checkInterval + 30s.
+func freshnessLimit(p *rgv1.ConsumerRetentionPolicy) time.Duration {
+	interval := defaultCheckInterval
+	if p.Spec.CheckInterval != nil && p.Spec.CheckInterval.Duration > 0 {
+		interval = p.Spec.CheckInterval.Duration
+	}
+	return 2*interval + freshnessSlack
+}
+
+// statusProofFreshness says whether the policy's status proof can be used
+// as is at now; when it cannot, reason (ReasonProofMissing or
+// ReasonProofStale) and detail say why.
+func statusProofFreshness(p *rgv1.ConsumerRetentionPolicy, now time.Time) (fresh bool, reason, detail string) {
+	proof := p.Status.Proof
+	if proof == nil {
+		return false, ReasonProofMissing, "no proof in status yet"
+	}
+	if p.Status.ObservedGeneration != p.Generation {
+		return false, ReasonProofStale, fmt.Sprintf("status proof is for generation %d, policy at %d",
+			p.Status.ObservedGeneration, p.Generation)
+	}
+	if proof.CheckedAt.IsZero() {
+		return false, ReasonProofStale, "status proof has no checkedAt"
+	}
+	limit := freshnessLimit(p)
+	age := now.Sub(proof.CheckedAt.Time)
+	switch {
+	case age > limit:
+		return false, ReasonProofStale, fmt.Sprintf("status proof checked %s ago, limit 2 × checkInterval + 30s = %s",
+			humanDuration(age), humanDuration(limit))
+	case age < -freshnessSlack:
+		return false, ReasonProofStale, fmt.Sprintf("status proof checkedAt is %s in the future", humanDuration(-age))
+	}
+	return true, "", ""
+}
+
+// webhookProofID identifies a verdict the webhook had to declare Unknown
+// itself (no usable proof): a short hash of the policy UID, its generation,
+// the reason, and the stale status proof's checkedAt and proofID. It stays
+// the same while the situation does, so it can be used in the override
+// annotation, and changes as soon as a newer proof is written.
+func webhookProofID(p *rgv1.ConsumerRetentionPolicy, reason string) string {
+	h := sha256.New()
+	b := make([]byte, 0, 128)
+	b = append(b, p.UID...)
+	b = append(b, '\n')
+	b = strconv.AppendInt(b, p.Generation, 10)
+	b = append(b, '\n')
+	b = append(b, reason...)
+	if proof := p.Status.Proof; proof != nil {
+		b = append(b, '\n')
+		b = proof.CheckedAt.UTC().AppendFormat(b, time.RFC3339)
+		b = append(b, '\n')
+		b = append(b, proof.ProofID...)
+	}
+	h.Write(b)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:4])
+}
+
+// humanDuration renders a duration without zero parts and without
+// sub-second noise: 2m30s, 12m, 1h5m, 3s, 250ms.
+func humanDuration(d time.Duration) string {
+	if d < 0 {
+		return "-" + humanDuration(-d)
+	}
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	d = d.Round(time.Second)
+	h, m, s := d/time.Hour, (d%time.Hour)/time.Minute, (d%time.Minute)/time.Second
+	b := make([]byte, 0, 16)
+	if h > 0 {
+		b = strconv.AppendInt(b, int64(h), 10)
+		b = append(b, 'h')
+	}
+	if m > 0 {
+		b = strconv.AppendInt(b, int64(m), 10)
+		b = append(b, 'm')
+	}
+	if s > 0 {
+		b = strconv.AppendInt(b, int64(s), 10)
+		b = append(b, 's')
+	}
+	return string(b)
+}

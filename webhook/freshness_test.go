@@ -1,0 +1,93 @@
+package webhook
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+)
+
+// Admission contract, "decision": the proof from status is used when
+// checked within 2 × checkInterval + 30s and for the current generation.
+func TestStatusProofFreshness(t *testing.T) {
+	interval := func(d time.Duration) func(*rgv1.ConsumerRetentionPolicy) {
+		return func(p *rgv1.ConsumerRetentionPolicy) { p.Spec.CheckInterval = &metav1.Duration{Duration: d} }
+	}
+	cases := []struct {
+		name       string
+		policy     *rgv1.ConsumerRetentionPolicy
+		wantFresh  bool
+		wantReason string
+		wantDetail string
+	}{
+		{"just checked", settlePolicy(withProof(proven(), 0)), true, "", ""},
+		{"at the limit: 2×1m+30s", settlePolicy(withProof(proven(), 150*time.Second)), true, "", ""},
+		{"one second past the limit", settlePolicy(withProof(proven(), 151*time.Second)), false, ReasonProofStale, "checked 2m31s ago, limit 2 × checkInterval + 30s = 2m30s"},
+		{"default interval when unset", settlePolicy(interval(0), withProof(proven(), 149*time.Second)), true, "", ""},
+		{"10m interval allows 20m30s", settlePolicy(interval(10*time.Minute), withProof(proven(), 20*time.Minute)), true, "", ""},
+		{"10m interval, 21m old", settlePolicy(interval(10*time.Minute), withProof(proven(), 21*time.Minute)), false, ReasonProofStale, "21m ago"},
+		{"no proof yet", settlePolicy(), false, ReasonProofMissing, "no proof"},
+		{"proof of an older generation", settlePolicy(withProof(proven(), 0), func(p *rgv1.ConsumerRetentionPolicy) { p.Generation = 2 }),
+			false, ReasonProofStale, "generation 1, policy at 2"},
+		{"checkedAt slightly in the future (skew)", settlePolicy(withProof(proven(), -20*time.Second)), true, "", ""},
+		{"checkedAt far in the future", settlePolicy(withProof(proven(), -5*time.Minute)), false, ReasonProofStale, "5m in the future"},
+		{"no checkedAt", settlePolicy(withProof(proven(), 0), func(p *rgv1.ConsumerRetentionPolicy) { p.Status.Proof.CheckedAt = metav1.Time{} }),
+			false, ReasonProofStale, "no checkedAt"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fresh, reason, detail := statusProofFreshness(tc.policy, testNow)
+			if fresh != tc.wantFresh || reason != tc.wantReason {
+				t.Fatalf("fresh=%v reason=%q (%s), want fresh=%v reason=%q", fresh, reason, detail, tc.wantFresh, tc.wantReason)
+			}
+			if !strings.Contains(detail, tc.wantDetail) {
+				t.Errorf("detail %q does not say %q", detail, tc.wantDetail)
+			}
+		})
+	}
+}
+
+// The webhook's own Unknown proof ID stays put while the situation does and
+// moves with the policy's generation, UID, reason or a newer proof.
+func TestWebhookProofIDIsStable(t *testing.T) {
+	stale := settlePolicy(withProof(noCommittedOffset(), time.Hour))
+	id := webhookProofID(stale, ReasonLiveCheckFailed)
+	if len(id) != 8 {
+		t.Fatalf("id %q: want 8 hex digits like the proof's own IDs", id)
+	}
+	if again := webhookProofID(stale.DeepCopy(), ReasonLiveCheckFailed); again != id {
+		t.Errorf("same situation, different id: %s vs %s", id, again)
+	}
+	for name, p := range map[string]*rgv1.ConsumerRetentionPolicy{
+		"newer proof":    settlePolicy(withProof(noCommittedOffset(), 30*time.Minute)),
+		"new generation": settlePolicy(withProof(noCommittedOffset(), time.Hour), func(p *rgv1.ConsumerRetentionPolicy) { p.Generation = 2 }),
+		"other policy":   settlePolicy(withProof(noCommittedOffset(), time.Hour), func(p *rgv1.ConsumerRetentionPolicy) { p.UID = "other" }),
+	} {
+		if other := webhookProofID(p, ReasonLiveCheckFailed); other == id {
+			t.Errorf("%s: id unchanged (%s)", name, id)
+		}
+	}
+	if other := webhookProofID(stale, ReasonProofStale); other == id {
+		t.Errorf("another reason kept the id %s", id)
+	}
+}
+
+func TestHumanDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		150 * time.Second:                    "2m30s",
+		3 * time.Second:                      "3s",
+		250 * time.Millisecond:               "250ms",
+		time.Hour + 5*time.Minute:            "1h5m",
+		21 * time.Minute:                     "21m",
+		240 * time.Hour:                      "240h",
+		-5 * time.Minute:                     "-5m",
+		2*time.Minute + 400*time.Millisecond: "2m",
+	} {
+		if got := humanDuration(d); got != want {
+			t.Errorf("humanDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

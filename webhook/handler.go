@@ -1,0 +1,340 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+)
+
+// Handler is the validating admission handler for apps/v1 Deployments and
+// StatefulSets (and their scale subresources). It gathers — policies from
+// the cache, proofs (status or live), ConfigMaps — and leaves the judgement
+// to the pure functions of rollout.go, match.go, decision.go and
+// message.go.
+type Handler struct {
+	policies  client.Reader
+	recorder  events.EventRecorder
+	opts      Options
+	selectors *selectorCache
+	// namespaces the policy cache holds; nil: all.
+	namespaces map[string]bool
+}
+
+var _ admission.Handler = (*Handler)(nil)
+
+// Handle answers one admission request.
+func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	kind := workloadKind(req.Resource.Group, req.Resource.Resource)
+	resp, oc := h.handle(ctx, req, kind)
+	if kind == "" {
+		kind = "other"
+	}
+	decisionsTotal.WithLabelValues(kind, string(oc)).Inc()
+	durationSeconds.WithLabelValues(kind, string(oc)).Observe(time.Since(start).Seconds())
+	return resp
+}
+
+func workloadKind(group, resource string) string {
+	if group != appsv1.GroupName {
+		return ""
+	}
+	switch resource {
+	case "deployments":
+		return "Deployment"
+	case "statefulsets":
+		return "StatefulSet"
+	}
+	return ""
+}
+
+func (h *Handler) handle(ctx context.Context, req admission.Request, kind string) (admission.Response, outcome) {
+	log := logf.FromContext(ctx)
+	if kind == "" || (req.SubResource != "" && req.SubResource != "scale") {
+		return admission.Allowed("not a Deployment or StatefulSet rollout"), outcomeSkipped
+	}
+	if h.namespaces != nil && !h.namespaces[req.Namespace] {
+		return admission.Allowed("namespace not watched by retention-guard"), outcomeSkipped
+	}
+	cur, old, err := decodeWorkloads(req)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err), outcomeDenied
+	}
+	ro := detectRollout(req.Operation, old, cur)
+	if ro == rolloutNone {
+		return admission.Allowed("not a rollout"), outcomeSkipped
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, h.opts.HandlerTimeout)
+	defer cancel()
+	t := target{Kind: kind, Namespace: req.Namespace, Name: req.Name, Rollout: ro, User: req.UserInfo.Username}
+	if t.Name == "" {
+		t.Name = cur.Name // generateName on create
+	}
+	if req.SubResource == "scale" {
+		if err := h.readScaled(ctx, kind, req.Namespace, req.Name, cur); err != nil {
+			log.Error(err, "reading the scaled workload", "workload", t.String())
+			return failClosed(t, "reading the "+kind+" being scaled", err), outcomeDenied
+		}
+	}
+	tmpl, err := cur.template()
+	if err != nil {
+		return failClosed(t, "reading the pod template", err), outcomeDenied
+	}
+	oldLabels := tmpl.Labels
+	if old != nil && req.SubResource == "" && !bytes.Equal(old.RawTemplate, cur.RawTemplate) {
+		oldTmpl, err := old.template()
+		if err != nil {
+			return failClosed(t, "reading the old pod template", err), outcomeDenied
+		}
+		oldLabels = oldTmpl.Labels
+	}
+
+	var list rgv1.ConsumerRetentionPolicyList
+	if err := h.policies.List(ctx, &list, client.InNamespace(req.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		log.Error(err, "listing policies", "namespace", req.Namespace)
+		return failClosed(t, "listing the namespace's ConsumerRetentionPolicies", err), outcomeDenied
+	}
+	matched, invalid := matchPolicies(h.selectors, list.Items, tmpl.Labels, oldLabels)
+	for _, p := range invalid {
+		log.Info("policy selector does not parse; it matches nothing", "policy", p.Namespace+"/"+p.Name)
+	}
+	if len(matched) == 0 {
+		return admission.Allowed("no ConsumerRetentionPolicy selects this workload"), outcomeAllowed
+	}
+	slices.SortFunc(matched, func(a, b *rgv1.ConsumerRetentionPolicy) int { return strings.Compare(a.Name, b.Name) })
+
+	evals := h.gather(ctx, req.Namespace, matched, tmpl)
+	d := decide(evals, cur.Annotations[OverrideAnnotation])
+	dryRun := req.DryRun != nil && *req.DryRun
+	if !dryRun {
+		h.record(t, &d)
+	}
+	ws := warnings(&d)
+	if !d.allowed() {
+		msg := denyMessage(t, &d, h.opts.Clock())
+		log.V(1).Info("rollout denied", "workload", t.String(), "rollout", string(ro), "dryRun", dryRun)
+		return admission.Denied(msg).WithWarnings(ws...), d.Outcome
+	}
+	resp := admission.Allowed("")
+	if len(ws) > 0 {
+		resp = resp.WithWarnings(ws...)
+	}
+	return resp, d.Outcome
+}
+
+// failClosed refuses a rollout the handler could not judge.
+func failClosed(t target, what string, err error) admission.Response {
+	return admission.Denied(clip(fmt.Sprintf("retention-guard refused this rollout (%s) of %s: it could not finish %s: %v. "+
+		"Retry; if this persists, check the retention-guard manager.", t.Rollout, t, what, err), maxMessage))
+}
+
+// gather finds each matching policy's proof — the status proof when fresh,
+// else a live check, all live checks running at once — and resolves the
+// consumer settings the policy names in the pod template.
+func (h *Handler) gather(ctx context.Context, namespace string, policies []*rgv1.ConsumerRetentionPolicy, tmpl *corev1.PodTemplateSpec) []policyEval {
+	now := h.opts.Clock()
+	evals := make([]policyEval, len(policies))
+	cms := &configMapReader{reader: h.opts.ConfigMapReader, namespace: namespace}
+	var wg sync.WaitGroup
+	for i, p := range policies {
+		e := &evals[i]
+		e.Policy = p
+		fresh, reason, detail := statusProofFreshness(p, now)
+		switch {
+		case fresh:
+			e.Proof = p.Status.Proof
+		case h.opts.LiveChecker == nil:
+			e.NoProofReason, e.NoProofDetail = reason, detail+"; no live check is configured"
+		default:
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				proof, failure := h.liveCheck(ctx, p)
+				if proof == nil {
+					e.NoProofReason, e.NoProofDetail = ReasonLiveCheckFailed, failure+" ("+detail+")"
+					return
+				}
+				e.Proof, e.Live = proof, true
+			}()
+		}
+	}
+	// ConfigMap reads go on while live checks run.
+	consumers := make([][]containerEnv, len(policies))
+	for i, p := range policies {
+		if p.Spec.Consumer != nil {
+			consumers[i] = resolveConsumerEnv(ctx, cms, p.Spec.Consumer, tmpl)
+		}
+	}
+	wg.Wait()
+	for i := range evals {
+		evals[i].Consumer = consumers[i]
+	}
+	return evals
+}
+
+// liveCheck asks the LiveChecker for a proof within LiveCheckTimeout; on
+// failure it says why. It stops waiting at the deadline even when the
+// checker does not; a checker that panics fails the check, not the process.
+func (h *Handler) liveCheck(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, string) {
+	ctx, cancel := context.WithTimeout(ctx, h.opts.LiveCheckTimeout)
+	defer cancel()
+	type answer struct {
+		proof *rgv1.ProofStatus
+		err   error
+	}
+	ch := make(chan answer, 1)
+	policy := p.DeepCopy()
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				ch <- answer{err: fmt.Errorf("live check panicked: %v", r)}
+			}
+		}()
+		proof, err := h.opts.LiveChecker.Check(ctx, policy)
+		ch <- answer{proof: proof, err: err}
+	}()
+	var a answer
+	select {
+	case a = <-ch:
+	case <-ctx.Done():
+		a.err = ctx.Err()
+	}
+	switch {
+	case errors.Is(a.err, context.DeadlineExceeded):
+		return nil, "the live check did not answer within " + humanDuration(h.opts.LiveCheckTimeout)
+	case a.err != nil:
+		return nil, "the live check failed: " + a.err.Error()
+	case a.proof == nil:
+		return nil, "the live check returned no proof"
+	}
+	return a.proof, ""
+}
+
+// record puts an event on each policy that failed for this rollout (and on
+// each overridden one, naming the user). Never called for dry-run
+// requests.
+func (h *Handler) record(t target, d *decision) {
+	if h.recorder == nil {
+		return
+	}
+	for i := range d.Policies {
+		r := &d.Policies[i]
+		var reason string
+		switch {
+		case r.Overridden:
+			reason = EventProofOverridden
+		case !r.failing():
+			continue
+		case r.Enforcement == rgv1.EnforcementWarn:
+			reason = EventRolloutWarned
+		case r.Enforcement == rgv1.EnforcementAudit:
+			reason = EventRolloutAudited
+		default:
+			reason = EventRolloutDenied
+		}
+		h.recorder.Eventf(r.Policy, nil, corev1.EventTypeWarning, reason, "AdmitRollout", "%s", eventNote(t, r, reason))
+	}
+}
+
+// readScaled fills cur (which holds the new replicas of a scale request)
+// with the stored workload's name, annotations and pod template.
+func (h *Handler) readScaled(ctx context.Context, kind, namespace, name string, cur *workload) error {
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	switch kind {
+	case "Deployment":
+		var d appsv1.Deployment
+		if err := h.opts.WorkloadReader.Get(ctx, key, &d); err != nil {
+			return err
+		}
+		cur.Name, cur.Annotations, cur.Paused, cur.Template, cur.decoded = d.Name, d.Annotations, d.Spec.Paused, d.Spec.Template, true
+	default:
+		var s appsv1.StatefulSet
+		if err := h.opts.WorkloadReader.Get(ctx, key, &s); err != nil {
+			return err
+		}
+		cur.Name, cur.Annotations, cur.Template, cur.decoded = s.Name, s.Annotations, s.Spec.Template, true
+	}
+	return nil
+}
+
+// workloadJSON decodes the fields admission needs of a Deployment or a
+// StatefulSet, skipping the rest (managedFields, status).
+type workloadJSON struct {
+	Metadata struct {
+		Name        string            `json:"name"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
+		Replicas *int32          `json:"replicas"`
+		Paused   bool            `json:"paused"`
+		Template json.RawMessage `json:"template"`
+	} `json:"spec"`
+}
+
+// scaleJSON decodes an autoscaling/v1 Scale's spec.replicas (omitted when 0).
+type scaleJSON struct {
+	Spec struct {
+		Replicas int32 `json:"replicas"`
+	} `json:"spec"`
+}
+
+// decodeWorkloads decodes the request's new and old objects (pod templates
+// stay raw until needed); old is nil for a CREATE. For a scale request they
+// carry only replicas.
+func decodeWorkloads(req admission.Request) (cur, old *workload, err error) {
+	if req.SubResource == "scale" {
+		var n, o scaleJSON
+		if err := json.Unmarshal(req.Object.Raw, &n); err != nil {
+			return nil, nil, fmt.Errorf("decoding the Scale: %w", err)
+		}
+		if err := json.Unmarshal(req.OldObject.Raw, &o); err != nil {
+			return nil, nil, fmt.Errorf("decoding the old Scale: %w", err)
+		}
+		return &workload{Replicas: &n.Spec.Replicas, decoded: true}, &workload{Replicas: &o.Spec.Replicas, decoded: true}, nil
+	}
+	cur, err = decodeWorkload(req.Object.Raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if req.Operation == admissionv1.Update {
+		if old, err = decodeWorkload(req.OldObject.Raw); err != nil {
+			return nil, nil, fmt.Errorf("decoding the old object: %w", err)
+		}
+	}
+	return cur, old, nil
+}
+
+func decodeWorkload(raw []byte) (*workload, error) {
+	if len(raw) == 0 {
+		return nil, errors.New("the request carries no object")
+	}
+	var w workloadJSON
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, fmt.Errorf("decoding the workload: %w", err)
+	}
+	return &workload{
+		Name:        w.Metadata.Name,
+		Annotations: w.Metadata.Annotations,
+		Replicas:    w.Spec.Replicas,
+		Paused:      w.Spec.Paused,
+		RawTemplate: w.Spec.Template,
+	}, nil
+}

@@ -1,0 +1,318 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/testenv"
+)
+
+// In-process tests of the handler's gathering (live checks, fail-closed
+// paths, scale requests, dry-run) with a fake client. The admission
+// contract's rows through a real API server are in admission_test.go.
+
+func deployment(ns, name string, replicas int32, tmpl corev1.PodTemplateSpec) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       appsv1.DeploymentSpec{Replicas: &replicas, Template: tmpl},
+	}
+}
+
+func settleTemplate() corev1.PodTemplateSpec {
+	return template(map[string]string{"app": "settle"},
+		container("settle", resetEnv, "none", commitEnv, "false"))
+}
+
+func raw(t testing.TB, obj any) runtime.RawExtension {
+	t.Helper()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runtime.RawExtension{Raw: b}
+}
+
+func request(t testing.TB, op admissionv1.Operation, resource string, obj, old any, dryRun bool) admission.Request {
+	r := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID:       "req-1",
+		Operation: op,
+		Resource:  metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: resource},
+		Namespace: "settlement", Name: "settle",
+		UserInfo: authnv1.UserInfo{Username: "alice"},
+		DryRun:   &dryRun,
+		Object:   raw(t, obj),
+	}}
+	if old != nil {
+		r.OldObject = raw(t, old)
+	}
+	return r
+}
+
+// fixedLive is a LiveChecker answering with a function, counting calls.
+type fixedLive struct {
+	calls atomic.Int32
+	fn    func(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error)
+}
+
+func (f *fixedLive) Check(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) {
+	f.calls.Add(1)
+	return f.fn(ctx, p)
+}
+
+func newTestHandler(t *testing.T, opts Options, objs ...client.Object) (*Handler, *events.FakeRecorder, *atomic.Int32) {
+	t.Helper()
+	var lists atomic.Int32
+	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(objs...).
+		WithStatusSubresource(&rgv1.ConsumerRetentionPolicy{}).
+		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, o ...client.ListOption) error {
+			lists.Add(1)
+			return cl.List(ctx, list, o...)
+		}}).Build()
+	rec := events.NewFakeRecorder(20)
+	if opts.Clock == nil {
+		opts.Clock = func() time.Time { return testNow }
+	}
+	return NewHandler(c, rec, opts), rec, &lists
+}
+
+func denied(t *testing.T, resp admission.Response) string {
+	t.Helper()
+	if resp.Allowed {
+		t.Fatalf("allowed, want denied (warnings %q)", resp.Warnings)
+	}
+	return resp.Result.Message
+}
+
+// Contract: "everything else is always allowed" — without even reading
+// policies.
+func TestHandlerNonRolloutsReadNothing(t *testing.T) {
+	p := settlePolicy(withProof(noCommittedOffset(), time.Second))
+	h, _, lists := newTestHandler(t, Options{}, p)
+	tmpl := settleTemplate()
+	for name, req := range map[string]admission.Request{
+		"scale down":      request(t, admissionv1.Update, "deployments", deployment("settlement", "settle", 1, tmpl), deployment("settlement", "settle", 3, tmpl), false),
+		"scale up within": request(t, admissionv1.Update, "deployments", deployment("settlement", "settle", 4, tmpl), deployment("settlement", "settle", 3, tmpl), false),
+		"create at zero":  request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 0, tmpl), nil, false),
+		"status subresource": func() admission.Request {
+			r := request(t, admissionv1.Update, "deployments", deployment("settlement", "settle", 0, tmpl), deployment("settlement", "settle", 3, tmpl), false)
+			r.SubResource = "status"
+			return r
+		}(),
+		"other resource": request(t, admissionv1.Create, "daemonsets", deployment("settlement", "settle", 1, tmpl), nil, false),
+	} {
+		if resp := h.Handle(context.Background(), req); !resp.Allowed {
+			t.Errorf("%s: denied: %v", name, resp.Result)
+		}
+	}
+	if n := lists.Load(); n != 0 {
+		t.Errorf("policies listed %d times for non-rollouts", n)
+	}
+}
+
+// Contract: stale proof, no live check configured → Unknown → denied.
+func TestHandlerStaleProofWithoutLiveCheckerIsDenied(t *testing.T) {
+	p := settlePolicy(withProof(proven(), time.Hour))
+	h, _, _ := newTestHandler(t, Options{}, p)
+	msg := denied(t, h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, false)))
+	for _, want := range []string{"is Unknown", ReasonProofStale, "status proof checked 1h ago", "no live check is configured", "override-proof=" + webhookProofID(p, ReasonProofStale)} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q:\n%s", want, msg)
+		}
+	}
+}
+
+// Contract: a stale or missing proof is re-proved live; the live proof
+// decides. The checker gets a copy of the policy.
+func TestHandlerLiveCheckDecides(t *testing.T) {
+	for name, p := range map[string]*rgv1.ConsumerRetentionPolicy{
+		"stale":            settlePolicy(withProof(noCommittedOffset(), time.Hour)),
+		"older generation": settlePolicy(withProof(noCommittedOffset(), time.Second), func(p *rgv1.ConsumerRetentionPolicy) { p.Generation = 2 }),
+		"missing":          settlePolicy(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			live := &fixedLive{fn: func(_ context.Context, p *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) {
+				p.Spec.GroupID = "mutated by the checker"
+				proof := proven()
+				proof.CheckedAt = metav1.NewTime(testNow)
+				return proof, nil
+			}}
+			h, _, _ := newTestHandler(t, Options{LiveChecker: live}, p)
+			resp := h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, false))
+			if !resp.Allowed || live.calls.Load() != 1 {
+				t.Fatalf("allowed=%v after %d live checks: %v", resp.Allowed, live.calls.Load(), resp.Result)
+			}
+			// The live proof says Violated now: denied, and the message says it was checked live.
+			live.fn = func(context.Context, *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) {
+				proof := noCommittedOffset()
+				proof.CheckedAt = metav1.NewTime(testNow)
+				return proof, nil
+			}
+			msg := denied(t, h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, false)))
+			if !strings.Contains(msg, "(proof 7f3a9c21, checked live)") || !strings.Contains(msg, "group ledger-settle-consumer") ||
+				!strings.Contains(msg, "24 partitions, 24 without a committed offset") {
+				t.Errorf("message:\n%s", msg)
+			}
+		})
+	}
+	// A fresh proof is used as is: no live check.
+	live := &fixedLive{fn: func(context.Context, *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) {
+		return nil, errors.New("unexpected")
+	}}
+	h, _, _ := newTestHandler(t, Options{LiveChecker: live}, settlePolicy(withProof(proven(), time.Minute)))
+	if resp := h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, false)); !resp.Allowed || live.calls.Load() != 0 {
+		t.Errorf("fresh proof: allowed=%v, %d live checks", resp.Allowed, live.calls.Load())
+	}
+}
+
+// Contract: live check failure, panic or timeout → Unknown → denied, within
+// the live-check deadline even when the checker ignores its context; live
+// checks of several policies run at once.
+func TestHandlerLiveCheckFailuresFailClosed(t *testing.T) {
+	hang := func(ctx context.Context, _ *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) {
+		time.Sleep(5 * time.Second) // ignores ctx on purpose
+		return proven(), nil
+	}
+	cases := map[string]struct {
+		fn   func(context.Context, *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error)
+		want string
+	}{
+		"error": {func(context.Context, *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) {
+			return nil, errors.New("dial tcp 10.0.0.9:9093: connection refused")
+		}, "the live check failed: dial tcp 10.0.0.9:9093: connection refused"},
+		"no proof": {func(context.Context, *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) { return nil, nil }, "returned no proof"},
+		"panic":    {func(context.Context, *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) { panic("boom") }, "live check panicked: boom"},
+		"hang":     {hang, "did not answer within 200ms"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := settlePolicy(withProof(proven(), time.Hour))
+			b := settlePolicy(withProof(proven(), time.Hour), func(p *rgv1.ConsumerRetentionPolicy) { p.Name, p.UID = "second-group", "uid-2" })
+			live := &fixedLive{fn: tc.fn}
+			h, _, _ := newTestHandler(t, Options{LiveChecker: live, LiveCheckTimeout: 200 * time.Millisecond}, a, b)
+			start := time.Now()
+			msg := denied(t, h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, false)))
+			elapsed := time.Since(start)
+			if !strings.Contains(msg, ReasonLiveCheckFailed) || !strings.Contains(msg, tc.want) {
+				t.Errorf("message lacks %s / %q:\n%s", ReasonLiveCheckFailed, tc.want, msg)
+			}
+			if live.calls.Load() != 2 {
+				t.Errorf("%d live checks for two stale policies", live.calls.Load())
+			}
+			if elapsed > 200*time.Millisecond+300*time.Millisecond {
+				t.Errorf("decided after %v: two live checks of 200ms must run at once and be cut at their deadline", elapsed)
+			}
+		})
+	}
+}
+
+// Contract: the handler bounds its own context below the webhook timeout,
+// and a policy list that fails refuses the rollout (fail closed).
+func TestHandlerFailsClosedOnListErrors(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, _ client.WithWatch, _ client.ObjectList, _ ...client.ListOption) error {
+			<-ctx.Done() // an unsynced cache waits for its context
+			return ctx.Err()
+		}}).Build()
+	h := NewHandler(c, nil, Options{HandlerTimeout: 300 * time.Millisecond})
+	start := time.Now()
+	msg := denied(t, h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, false)))
+	if elapsed := time.Since(start); elapsed > time.Second {
+		t.Errorf("the handler took %v with a 300ms budget", elapsed)
+	}
+	if !strings.Contains(msg, "could not finish listing the namespace's ConsumerRetentionPolicies") {
+		t.Errorf("message:\n%s", msg)
+	}
+}
+
+// Contract: `kubectl scale` from zero goes through the scale subresource;
+// the handler reads the workload to match and judge its template.
+func TestHandlerScaleSubresource(t *testing.T) {
+	p := settlePolicy(withProof(noCommittedOffset(), time.Second))
+	stored := deployment("settlement", "settle", 0, settleTemplate())
+	stored.Annotations = map[string]string{OverrideAnnotation: "7f3a9c21"}
+	h, rec, _ := newTestHandler(t, Options{}, p, stored)
+	scale := func(n int32) *autoscalingv1.Scale {
+		return &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "settle", Namespace: "settlement"}, Spec: autoscalingv1.ScaleSpec{Replicas: n}}
+	}
+	req := func(from, to int32) admission.Request {
+		r := request(t, admissionv1.Update, "deployments", scale(to), scale(from), false)
+		r.SubResource = "scale"
+		return r
+	}
+	resp := h.Handle(context.Background(), req(0, 1))
+	if !resp.Allowed {
+		t.Fatalf("scale from zero with the stored workload's override: %v", resp.Result)
+	}
+	if ev := <-rec.Events; !strings.Contains(ev, EventProofOverridden) || !strings.Contains(ev, "alice") {
+		t.Errorf("event %q", ev)
+	}
+	if resp := h.Handle(context.Background(), req(2, 1)); !resp.Allowed {
+		t.Errorf("scale down through the subresource: %v", resp.Result)
+	}
+	// Without the annotation the stored workload is refused.
+	h, _, _ = newTestHandler(t, Options{}, p, deployment("settlement", "settle", 0, settleTemplate()))
+	msg := denied(t, h.Handle(context.Background(), req(0, 3)))
+	if !strings.Contains(msg, "rollout (scale from zero) of Deployment settlement/settle") {
+		t.Errorf("message:\n%s", msg)
+	}
+	// A workload that cannot be read is refused (it is a rollout).
+	h, _, _ = newTestHandler(t, Options{}, p)
+	if msg := denied(t, h.Handle(context.Background(), req(0, 1))); !strings.Contains(msg, "could not finish reading the Deployment being scaled") {
+		t.Errorf("message:\n%s", msg)
+	}
+}
+
+// Contract: dry-run gets the same answer and no events; real requests
+// record one event per failing policy.
+func TestHandlerDryRunRecordsNothing(t *testing.T) {
+	p := settlePolicy(withProof(noCommittedOffset(), time.Second))
+	h, rec, _ := newTestHandler(t, Options{}, p)
+	dry := h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, true))
+	real := h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, false))
+	if dry.Allowed || real.Allowed || dry.Result.Message != real.Result.Message {
+		t.Fatalf("dry-run answered differently:\n%v\n%v", dry.Result, real.Result)
+	}
+	if n := len(rec.Events); n != 1 {
+		t.Fatalf("%d events, want 1 (from the real request only)", n)
+	}
+	if ev := <-rec.Events; !strings.HasPrefix(ev, "Warning "+EventRolloutDenied) || !strings.Contains(ev, "requested by alice") {
+		t.Errorf("event %q", ev)
+	}
+}
+
+// A manager that watches only some namespaces (--watch-namespaces) guards
+// only those: a rollout elsewhere is allowed without listing (the cache
+// would refuse to list an unwatched namespace, and the handler would fail
+// closed).
+func TestHandlerOnlyGuardsWatchedNamespaces(t *testing.T) {
+	p := settlePolicy(withProof(noCommittedOffset(), time.Second))
+	h, _, lists := newTestHandler(t, Options{Namespaces: []string{"payments"}}, p)
+	if resp := h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, false)); !resp.Allowed {
+		t.Errorf("a rollout in an unwatched namespace was refused: %v", resp.Result)
+	}
+	if lists.Load() != 0 {
+		t.Errorf("policies listed for an unwatched namespace")
+	}
+	h, _, _ = newTestHandler(t, Options{Namespaces: []string{"payments", "settlement"}}, p)
+	denied(t, h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, false)))
+}

@@ -1,0 +1,478 @@
+// Command loadtest measures retention-guard's admission webhook over HTTPS
+// on loopback, side by side with a no-op handler on the same server, so the
+// difference shows what the guard adds.
+//
+// One controller-runtime webhook server (TLS, self-signed certificate)
+// serves the guard at /validate-apps-v1-workloads and a handler that
+// allows everything at /noop. The guard reads 10,000 policies across 1,000
+// namespaces from an in-memory namespace index (the same shape of answer as
+// the informer cache: a fresh slice of the namespace's policies; the
+// informer-backed cache itself is measured by BenchmarkHandle). Each request
+// is a real AdmissionReview: an UPDATE of a Deployment that changes its pod
+// template in a namespace with 10 policies, one of which selects it with a
+// fresh Proven proof and a consumer clause the template satisfies — the
+// common path of a guarded rollout (policy list, label match, freshness,
+// environment check, decision).
+//
+// Two phases per handler: closed loop (as fast as -concurrency clients
+// go), then open loop at -rate requests per second, latencies measured
+// from each request's scheduled time. Bounded by -requests per phase and
+// -max-phase; repeated -rounds times, alternating which handler goes first,
+// and summarized by the median. Loopback only.
+//
+//	go run ./webhook/loadtest
+//	go run ./webhook/loadtest -rate 1000 -requests 10000 -concurrency 32
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/go-logr/logr"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/webhook"
+)
+
+func main() {
+	var (
+		namespaces  = flag.Int("namespaces", 1000, "namespaces holding policies")
+		perNS       = flag.Int("policies-per-namespace", 10, "policies in each namespace")
+		requests    = flag.Int("requests", 5000, "requests per handler per phase")
+		concurrency = flag.Int("concurrency", 16, "concurrent clients in the closed-loop phase")
+		rate        = flag.Float64("rate", 1000, "requests per second in the open-loop phase (0: skip it)")
+		maxPhase    = flag.Duration("max-phase", 30*time.Second, "upper bound on each phase")
+		rounds      = flag.Int("rounds", 3, "rounds of all phases, alternating which handler goes first; the summary is the median")
+	)
+	flag.Parse()
+	log.SetLogger(logr.Discard())
+	ctrl.SetLogger(logr.Discard())
+	if err := run(*namespaces, *perNS, *requests, *concurrency, *rate, *maxPhase, *rounds); err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		os.Exit(1)
+	}
+}
+
+const target = "bench-0500"
+
+func run(namespaces, perNS, requests, concurrency int, rate float64, maxPhase time.Duration, rounds int) error {
+	dir, err := os.MkdirTemp("", "rg-loadtest-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	caPEM, err := writeServingCert(dir)
+	if err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+
+	reader := newIndexReader(namespaces, perNS)
+	guard := webhook.NewHandler(reader, nil, webhook.Options{})
+	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir})
+	srv.Register(webhook.Path, &ctrlwebhook.Admission{Handler: guard})
+	srv.Register("/noop", &ctrlwebhook.Admission{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+		return admission.Allowed("")
+	})})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		if err := srv.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "webhook server:", err)
+		}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); srv.StartedChecker()(nil) != nil; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the webhook server did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	httpc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		MaxIdleConnsPerHost: max(concurrency, 64),
+		ForceAttemptHTTP2:   true,
+	}}
+	body, err := admissionReview()
+	if err != nil {
+		return err
+	}
+	base := fmt.Sprintf("https://127.0.0.1:%d", port)
+
+	// The guard must actually allow this request through its full path.
+	if allowed, msg, err := send(httpc, base+webhook.Path, body); err != nil || !allowed {
+		return fmt.Errorf("the guard did not allow the sample rollout: %v %s", err, msg)
+	}
+	proto := "?"
+	if resp, err := httpc.Post(base+"/noop", "application/json", bytes.NewReader(body)); err == nil {
+		proto = resp.Proto
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	fmt.Printf("retention-guard webhook load test: %d policies in %d namespaces, HTTPS (%s, TLS, keep-alive) on loopback, GOMAXPROCS=%d, %d CPUs; client and server in one process\n",
+		namespaces*perNS, namespaces, proto, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	fmt.Printf("request: UPDATE Deployment %s/svc-0 (pod template change), %d bytes; 10 policies in its namespace, 1 matching (Proven, consumer env ok)\n\n", target, len(body))
+
+	paths := []struct{ name, url string }{{"no-op", base + "/noop"}, {"guard", base + webhook.Path}}
+	for _, p := range paths { // warm up connections and caches
+		if _, err := closedLoop(httpc, p.url, body, 500, concurrency, maxPhase); err != nil {
+			return err
+		}
+	}
+	closedName := fmt.Sprintf("closed loop, %d clients", concurrency)
+	openName := fmt.Sprintf("open loop at %.0f req/s", rate)
+	all := map[string][]phaseResult{} // handler + phase → rounds
+	fmt.Printf("%-6s %-8s %-28s %10s %10s %10s %10s\n", "round", "handler", "phase", "requests", "req/s", "p50", "p99")
+	for round := 1; round <= rounds; round++ {
+		order := paths
+		if round%2 == 0 {
+			order = []struct{ name, url string }{paths[1], paths[0]}
+		}
+		for _, p := range order {
+			r, err := closedLoop(httpc, p.url, body, requests, concurrency, maxPhase)
+			if err != nil {
+				return err
+			}
+			r.handler, r.phase = p.name, closedName
+			r.print(round)
+			all[r.handler+r.phase] = append(all[r.handler+r.phase], r)
+		}
+		if rate <= 0 {
+			continue
+		}
+		for _, p := range order {
+			r, err := openLoop(httpc, p.url, body, requests, rate, maxPhase)
+			if err != nil {
+				return err
+			}
+			r.handler, r.phase = p.name, openName
+			r.print(round)
+			all[r.handler+r.phase] = append(all[r.handler+r.phase], r)
+		}
+	}
+	fmt.Printf("\nmedian of %d rounds:\n", rounds)
+	phases := []string{closedName}
+	if rate > 0 {
+		phases = append(phases, openName)
+	}
+	for _, ph := range phases {
+		noop, g := median(all["no-op"+ph]), median(all["guard"+ph])
+		noop.print(0)
+		g.print(0)
+		fmt.Printf("       guard vs no-op: throughput %.2fx, p50 %+.2fms, p99 %+.2fms\n", g.rps/noop.rps, ms(g.p50-noop.p50), ms(g.p99-noop.p99))
+	}
+	return nil
+}
+
+// median takes each figure's median over rounds.
+func median(rs []phaseResult) phaseResult {
+	m := rs[0]
+	pick := func(f func(phaseResult) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	m.rps = pick(func(r phaseResult) float64 { return r.rps })
+	m.p50 = time.Duration(pick(func(r phaseResult) float64 { return float64(r.p50) }))
+	m.p99 = time.Duration(pick(func(r phaseResult) float64 { return float64(r.p99) }))
+	m.n = int(pick(func(r phaseResult) float64 { return float64(r.n) }))
+	m.errors = 0
+	for _, r := range rs {
+		m.errors += r.errors
+	}
+	return m
+}
+
+type phaseResult struct {
+	handler, phase string
+	n, errors      int
+	rps            float64
+	p50, p99       time.Duration
+}
+
+func (r phaseResult) print(round int) {
+	label := "median"
+	if round > 0 {
+		label = fmt.Sprint(round)
+	}
+	fmt.Printf("%-6s %-8s %-28s %10d %10.0f %9.2fms %9.2fms\n", label, r.handler, r.phase, r.n, r.rps, ms(r.p50), ms(r.p99))
+	if r.errors > 0 {
+		fmt.Printf("       %d requests failed\n", r.errors)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func summarize(lat []time.Duration, errors int, elapsed time.Duration) phaseResult {
+	slices.Sort(lat)
+	r := phaseResult{n: len(lat), errors: errors, rps: float64(len(lat)) / elapsed.Seconds()}
+	if len(lat) > 0 {
+		r.p50, r.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	}
+	return r
+}
+
+// closedLoop sends n requests from c clients, each waiting for its answer.
+func closedLoop(httpc *http.Client, url string, body []byte, n, c int, limit time.Duration) (phaseResult, error) {
+	var next, errs atomic.Int64
+	lat := make([]time.Duration, n)
+	deadline := time.Now().Add(limit)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range c {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) || time.Now().After(deadline) {
+					return
+				}
+				t0 := time.Now()
+				if allowed, _, err := send(httpc, url, body); err != nil || !allowed {
+					errs.Add(1)
+				}
+				lat[i] = time.Since(t0)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	done := min(int(next.Load()), n)
+	return summarize(lat[:done], int(errs.Load()), elapsed), nil
+}
+
+// openLoop sends n requests at a fixed rate whatever the answers' pace;
+// latency counts from each request's scheduled time, so queueing shows.
+func openLoop(httpc *http.Client, url string, body []byte, n int, rate float64, limit time.Duration) (phaseResult, error) {
+	interval := time.Duration(float64(time.Second) / rate)
+	lat := make([]time.Duration, n)
+	var errs atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	sent := 0
+	for i := 0; i < n; i++ {
+		at := start.Add(time.Duration(i) * interval)
+		if at.Sub(start) > limit {
+			break
+		}
+		if d := time.Until(at); d > 0 {
+			time.Sleep(d)
+		}
+		sent++
+		wg.Go(func() {
+			if allowed, _, err := send(httpc, url, body); err != nil || !allowed {
+				errs.Add(1)
+			}
+			lat[i] = time.Since(at)
+		})
+	}
+	wg.Wait()
+	return summarize(lat[:sent], int(errs.Load()), time.Since(start)), nil
+}
+
+func send(httpc *http.Client, url string, body []byte) (allowed bool, msg string, err error) {
+	resp, err := httpc.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return false, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return false, "", err
+	}
+	var rev admissionv1.AdmissionReview
+	if err := json.Unmarshal(b, &rev); err != nil || rev.Response == nil {
+		return false, string(b), fmt.Errorf("bad answer: %v", err)
+	}
+	if rev.Response.Result != nil {
+		msg = rev.Response.Result.Message
+	}
+	return rev.Response.Allowed, msg, nil
+}
+
+// indexReader serves policies from a namespace index, answering List like
+// the informer cache does: a new slice of the namespace's policies.
+type indexReader struct {
+	byNamespace map[string][]rgv1.ConsumerRetentionPolicy
+}
+
+func newIndexReader(namespaces, perNS int) *indexReader {
+	r := &indexReader{byNamespace: make(map[string][]rgv1.ConsumerRetentionPolicy, namespaces)}
+	now := metav1.Now()
+	for i := range namespaces {
+		ns := fmt.Sprintf("bench-%04d", i)
+		for j := range perNS {
+			p := rgv1.ConsumerRetentionPolicy{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%d", j), Namespace: ns,
+					UID: types.UID(fmt.Sprintf("uid-%d-%d", i, j)), ResourceVersion: "1", Generation: 1},
+				Spec: rgv1.ConsumerRetentionPolicySpec{
+					GroupID:        fmt.Sprintf("group-%d-%d", i, j),
+					Topics:         []string{"orders"},
+					RecoveryWindow: metav1.Duration{Duration: 72 * time.Hour},
+					Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": fmt.Sprintf("svc-%d", j)}},
+					Enforcement:    rgv1.EnforcementDeny,
+					CheckInterval:  &metav1.Duration{Duration: time.Hour},
+					Consumer:       &rgv1.ConsumerClientSpec{Container: "app", OffsetResetEnv: "KAFKA_AUTO_OFFSET_RESET"},
+					Kafka:          rgv1.KafkaConnection{BootstrapServers: []string{"kafka-0.kafka:9092"}},
+				},
+				Status: rgv1.ConsumerRetentionPolicyStatus{ObservedGeneration: 1, Proof: &rgv1.ProofStatus{
+					Verdict: rgv1.VerdictProven, CheckedAt: now,
+					PartitionSummary: rgv1.PartitionSummary{Total: 12, InRange: 12},
+				}},
+			}
+			r.byNamespace[ns] = append(r.byNamespace[ns], p)
+		}
+	}
+	return r
+}
+
+func (r *indexReader) Get(_ context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+	return fmt.Errorf("loadtest: no object %s", key)
+}
+
+func (r *indexReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	var lo client.ListOptions
+	lo.ApplyOptions(opts)
+	l, ok := list.(*rgv1.ConsumerRetentionPolicyList)
+	if !ok {
+		return fmt.Errorf("loadtest: cannot list %T", list)
+	}
+	l.Items = slices.Clone(r.byNamespace[lo.Namespace])
+	return nil
+}
+
+// admissionReview is the request body: UPDATE of Deployment svc-0 that
+// changes its image.
+func admissionReview() ([]byte, error) {
+	dep := func(image string) *appsv1.Deployment {
+		replicas := int32(3)
+		labels := map[string]string{"app": "svc-0", "name": "svc-0"}
+		return &appsv1.Deployment{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+			ObjectMeta: metav1.ObjectMeta{Name: "svc-0", Namespace: target, Labels: labels, ResourceVersion: "12345", Generation: 4},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: &replicas,
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"name": "svc-0"}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{
+						Name: "app", Image: image,
+						Env: []corev1.EnvVar{
+							{Name: "KAFKA_AUTO_OFFSET_RESET", Value: "none"},
+							{Name: "KAFKA_BOOTSTRAP_SERVERS", Value: "kafka-0.kafka:9092"},
+							{Name: "LOG_LEVEL", Value: "info"},
+						},
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("256Mi")}},
+					}}},
+				},
+			},
+		}
+	}
+	obj, err := json.Marshal(dep("registry.example/svc:2"))
+	if err != nil {
+		return nil, err
+	}
+	old, err := json.Marshal(dep("registry.example/svc:1"))
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:       "loadtest",
+			Kind:      metav1.GroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}),
+			Resource:  metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+			Namespace: target, Name: "svc-0",
+			Operation: admissionv1.Update,
+			UserInfo:  authnv1.UserInfo{Username: "loadtest"},
+			Object:    k8sruntime.RawExtension{Raw: obj}, OldObject: k8sruntime.RawExtension{Raw: old},
+		},
+	})
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// writeServingCert writes a self-signed tls.crt/tls.key for 127.0.0.1 into
+// dir and returns the certificate.
+func writeServingCert(dir string) ([]byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "retention-guard-loadtest"},
+		NotBefore:    time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		IsCA:        true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		return nil, err
+	}
+	return certPEM, nil
+}

@@ -1,0 +1,428 @@
+package webhook
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+const (
+	// maxMessage bounds the denial message so that what kubectl prints,
+	// `Error from server (Forbidden): admission webhook
+	// "workloads.retentionguard.io" denied the request: ` (100 bytes) and
+	// the message, stays under 1 KiB.
+	maxMessage = 1024 - 110
+	// maxLine bounds one prose line of the denial message, so it reads in
+	// a terminal; command lines are never cut (they must stay runnable).
+	maxLine = 160
+	// maxFindingLine bounds one listed violation.
+	maxFindingLine = 130
+	// maxWarning bounds one admission warning.
+	maxWarning = 120
+	// maxFindingsShown is how many findings a policy lists before "and N
+	// more".
+	maxFindingsShown = 5
+	// maxEventNote bounds an event's note (events.k8s.io allows 1 KiB).
+	maxEventNote = 1000
+)
+
+// target is the workload a request is about.
+type target struct {
+	Kind      string // Deployment | StatefulSet
+	Namespace string
+	Name      string
+	Rollout   rollout
+	User      string
+}
+
+func (t target) String() string {
+	return t.Kind + " " + t.Namespace + "/" + t.Name
+}
+
+// denyMessage says which policies refuse the rollout, why, with the
+// numbers, and the way out. It stays under maxMessage bytes by leaving out,
+// in this order, the `retention-guard check` hint, policies beyond the
+// first (counted), and listed findings beyond the first (counted).
+func denyMessage(t target, d *decision, now time.Time) string {
+	m := denial{header: clip("retention-guard refused this rollout ("+string(t.Rollout)+") of "+t.String()+":", maxLine)}
+	overridable := true
+	var ids []string
+	for i := range d.Policies {
+		r := &d.Policies[i]
+		if !r.refuses() {
+			continue
+		}
+		m.policies = append(m.policies, denialParts(r, now))
+		if len(r.Consumer) > 0 || r.ProofID == "" {
+			overridable = false
+		} else {
+			ids = append(ids, r.ProofID)
+		}
+	}
+	m.moreLine = func(n int) string {
+		return "And " + strconv.Itoa(n) + " more refusing policies: kubectl get crp -n " + t.Namespace
+	}
+	if overridable && len(ids) > 0 {
+		m.override = []string{"Or roll out knowingly:", "  kubectl annotate --overwrite " + strings.ToLower(t.Kind) + " " + t.Name +
+			" -n " + t.Namespace + " " + OverrideAnnotation + "=" + strings.Join(ids, ",")}
+	}
+	// Shrink until it fits: first the `retention-guard check` hint, then
+	// whole policies beyond the first (counted), then listed findings (at
+	// most maxFindingsShown, at least one per listed policy). Commands are
+	// never cut.
+	for shown := maxFindingsShown; shown >= 1; shown-- {
+		for listed := len(m.policies); listed >= 1; listed-- {
+			for _, check := range []bool{true, false} {
+				if m.size(listed, shown, check, false) <= maxMessage {
+					return m.render(listed, shown, check, false)
+				}
+			}
+		}
+	}
+	// Very long names: the way out in words only.
+	return clip(m.render(1, 1, false, true), maxMessage)
+}
+
+// denial is the denial message in parts, so that sizes can be tried
+// without rendering.
+type denial struct {
+	header   string
+	policies []policyParts
+	moreLine func(n int) string
+	override []string
+}
+
+// policyParts are one refusing policy's lines.
+type policyParts struct {
+	head     []string // the policy line and the numbers
+	findings []string // at most maxFindingsShown
+	total    int      // findings in all, listed or not
+	moreLine func(n int) string
+	// way out: with the `retention-guard check` hint, without, in words only
+	way, wayNoCheck, wayCompact []string
+	refused                     []string
+}
+
+func denialParts(r *policyResult, now time.Time) policyParts {
+	p := r.Policy
+	pp := policyParts{head: []string{clip("policy "+p.Name+" (group "+p.Spec.GroupID+") "+verdictPhrase(r, now), maxLine)}}
+	if s := summaryPhrase(r); s != "" {
+		pp.head = append(pp.head, clip("  "+s, maxLine))
+	}
+	all := len(r.Consumer) + len(r.Kafka)
+	pp.total = all + r.KafkaOmitted
+	for i := 0; i < all && i < maxFindingsShown; i++ {
+		f := r.Consumer
+		j := i
+		if i >= len(r.Consumer) {
+			f, j = r.Kafka, i-len(r.Consumer)
+		}
+		pp.findings = append(pp.findings, clip("- "+f[j].String(), maxFindingLine))
+	}
+	pp.moreLine = func(n int) string {
+		return clip("- and "+strconv.Itoa(n)+" more: kubectl describe crp "+p.Name+" -n "+p.Namespace, maxLine)
+	}
+	pp.way, pp.wayNoCheck, pp.wayCompact = wayOut(r, true, false), wayOut(r, false, false), wayOut(r, false, true)
+	if r.OverrideRefused != "" {
+		pp.refused = []string{clip("Override refused: "+r.OverrideRefused+".", maxLine)}
+	}
+	return pp
+}
+
+// lines calls emit with each line of the message for the given choices.
+func (m *denial) lines(listed, shown int, check, compact bool, emit func(string)) {
+	emit(m.header)
+	for _, pp := range m.policies[:listed] {
+		for _, l := range pp.head {
+			emit(l)
+		}
+		n := min(shown, len(pp.findings))
+		for _, l := range pp.findings[:n] {
+			emit(l)
+		}
+		if more := pp.total - n; more > 0 {
+			emit(pp.moreLine(more))
+		}
+		way := pp.way
+		switch {
+		case compact:
+			way = pp.wayCompact
+		case !check:
+			way = pp.wayNoCheck
+		}
+		for _, l := range way {
+			if strings.HasPrefix(l, "  ") { // a command: never cut
+				emit(l)
+			} else {
+				emit(clip(l, maxLine))
+			}
+		}
+		for _, l := range pp.refused {
+			emit(l)
+		}
+	}
+	if more := len(m.policies) - listed; more > 0 {
+		emit(m.moreLine(more))
+	}
+	for _, l := range m.override {
+		emit(l)
+	}
+}
+
+func (m *denial) size(listed, shown int, check, compact bool) int {
+	n := -1 // no newline after the last line
+	m.lines(listed, shown, check, compact, func(l string) { n += len(l) + 1 })
+	return n
+}
+
+func (m *denial) render(listed, shown int, check, compact bool) string {
+	var b strings.Builder
+	b.Grow(m.size(listed, shown, check, compact))
+	m.lines(listed, shown, check, compact, func(l string) {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l)
+	})
+	return b.String()
+}
+
+// String: "Reason subject: message"; the proof's messages start with
+// their subject already ("settle-task[3]: committed offset ...").
+func (f finding) String() string {
+	switch {
+	case f.Subject != "" && strings.HasPrefix(f.Message, f.Subject+":"):
+		return f.Reason + " " + f.Message
+	case f.Subject != "":
+		return f.Reason + " " + f.Subject + ": " + f.Message
+	case f.Message != "":
+		return f.Reason + ": " + f.Message
+	}
+	return f.Reason
+}
+
+// verdictPhrase: "is Violated (proof 7f3a9c21, checked 40s ago):".
+func verdictPhrase(r *policyResult, now time.Time) string {
+	s := "is " + string(r.Verdict)
+	if r.Verdict == rgv1.VerdictProven {
+		s = "has a proven group but not its consumer settings"
+	}
+	var facts []string
+	if r.ProofID != "" {
+		facts = append(facts, "proof "+r.ProofID)
+	}
+	if !r.CheckedAt.IsZero() {
+		c := "checked " + humanDuration(now.Sub(r.CheckedAt.Time)) + " ago"
+		if r.Live {
+			c = "checked live"
+		}
+		facts = append(facts, c)
+	}
+	if len(facts) > 0 {
+		s += " (" + strings.Join(facts, ", ") + ")"
+	}
+	return s + ":"
+}
+
+// summaryPhrase carries the proof's numbers: partitions by outcome and
+// expired records.
+func summaryPhrase(r *policyResult) string {
+	pr := r.Proof
+	if !r.kafkaFailing() || pr == nil {
+		return ""
+	}
+	ps := pr.PartitionSummary
+	if ps.Total == 0 && pr.ExpiredRecords == 0 {
+		return ""
+	}
+	parts := []string{strconv.Itoa(int(ps.Total)) + " partitions"}
+	if ps.Expired > 0 {
+		parts = append(parts, strconv.Itoa(int(ps.Expired))+" expired")
+	}
+	if ps.Missing > 0 {
+		parts = append(parts, strconv.Itoa(int(ps.Missing))+" without a committed offset")
+	}
+	if ps.BeyondEnd > 0 {
+		parts = append(parts, strconv.Itoa(int(ps.BeyondEnd))+" beyond log end")
+	}
+	s := strings.Join(parts, ", ")
+	if pr.ExpiredRecords > 0 {
+		s += "; " + strconv.FormatInt(pr.ExpiredRecords, 10) + " records expired unread"
+	}
+	return s
+}
+
+// wayOut says how to make the proof hold again, by kind of failure.
+// Commands are indented by two spaces; compact leaves them out.
+func wayOut(r *policyResult, withCheck, compact bool) []string {
+	p := r.Policy
+	var offsets, retention, access bool
+	var topics []string // failing topics, for the reset command
+	for _, f := range r.Kafka {
+		switch f.Reason {
+		case proof.ReasonCommittedOffsetExpired, proof.ReasonNoCommittedOffset, proof.ReasonCommittedOffsetBeyondLogEnd:
+			offsets = true
+			if topic, _, _ := strings.Cut(f.Subject, "["); topic != "" && !slices.Contains(topics, topic) && len(topics) < 3 {
+				topics = append(topics, topic)
+			}
+		case proof.ReasonRetentionShorterThanWindow, proof.ReasonInfiniteRetentionNotAllowed, proof.ReasonSizeBoundedRetention,
+			proof.ReasonRetentionUnreadable, proof.ReasonOffsetsRetentionShorterThanWindow, proof.ReasonOffsetsRetentionUnreadable:
+			retention = true
+		default:
+			access = true
+		}
+	}
+	if r.KafkaOmitted > 0 && !offsets && !retention {
+		access = true
+	}
+	if len(topics) == 0 {
+		topics = p.Spec.Topics[:min(len(p.Spec.Topics), 3)]
+	}
+	topicFlags := ""
+	for _, t := range topics {
+		topicFlags += " --topic " + t
+	}
+	server := ""
+	if len(p.Spec.Kafka.BootstrapServers) > 0 {
+		server = p.Spec.Kafka.BootstrapServers[0]
+	}
+	var out []string
+	switch {
+	case offsets && compact:
+		out = append(out, "Way out: replay or reset the group's offsets (kafka-consumer-groups --reset-offsets), then retry.")
+	case offsets:
+		out = append(out,
+			"Way out: replay or reset the group's offsets, then retry, e.g.",
+			"  kafka-consumer-groups --bootstrap-server "+server+" --group "+p.Spec.GroupID+
+				topicFlags+" --reset-offsets --to-earliest --execute")
+	}
+	if retention {
+		out = append(out, "Way out: make retention.ms and offsets.retention.minutes cover recoveryWindow "+
+			humanDuration(p.Spec.RecoveryWindow.Duration)+" (or shorten it), then retry.")
+	}
+	if access && r.kafkaFailing() {
+		out = append(out, "Way out: fix what keeps the proof from being made (kubectl describe crp "+p.Name+
+			" -n "+p.Namespace+"), then retry.")
+	}
+	if withCheck && !compact && r.kafkaFailing() {
+		out = append(out, "Prove it now (exit 0 when it holds):",
+			"  retention-guard check --bootstrap-server "+server+" --group "+p.Spec.GroupID+
+				topicFlags+" --recovery-window "+humanDuration(p.Spec.RecoveryWindow.Duration))
+	}
+	if len(r.Consumer) > 0 {
+		c := p.Spec.Consumer
+		fix := "Fix: set " + c.OffsetResetEnv + "=none (error for librdkafka)"
+		if c.AutoCommitEnv != "" {
+			fix += " and " + c.AutoCommitEnv + "=false"
+		}
+		out = append(out, fix+" in the pod template; consumer settings cannot be overridden.")
+	}
+	return out
+}
+
+// warnings are the admission warnings of a rollout: failing Warn policies,
+// overridden Deny policies, and the proof warnings (low headroom, offsets
+// expiring soon) of every matching Deny or Warn policy; Audit policies
+// show the client nothing. Each is at most maxWarning bytes.
+func warnings(d *decision) []string {
+	var out []string
+	add := func(s string) { out = append(out, clip("retention-guard: "+s, maxWarning)) }
+	for i := range d.Policies {
+		r := &d.Policies[i]
+		p := r.Policy
+		switch {
+		case r.Overridden:
+			add("policy " + p.Name + " overridden (" + OverrideAnnotation + "=" + r.ProofID + "); recorded")
+		case r.failing() && r.Enforcement == rgv1.EnforcementWarn:
+			head := p.Name + " is " + string(r.Verdict)
+			if r.ProofID != "" {
+				head += " (proof " + r.ProofID + ")"
+			}
+			if len(r.Consumer) > 0 && !r.kafkaFailing() {
+				head = p.Name + ": consumer settings fail"
+			}
+			add(head + "; allowed by enforcement Warn")
+			findings := append(append([]finding(nil), r.Consumer...), r.Kafka...)
+			n := min(3, len(findings))
+			for _, f := range findings[:n] {
+				add(p.Name + ": " + f.String())
+			}
+			if more := len(findings) - n + r.KafkaOmitted; more > 0 {
+				add(p.Name + ": and " + strconv.Itoa(more) + " more (kubectl describe crp " + p.Name + ")")
+			}
+		}
+		if r.Enforcement == rgv1.EnforcementAudit {
+			continue // Audit: events and metrics only, nothing for the client
+		}
+		for j, w := range r.Warnings {
+			if j == 2 {
+				break
+			}
+			add(p.Name + ": " + w)
+		}
+	}
+	return out
+}
+
+// eventNote is the note of the event recorded on a policy about a rollout.
+func eventNote(t target, r *policyResult, reason string) string {
+	var s string
+	switch reason {
+	case EventProofOverridden:
+		s = fmt.Sprintf("%s rolled out %s (%s) over proof %s (%s) with %s", userName(t.User), t, t.Rollout,
+			r.ProofID, r.Verdict, OverrideAnnotation)
+	case EventRolloutDenied:
+		s = fmt.Sprintf("refused %s (%s) requested by %s: %s", t, t.Rollout, userName(t.User), resultPhrase(r))
+	case EventRolloutWarned:
+		s = fmt.Sprintf("allowed with warnings %s (%s) requested by %s: %s", t, t.Rollout, userName(t.User), resultPhrase(r))
+	case EventRolloutAudited:
+		s = fmt.Sprintf("would refuse %s (%s) requested by %s: %s", t, t.Rollout, userName(t.User), resultPhrase(r))
+	}
+	return clip(s, maxEventNote)
+}
+
+func resultPhrase(r *policyResult) string {
+	var parts []string
+	if r.kafkaFailing() {
+		s := string(r.Verdict)
+		if r.ProofID != "" {
+			s += " (proof " + r.ProofID + ")"
+		}
+		parts = append(parts, s)
+	}
+	findings := append(append([]finding(nil), r.Consumer...), r.Kafka...)
+	for i, f := range findings {
+		if i == 3 {
+			parts = append(parts, "and "+strconv.Itoa(len(findings)-3+r.KafkaOmitted)+" more")
+			break
+		}
+		parts = append(parts, f.Reason+" "+f.Subject)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func userName(u string) string {
+	if u == "" {
+		return "an unauthenticated user"
+	}
+	return u
+}
+
+// clip shortens s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

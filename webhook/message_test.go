@@ -1,0 +1,224 @@
+package webhook
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+)
+
+var settleTarget = target{Kind: "Deployment", Namespace: "settlement", Name: "settle", Rollout: rolloutScaleFromZero, User: "alice"}
+
+// Admission contract, "denial message": seed 003's batch consumer scaled
+// from zero after 8 days down. The message names the policy and the group,
+// lists at most 5 violations with their numbers then a count, and says the
+// way out: reset the offsets and retry, or override with the proof ID.
+func TestDenyMessageSeed003(t *testing.T) {
+	p := settlePolicy(withProof(noCommittedOffset(), 40*time.Second))
+	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	msg := denyMessage(settleTarget, &d, testNow)
+	t.Logf("%d bytes:\n%s", len(msg), msg)
+
+	for _, want := range []string{
+		"refused this rollout (scale from zero) of Deployment settlement/settle",
+		"policy ledger-settle-consumer (group ledger-settle-consumer) is Violated (proof 7f3a9c21, checked 40s ago)",
+		"24 partitions, 24 without a committed offset",
+		"- NoCommittedOffset settle-task[0]: no committed offset while log start is 193927: nothing proves",
+		"more: kubectl describe crp ledger-settle-consumer -n settlement",
+		"kafka-consumer-groups --bootstrap-server kafka-0.kafka.kafka.svc:9093 --group ledger-settle-consumer --topic settle-task --reset-offsets --to-earliest --execute",
+		"then retry",
+		"kubectl annotate --overwrite deployment settle -n settlement retentionguard.io/override-proof=7f3a9c21",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q", want)
+		}
+	}
+	// As many violations as fit in 1 KiB, at most 5, then a count of the
+	// rest (20 listed in status + 4 omitted).
+	n := strings.Count(msg, "\n- NoCommittedOffset")
+	if n < 1 || n > 5 {
+		t.Errorf("%d violations listed, want 1 to 5", n)
+	}
+	if want := fmt.Sprintf("- and %d more", 24-n); !strings.Contains(msg, want) {
+		t.Errorf("message lacks %q", want)
+	}
+	checkMessageShape(t, msg)
+}
+
+// checkMessageShape: under 1 KiB, valid UTF-8, lines that fit a terminal.
+func checkMessageShape(t *testing.T, msg string) {
+	t.Helper()
+	const prefix = `Error from server (Forbidden): admission webhook "workloads.retentionguard.io" denied the request: `
+	if len(prefix+msg) > 1024 {
+		t.Errorf("the client prints %d bytes, over 1 KiB", len(prefix+msg))
+	}
+	if !utf8.ValidString(msg) {
+		t.Errorf("message is not valid UTF-8")
+	}
+	for _, l := range strings.Split(msg, "\n") {
+		if strings.HasPrefix(l, "  kafka-consumer-groups ") || strings.HasPrefix(l, "  retention-guard check ") || strings.HasPrefix(l, "  kubectl ") {
+			if strings.HasSuffix(l, "...") {
+				t.Errorf("a command was cut: %q", l)
+			}
+			continue
+		}
+		if len(l) > maxLine {
+			t.Errorf("line of %d bytes: %q", len(l), l)
+		}
+	}
+}
+
+// The consumer clause is named with the container and the value; its way
+// out is fixing the pod template, and no override is offered for it.
+func TestDenyMessageConsumerClause(t *testing.T) {
+	p := settlePolicy(withProof(proven(), time.Second), withConsumer("settle", resetEnv, commitEnv))
+	e := policyEval{Policy: p, Proof: p.Status.Proof, Consumer: []containerEnv{{Container: "settle",
+		OffsetReset: envValue{Declared: true, Value: "earliest", From: "env"},
+		AutoCommit:  envValue{Declared: true, Value: "false", From: "env"}}}}
+	d := decide([]policyEval{e}, "")
+	tt := settleTarget
+	tt.Rollout = rolloutTemplateChanged
+	msg := denyMessage(tt, &d, testNow)
+	t.Logf("\n%s", msg)
+	for _, want := range []string{
+		"policy ledger-settle-consumer (group ledger-settle-consumer) has a proven group but not its consumer settings",
+		`- OffsetResetSilent container settle: KAFKA_AUTO_OFFSET_RESET="earliest" (env): the client skips silently; set none`,
+		"Fix: set KAFKA_AUTO_OFFSET_RESET=none (error for librdkafka) and KAFKA_ENABLE_AUTO_COMMIT=false in the pod template",
+		"cannot be overridden",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q", want)
+		}
+	}
+	if strings.Contains(msg, "annotate") || strings.Contains(msg, "kafka-consumer-groups") {
+		t.Errorf("a consumer-clause denial offers an override or an offset reset:\n%s", msg)
+	}
+	checkMessageShape(t, msg)
+}
+
+// Retention and reachability failures get their own way out.
+func TestDenyMessageWayOutByReason(t *testing.T) {
+	cases := []struct {
+		reason, want, notWant string
+	}{
+		{"RetentionShorterThanWindow", "make retention.ms and offsets.retention.minutes cover recoveryWindow 240h", "kafka-consumer-groups"},
+		{"OffsetsRetentionShorterThanWindow", "cover recoveryWindow", "kafka-consumer-groups"},
+		{"CommittedOffsetExpired", "kafka-consumer-groups", "cover recoveryWindow"},
+		{"NoCommittedOffset", "retention-guard check --bootstrap-server kafka-0.kafka.kafka.svc:9093 --group ledger-settle-consumer --topic settle-task --recovery-window 240h", ""},
+		{"AuthorizationFailed", "fix what keeps the proof from being made (kubectl describe crp ledger-settle-consumer -n settlement)", "kafka-consumer-groups"},
+		{ReasonLiveCheckFailed, "fix what keeps the proof from being made", "kafka-consumer-groups"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			proof := &rgv1.ProofStatus{Verdict: rgv1.VerdictViolated, ProofID: "12345678",
+				Violations: []rgv1.ViolationStatus{{Reason: tc.reason, Topic: "settle-task", Message: "numbers here"}}}
+			p := settlePolicy(withProof(proof, time.Second))
+			d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+			msg := denyMessage(settleTarget, &d, testNow)
+			if !strings.Contains(msg, tc.want) || (tc.notWant != "" && strings.Contains(msg, tc.notWant)) {
+				t.Errorf("message for %s should say %q and not %q:\n%s", tc.reason, tc.want, tc.notWant, msg)
+			}
+			checkMessageShape(t, msg)
+		})
+	}
+}
+
+// However many policies and long messages, the denial stays under 1 KiB,
+// dropping listed violations first.
+func TestDenyMessageStaysUnderOneKiB(t *testing.T) {
+	var evals []policyEval
+	for i := range 6 {
+		proof := noCommittedOffset()
+		for j := range proof.Violations {
+			proof.Violations[j].Message = strings.Repeat("a very long explanation é ", 20)
+		}
+		p := settlePolicy(withProof(proof, time.Second), func(p *rgv1.ConsumerRetentionPolicy) {
+			p.Name = fmt.Sprintf("policy-with-a-rather-long-name-%d", i)
+			p.Spec.GroupID = fmt.Sprintf("group-with-a-rather-long-name-%d", i)
+		})
+		evals = append(evals, policyEval{Policy: p, Proof: p.Status.Proof})
+	}
+	for n := 1; n <= len(evals); n++ {
+		d := decide(evals[:n], "")
+		msg := denyMessage(settleTarget, &d, testNow)
+		checkMessageShape(t, msg)
+		if !strings.Contains(msg, "policy-with-a-rather-long-name-0") {
+			t.Errorf("%d policies: the first policy is not named", n)
+		}
+		// Every refusing policy shares the proof ID in this test: the
+		// override names it once per policy, listed or counted.
+		if want := "override-proof=" + strings.TrimSuffix(strings.Repeat("7f3a9c21,", n), ","); !strings.Contains(msg, want) {
+			t.Errorf("%d policies: the override %q is missing:\n%s", n, want, msg)
+		}
+		if n > 1 && !strings.Contains(msg, "more refusing policies: kubectl get crp -n settlement") && strings.Count(msg, "\npolicy ") != n {
+			t.Errorf("%d policies, neither listed nor counted:\n%s", n, msg)
+		}
+	}
+}
+
+// Admission contract, "Warn": warnings name the policy, the verdict and the
+// proof ID, list some violations, and are each at most 120 bytes.
+func TestWarnings(t *testing.T) {
+	proof := noCommittedOffset()
+	proof.Warnings = []string{"recoveryHeadroom 52h is below recoveryWindow 240h", "second", "third is not shown"}
+	p := settlePolicy(withEnforcement(rgv1.EnforcementWarn), withProof(proof, time.Second))
+	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	ws := warnings(&d)
+	t.Logf("%q", ws)
+	if len(ws) != 1+3+1+2 {
+		t.Fatalf("%d warnings, want head + 3 violations + count + 2 proof warnings: %q", len(ws), ws)
+	}
+	if ws[0] != "retention-guard: ledger-settle-consumer is Violated (proof 7f3a9c21); allowed by enforcement Warn" {
+		t.Errorf("first warning %q", ws[0])
+	}
+	if !strings.Contains(ws[4], "and 21 more") {
+		t.Errorf("count warning %q", ws[4])
+	}
+	for _, w := range ws {
+		if len(w) > maxWarning || !strings.HasPrefix(w, "retention-guard: ") {
+			t.Errorf("warning of %d bytes: %q", len(w), w)
+		}
+	}
+	// An Audit policy shows the client nothing, not even proof warnings.
+	audit := settlePolicy(withEnforcement(rgv1.EnforcementAudit), withProof(proof, time.Second))
+	d = decide([]policyEval{{Policy: audit, Proof: audit.Status.Proof}}, "")
+	if ws := warnings(&d); len(ws) != 0 {
+		t.Errorf("Audit policy warnings %q", ws)
+	}
+	// A proven Deny policy adds only its proof warnings.
+	ok := settlePolicy(withProof(proven(), time.Second))
+	ok.Status.Proof.Warnings = []string{"groupOffsetsExpireIn 2d"}
+	d = decide([]policyEval{{Policy: ok, Proof: ok.Status.Proof}}, "")
+	if ws := warnings(&d); len(ws) != 1 || !strings.Contains(ws[0], "groupOffsetsExpireIn 2d") {
+		t.Errorf("proven policy warnings %q", ws)
+	}
+}
+
+// Event notes name the workload and, for overrides, the user.
+func TestEventNotes(t *testing.T) {
+	p := settlePolicy(withProof(noCommittedOffset(), time.Second))
+	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "7f3a9c21")
+	note := eventNote(settleTarget, &d.Policies[0], EventProofOverridden)
+	for _, want := range []string{"alice", "Deployment settlement/settle", "7f3a9c21", "scale from zero"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("override note %q lacks %q", note, want)
+		}
+	}
+	note = eventNote(target{Kind: "StatefulSet", Namespace: "n", Name: "s", Rollout: rolloutCreate}, &d.Policies[0], EventRolloutAudited)
+	if !strings.Contains(note, "would refuse StatefulSet n/s (create)") || !strings.Contains(note, "and 21 more") {
+		t.Errorf("audit note %q", note)
+	}
+}
+
+func TestClip(t *testing.T) {
+	if got := clip("short", 10); got != "short" {
+		t.Errorf("clip kept %q", got)
+	}
+	got := clip(strings.Repeat("é", 10), 9) // 20 bytes; cut must not split a rune
+	if len(got) > 9 || !utf8.ValidString(got) || !strings.HasSuffix(got, "...") {
+		t.Errorf("clip = %q (%d bytes)", got, len(got))
+	}
+}

@@ -1,0 +1,159 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+)
+
+// The webhook configuration generated into config/webhook/manifests.yaml by
+// `make manifests`. The scale subresources are included: `kubectl scale` and
+// autoscalers scale from zero through them. matchConditions let the API
+// server skip everything that is not a rollout without calling the webhook
+// (so scale-downs never depend on it); the handler checks again.
+//
+// +kubebuilder:webhook:path=/validate-apps-v1-workloads,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=apps,resources=deployments;statefulsets;deployments/scale;statefulsets/scale,verbs=create;update,versions=v1,name=workloads.retentionguard.io,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease"]}]},"matchConditions":[{"name":"rollouts-only","expression":"request.operation == 'CREATE' ? !(has(object.spec.replicas) && object.spec.replicas == 0) : has(request.subResource) && request.subResource == 'scale' ? ((!has(oldObject.spec) || !has(oldObject.spec.replicas) || oldObject.spec.replicas == 0) && has(object.spec) && has(object.spec.replicas) && object.spec.replicas > 0) : has(request.subResource) && request.subResource != '' ? false : ((!has(object.spec.replicas) || object.spec.replicas > 0) && ((has(oldObject.spec.replicas) && oldObject.spec.replicas == 0) || (has(oldObject.spec.paused) && oldObject.spec.paused && !(has(object.spec.paused) && object.spec.paused)) || object.spec.template != oldObject.spec.template))"}]}`
+//
+// The webhook reads policies (informer), ConfigMaps and, for scale
+// requests, the workload; it records events on policies.
+//
+// +kubebuilder:rbac:groups=retentionguard.io,resources=consumerretentionpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+const (
+	// Path is where the handler is served on the manager's webhook server.
+	Path = "/validate-apps-v1-workloads"
+	// Name is the webhook's name in the ValidatingWebhookConfiguration.
+	Name = "workloads.retentionguard.io"
+	// TimeoutSeconds is the webhook configuration's timeoutSeconds; the
+	// handler's own budget stays below it.
+	TimeoutSeconds = 5
+	// DefaultHandlerTimeout bounds one admission decision.
+	DefaultHandlerTimeout = 4 * time.Second
+	// DefaultLiveCheckTimeout bounds one live re-check
+	// (--webhook-live-check-timeout).
+	DefaultLiveCheckTimeout = 3 * time.Second
+	// EventSource is the reporting controller of the webhook's events.
+	EventSource = "retention-guard-webhook"
+)
+
+// LiveChecker re-proves one policy now, when its status proof is missing
+// or stale. It must honour ctx's deadline; the handler stops waiting at the
+// deadline either way. It must not modify policy (it gets a copy).
+type LiveChecker interface {
+	Check(ctx context.Context, policy *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error)
+}
+
+// Options configure the handler.
+type Options struct {
+	// LiveCheckTimeout bounds one live re-check (--webhook-live-check-timeout).
+	// Default 3s.
+	LiveCheckTimeout time.Duration
+	// HandlerTimeout bounds one admission decision; keep it below the
+	// webhook's timeoutSeconds (5s). Default 4s.
+	HandlerTimeout time.Duration
+	// LiveChecker re-proves a policy whose status proof is stale or
+	// missing. nil: such a policy's verdict is Unknown.
+	LiveChecker LiveChecker
+	// Clock returns now; default time.Now.
+	Clock func() time.Time
+	// ConfigMapReader reads the ConfigMaps named by the pod template.
+	// Setup uses the manager's API reader (fresh, no cluster-wide ConfigMap
+	// informer); NewHandler defaults to the policy reader.
+	ConfigMapReader client.Reader
+	// WorkloadReader reads the Deployment or StatefulSet of a scale
+	// subresource request. Setup uses the manager's API reader; NewHandler
+	// defaults to the policy reader.
+	WorkloadReader client.Reader
+	// Namespaces are the namespaces the policy cache holds, when the
+	// manager watches only some (--watch-namespaces); empty: all. A
+	// rollout elsewhere is not guarded — no policy there is reconciled or
+	// cached — and is allowed without reading policies (decision
+	// "skipped"); give the webhook configuration a namespaceSelector to
+	// match so the API server does not call for them.
+	Namespaces []string
+}
+
+func (o Options) withDefaults(reader client.Reader) Options {
+	if o.LiveCheckTimeout <= 0 {
+		o.LiveCheckTimeout = DefaultLiveCheckTimeout
+	}
+	if o.HandlerTimeout <= 0 {
+		o.HandlerTimeout = DefaultHandlerTimeout
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.ConfigMapReader == nil {
+		o.ConfigMapReader = reader
+	}
+	if o.WorkloadReader == nil {
+		o.WorkloadReader = reader
+	}
+	return o
+}
+
+// Setup registers the validating handler at Path on the manager's webhook
+// server. Policies are read from the manager's informer cache, listed by
+// namespace through the informer's built-in namespace index (so a request
+// costs O(policies in its namespace)); no other index is needed. The policy
+// informer is created here so it starts and syncs with the manager, and its
+// delete events drop parsed selectors. The metrics are registered on
+// controller-runtime's registry when the package loads.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	if opts.ConfigMapReader == nil {
+		opts.ConfigMapReader = mgr.GetAPIReader()
+	}
+	if opts.WorkloadReader == nil {
+		opts.WorkloadReader = mgr.GetAPIReader()
+	}
+	h := NewHandler(mgr.GetCache(), mgr.GetEventRecorder(EventSource), opts)
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &rgv1.ConsumerRetentionPolicy{})
+	if err != nil {
+		return fmt.Errorf("webhook: informer for ConsumerRetentionPolicies: %w", err)
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: h.forgetPolicy}); err != nil {
+		return fmt.Errorf("webhook: watching ConsumerRetentionPolicy deletions: %w", err)
+	}
+	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: h})
+	return nil
+}
+
+// NewHandler returns the admission handler reading policies from reader
+// (an informer cache in production: it is listed per request) and
+// recording events with recorder (nil: no events). For tests and
+// benchmarks without a manager.
+func NewHandler(reader client.Reader, recorder events.EventRecorder, opts Options) *Handler {
+	h := &Handler{
+		policies:  reader,
+		recorder:  recorder,
+		opts:      opts.withDefaults(reader),
+		selectors: newSelectorCache(),
+	}
+	if len(opts.Namespaces) > 0 {
+		h.namespaces = make(map[string]bool, len(opts.Namespaces))
+		for _, ns := range opts.Namespaces {
+			h.namespaces[ns] = true
+		}
+	}
+	return h
+}
+
+func (h *Handler) forgetPolicy(obj any) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if p, ok := obj.(*rgv1.ConsumerRetentionPolicy); ok {
+		h.selectors.forget(p.UID)
+	}
+}
