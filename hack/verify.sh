@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 generated() {
-  { find config -type f -name '*.yaml' 2>/dev/null; git ls-files -co --exclude-standard -- '*zz_generated*.go'; } | sort -u
+  { find config charts/retention-guard/templates/crds charts/retention-guard/files/generated -type f -name '*.yaml' 2>/dev/null; git ls-files -co --exclude-standard -- '*zz_generated*.go'; } | sort -u
 }
 
 snap=$(mktemp -d)

@@ -1,21 +1,295 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/controllers"
+	"github.com/retentionguard/retention-guard/internal/certs"
+	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/webhook"
 )
 
+// leaderElectionID names the Lease the reconciler's replicas elect a leader
+// with.
+const leaderElectionID = "retention-guard.retentionguard.io"
+
+// managerOptions are the manager's flags.
+type managerOptions struct {
+	logs                    logOptions
+	kubeconfig              string
+	metricsAddr             string
+	probeAddr               string
+	leaderElect             bool
+	leaderElectionNamespace string
+	allowedBootstrapServers []string
+	kafkaRequestTimeout     time.Duration
+	watchNamespaces         []string
+
+	// The admission webhook.
+	webhookEnabled   bool
+	webhookHost      string
+	webhookPort      int
+	webhookCertDir   string
+	liveCheckTimeout time.Duration
+	certs            certs.Options
+
+	// Derived by validate.
+	allowlist controllers.BootstrapAllowlist
+}
+
+func (o *managerOptions) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "",
+		"Path to a kubeconfig, for running outside a cluster. Default: $KUBECONFIG, the in-cluster configuration, then ~/.kube/config.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080",
+		`Address the Prometheus metrics endpoint binds to; "0" disables it.`)
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
+		"Address the /healthz and /readyz probes bind to.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false,
+		"Elect a leader among replicas so that one reconciles at a time (the Helm chart turns it on; every replica serves the webhook).")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
+		"Namespace of the leader election Lease. Default: the namespace the manager runs in.")
+	fs.StringSliceVar(&o.allowedBootstrapServers, "allowed-bootstrap-servers", nil,
+		"Glob patterns (path.Match, case-insensitive, over host:port) of the Kafka bootstrap servers policies may name, "+
+			`e.g. "*.kafka.svc:9093,kafka-?.prod:9092"; repeatable. A policy naming any other server gets `+
+			"Ready=False, reason BootstrapServerNotAllowed, and no connection is opened. Empty: every server is allowed.")
+	fs.DurationVar(&o.kafkaRequestTimeout, "kafka-request-timeout", 10*time.Second,
+		"How long one Kafka request may take, retries included. One observation of a cluster (metadata, then offsets, "+
+			"configs and groups, then record timestamps) is bounded by three times this.")
+	fs.StringSliceVar(&o.watchNamespaces, "watch-namespaces", nil,
+		"Namespaces whose policies (and Secrets) the manager watches; repeatable or comma-separated. Default: all namespaces.")
+	fs.BoolVar(&o.webhookEnabled, "enable-webhook", true,
+		"Serve the admission webhook that refuses rollouts of consumers while their proof fails. Off: only the reconciler runs.")
+	fs.StringVar(&o.webhookHost, "webhook-host", "",
+		"Address the webhook server listens on. Default: every address.")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443,
+		"Port the webhook server listens on (HTTPS).")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", certs.DefaultCertDir,
+		"Directory holding the webhook server's tls.crt and tls.key (written by --cert-rotation, or mounted from cert-manager's Secret); "+
+			"reloaded when they change.")
+	fs.DurationVar(&o.liveCheckTimeout, "webhook-live-check-timeout", webhook.DefaultLiveCheckTimeout,
+		"Deadline of the live Kafka re-check the webhook makes when a policy's proof in status is stale; keep it well under the "+
+			"webhook's timeoutSeconds (5s). On timeout the verdict is Unknown, which Deny policies refuse.")
+	o.certs.BindFlags(fs)
+	o.logs.bind(fs)
+}
+
+// validate checks the flags and derives what they imply. Its errors are
+// usage errors.
+func (o *managerOptions) validate() error {
+	allow, err := controllers.NewBootstrapAllowlist(o.allowedBootstrapServers)
+	if err != nil {
+		return fmt.Errorf("--allowed-bootstrap-servers: %w", err)
+	}
+	o.allowlist = allow
+	if o.kafkaRequestTimeout <= 0 {
+		return errors.New("--kafka-request-timeout must be positive")
+	}
+	var namespaces []string
+	for _, ns := range o.watchNamespaces {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	o.watchNamespaces = namespaces
+	if o.webhookEnabled {
+		if o.webhookPort < 1 || o.webhookPort > 65535 {
+			return fmt.Errorf("--webhook-port %d: use a port between 1 and 65535", o.webhookPort)
+		}
+		if o.liveCheckTimeout <= 0 || o.liveCheckTimeout >= webhook.TimeoutSeconds*time.Second {
+			return fmt.Errorf("--webhook-live-check-timeout %v: use a positive duration under the webhook timeout (%ds), e.g. 3s",
+				o.liveCheckTimeout, webhook.TimeoutSeconds)
+		}
+		o.certs.CertDir = o.webhookCertDir
+		if err := o.certs.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func newManagerCommand() *cobra.Command {
-	var logs logOptions
+	o := &managerOptions{}
 	cmd := &cobra.Command{
 		Use:   "manager",
 		Short: "Run the controller and the admission webhook",
-		Args:  cobra.NoArgs,
+		Long: `Run the Kubernetes controller that keeps every ConsumerRetentionPolicy's
+proof current (observe Kafka, prove, write status, events and metrics), and
+the admission webhook that refuses rollouts of consumers while their proof
+fails.
+
+Policies that name the same Kafka cluster with the same credentials share
+one batched observation per check interval. SIGTERM shuts down gracefully.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return exitError{code: ExitFailure, err: errors.New("manager: not implemented yet (issue 4: the reconciler)")}
+			if err := o.validate(); err != nil {
+				return usageError{err}
+			}
+			if err := runManager(ctrl.SetupSignalHandler(), o); err != nil {
+				return exitError{code: ExitFailure, err: err}
+			}
+			return nil
 		},
 	}
-	logs.bind(cmd.Flags())
+	o.bind(cmd.Flags())
 	return cmd
+}
+
+// managerScheme holds the built-in types and this project's API.
+func managerScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := rgv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// runManager runs until ctx ends (SIGTERM, SIGINT).
+func runManager(ctx context.Context, o *managerOptions) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.logs.Options)))
+	log := ctrl.Log.WithName("manager")
+
+	scheme, err := managerScheme()
+	if err != nil {
+		return err
+	}
+	var cfg *rest.Config
+	if o.kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
+	}
+	if err != nil {
+		return fmt.Errorf("finding the Kubernetes API: %w", err)
+	}
+	opts := ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              leaderElectionID,
+		LeaderElectionNamespace:       o.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
+			Host:    o.webhookHost,
+			Port:    o.webhookPort,
+			CertDir: o.webhookCertDir,
+		}),
+	}
+	if len(o.watchNamespaces) > 0 {
+		opts.Cache.DefaultNamespaces = make(map[string]cache.Config, len(o.watchNamespaces))
+		for _, ns := range o.watchNamespaces {
+			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+
+	if patterns := o.allowlist.Patterns(); len(patterns) == 0 {
+		log.Info("--allowed-bootstrap-servers is empty: policies may name any Kafka bootstrap server")
+	} else {
+		log.Info("policies may name only these Kafka bootstrap servers", "patterns", patterns)
+	}
+
+	observer := kafka.NewObserver(
+		kafka.WithLogger(ctrl.Log.WithName("kafka")),
+		kafka.WithRequestHook(controllers.ObserveKafkaRequest),
+		kafka.WithTimeouts(0, o.kafkaRequestTimeout, o.kafkaRequestTimeout),
+	)
+	defer observer.Close()
+	coalescer := controllers.NewCoalescer(observer, controllers.CoalescerOptions{
+		PassTimeout: 3 * o.kafkaRequestTimeout,
+		Logger:      ctrl.Log.WithName("observations"),
+	})
+	// Every replica runs the coalescer: the webhook's live checks need it
+	// whether or not this replica leads.
+	if err := mgr.Add(coalescer); err != nil {
+		return err
+	}
+	resolver := &controllers.ConnectionResolver{
+		Metadata:  mgr.GetClient(),
+		Secrets:   mgr.GetAPIReader(),
+		Allowlist: o.allowlist,
+	}
+	reconciler := &controllers.ConsumerRetentionPolicyReconciler{
+		Client:    mgr.GetClient(),
+		Resolver:  resolver,
+		Coalescer: coalescer,
+		Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
+	}
+	if err := reconciler.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the reconciler: %w", err)
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if o.webhookEnabled {
+		ready, err := setupWebhook(ctx, mgr, o, &controllers.LiveChecker{Resolver: resolver, Coalescer: coalescer})
+		if err != nil {
+			return fmt.Errorf("setting up the webhook: %w", err)
+		}
+		// Ready only once the webhook serves with its certificates.
+		if err := mgr.AddReadyzCheck("webhook", certs.ReadyChecker(ready, mgr)); err != nil {
+			return err
+		}
+	} else if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+
+	log.Info("starting", "leaderElection", o.leaderElect, "watchNamespaces", o.watchNamespaces, "webhook", o.webhookEnabled)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}
+
+// setupWebhook provides the serving certificate (rotated by the manager, or
+// files from cert-manager) and registers the admission handler once the
+// certificate is in place: the webhook server cannot start without it. The
+// returned channel closes when the certificate is ready.
+func setupWebhook(ctx context.Context, mgr ctrl.Manager, o *managerOptions, live webhook.LiveChecker) (<-chan struct{}, error) {
+	ready, err := certs.Setup(mgr, o.certs)
+	if err != nil {
+		return nil, err
+	}
+	opts := webhook.Options{LiveCheckTimeout: o.liveCheckTimeout, LiveChecker: live, Namespaces: o.watchNamespaces}
+	log := ctrl.Log.WithName("webhook")
+	go func() {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return
+		}
+		if err := webhook.Setup(mgr, opts); err != nil {
+			// Readiness stays false: the replica takes no admission
+			// traffic, and the log says why.
+			log.Error(err, "registering the admission webhook")
+			return
+		}
+		log.Info("serving the admission webhook", "path", webhook.Path, "port", o.webhookPort)
+	}()
+	return ready, nil
 }

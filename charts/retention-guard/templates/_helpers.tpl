@@ -1,0 +1,54 @@
+{{/* Name of every object. */}}
+{{- define "retention-guard.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 52 | trimSuffix "-" -}}
+{{- else if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 52 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 52 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "retention-guard.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "retention-guard.labels" -}}
+{{ include "retention-guard.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "retention-guard.serviceName" -}}
+{{ include "retention-guard.fullname" . }}-webhook
+{{- end -}}
+
+{{- define "retention-guard.certSecretName" -}}
+{{ include "retention-guard.fullname" . }}-webhook-cert
+{{- end -}}
+
+{{/*
+Built-in certificate rotation: on unless cert-manager issues the certificate
+or the installer brings their own (webhook.caBundle).
+*/}}
+{{- define "retention-guard.certRotation" -}}
+{{- if not (or .Values.certManager.enabled .Values.webhook.caBundle) -}}true{{- end -}}
+{{- end -}}
+
+{{- define "retention-guard.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{/* The first document of a generated manifest copied into files/generated. */}}
+{{- define "retention-guard.generated" -}}
+{{- $raw := .context.Files.Get (printf "files/generated/%s" .file) -}}
+{{- if not $raw -}}{{- fail (printf "files/generated/%s is missing: run make manifests" .file) -}}{{- end -}}
+{{- $raw | trimPrefix "---\n" -}}
+{{- end -}}
+
+{{/* Directory the webhook server reads tls.crt and tls.key from. */}}
+{{- define "retention-guard.certDir" -}}
+/tmp/k8s-webhook-server/serving-certs
+{{- end -}}
