@@ -5,16 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,7 +77,9 @@ type ConsumerRetentionPolicyReconciler struct {
 
 // SetupWithManager registers the reconciler: policies (spec and annotation
 // changes), the Secrets they reference (metadata only, mapped through a
-// field index), and the Coalescer's notifications.
+// field index), the CronJobs they select (spec changes, mapped by a
+// namespace-scoped list of the cached policies) and the Coalescer's
+// notifications.
 func (r *ConsumerRetentionPolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -114,6 +122,8 @@ func (r *ConsumerRetentionPolicyReconciler) SetupWithManager(ctx context.Context
 		For(&rgv1.ConsumerRetentionPolicy{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.policiesForSecret)).
+		Watches(&batchv1.CronJob{}, handler.EnqueueRequestsFromMapFunc(r.policiesForCronJob),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(notifications).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
@@ -138,6 +148,67 @@ func (r *ConsumerRetentionPolicyReconciler) policiesForSecret(ctx context.Contex
 	return reqs
 }
 
+// policiesForCronJob maps a CronJob to the policies in its namespace whose
+// selector matches its job template's pod labels (for an update, the
+// handler calls it for the old and the new CronJob, so a policy that no
+// longer selects it loses its warning too). A namespace holds few
+// policies: a list from the cache, no index.
+func (r *ConsumerRetentionPolicyReconciler) policiesForCronJob(ctx context.Context, o client.Object) []reconcile.Request {
+	cj, ok := o.(*batchv1.CronJob)
+	if !ok {
+		return nil
+	}
+	var list rgv1.ConsumerRetentionPolicyList
+	if err := r.Client.List(ctx, &list, client.InNamespace(cj.Namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the policies that may select a CronJob", "cronJob", cj.Name)
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if selects(&list.Items[i], cj) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// selects: the policy's selector matches the pod labels of the CronJob's
+// job template. An empty or invalid selector selects nothing (as in the
+// webhook).
+func selects(p *rgv1.ConsumerRetentionPolicy, cj *batchv1.CronJob) bool {
+	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.Selector)
+	if err != nil || sel.Empty() {
+		return false
+	}
+	return sel.Matches(labels.Set(cj.Spec.JobTemplate.Spec.Template.Labels))
+}
+
+// cronJobs returns the CronJobs in the policy's namespace it selects, with
+// their schedules' longest gaps from now, sorted by name.
+func (r *ConsumerRetentionPolicyReconciler) cronJobs(ctx context.Context, p *rgv1.ConsumerRetentionPolicy, now time.Time) ([]cronJobSchedule, error) {
+	var list batchv1.CronJobList
+	if err := r.Client.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing CronJobs: %w", err)
+	}
+	var out []cronJobSchedule
+	for i := range list.Items {
+		cj := &list.Items[i]
+		if !selects(p, cj) {
+			continue
+		}
+		c := cronJobSchedule{Name: cj.Name, Schedule: cj.Spec.Schedule, Suspended: ptr.Deref(cj.Spec.Suspend, false)}
+		if cj.Spec.TimeZone != nil {
+			c.TimeZone = *cj.Spec.TimeZone
+		}
+		if !c.Suspended {
+			c.Gap, c.Err = longestScheduleGap(cj.Spec.Schedule, cj.Spec.TimeZone, cj.Spec.StartingDeadlineSeconds, now)
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b cronJobSchedule) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
 // Reconcile proves one policy and patches its status once, in a defer.
 func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	log := ctrl.LoggerFrom(ctx)
@@ -158,6 +229,7 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 
 	before := policy.DeepCopy()
 	var (
+		in      statusInput
 		outcome statusOutcome
 		decided bool
 	)
@@ -174,6 +246,7 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 			return
 		}
 		metricsState.record(req.NamespacedName, outcome.Result)
+		metricsState.recordSchedules(req.NamespacedName, in.CronJobs)
 		var prev rgv1.Verdict
 		if before.Status.Proof != nil {
 			prev = before.Status.Proof.Verdict
@@ -231,6 +304,9 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 		return in, ctrl.Result{RequeueAfter: jitter(interval)}, nil
 	}
 	in.Observation = &obs
+	if in.CronJobs, err = r.cronJobs(ctx, policy, in.Now); err != nil {
+		return in, ctrl.Result{}, err
+	}
 	return in, ctrl.Result{RequeueAfter: nextCheck(interval, age)}, nil
 }
 

@@ -40,6 +40,13 @@ var (
 		Help: "How long until the empty group's committed offsets expire (offsets.retention.minutes).",
 	}, []string{"namespace", "policy"})
 
+	cronJobScheduleGapSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "retentionguard_cronjob_schedule_gap_seconds",
+		Help: "The longest time between two scheduled runs of a CronJob the policy selects, over the next year " +
+			"(startingDeadlineSeconds included; no series while suspended or unreadable). " +
+			"Compare with offsets.retention.minutes: a gap that reaches it expires the group's offsets between runs.",
+	}, []string{"namespace", "policy", "cronjob"})
+
 	kafkaRequestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "retentionguard_kafka_request_duration_seconds",
 		Help:    "Round trip of the Kafka requests made to observe clusters, by Kafka API.",
@@ -49,7 +56,7 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(policyVerdict, recoveryHeadroomSeconds, expiredRecords,
-		groupOffsetsExpirySeconds, kafkaRequestDuration)
+		groupOffsetsExpirySeconds, cronJobScheduleGapSeconds, kafkaRequestDuration)
 }
 
 // ObserveKafkaRequest feeds retentionguard_kafka_request_duration_seconds.
@@ -66,12 +73,35 @@ var verdicts = []rgv1.Verdict{rgv1.VerdictProven, rgv1.VerdictViolated, rgv1.Ver
 // policyMetrics records the per-policy series, remembering which topics
 // have a series so that a topic dropped from the spec loses its own.
 type policyMetrics struct {
-	mu     sync.Mutex
-	topics map[types.NamespacedName][]string
+	mu       sync.Mutex
+	topics   map[types.NamespacedName][]string
+	cronJobs map[types.NamespacedName][]string
 }
 
 func newPolicyMetrics() *policyMetrics {
-	return &policyMetrics{topics: make(map[types.NamespacedName][]string)}
+	return &policyMetrics{topics: make(map[types.NamespacedName][]string), cronJobs: make(map[types.NamespacedName][]string)}
+}
+
+// recordSchedules sets the gap series of the CronJobs the policy selects,
+// removing those of CronJobs it no longer selects, suspended ones and
+// unreadable schedules.
+func (m *policyMetrics) recordSchedules(policy types.NamespacedName, cjs []cronJobSchedule) {
+	var names []string
+	for _, c := range cjs {
+		if c.Suspended || c.Err != nil {
+			continue
+		}
+		cronJobScheduleGapSeconds.WithLabelValues(policy.Namespace, policy.Name, c.Name).Set(c.Gap.Gap.Seconds())
+		names = append(names, c.Name)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, n := range m.cronJobs[policy] {
+		if !slices.Contains(names, n) {
+			cronJobScheduleGapSeconds.DeleteLabelValues(policy.Namespace, policy.Name, n)
+		}
+	}
+	m.cronJobs[policy] = names
 }
 
 // record sets the policy's series from a proof result.
@@ -130,7 +160,9 @@ func (m *policyMetrics) forget(policy types.NamespacedName) {
 	recoveryHeadroomSeconds.DeletePartialMatch(labels)
 	expiredRecords.DeletePartialMatch(labels)
 	groupOffsetsExpirySeconds.DeletePartialMatch(labels)
+	cronJobScheduleGapSeconds.DeletePartialMatch(labels)
 	m.mu.Lock()
 	delete(m.topics, policy)
+	delete(m.cronJobs, policy)
 	m.mu.Unlock()
 }

@@ -40,6 +40,9 @@ type statusInput struct {
 	Problem *SpecProblem
 	// Observation is a fresh observation of the policy's target.
 	Observation *proof.Observation
+	// CronJobs are the CronJobs the policy selects, with their schedules'
+	// longest gaps (gathered with an observation).
+	CronJobs []cronJobSchedule
 }
 
 // statusOutcome is the computed status and the proof result behind it (nil
@@ -56,7 +59,9 @@ type statusOutcome struct {
 //     problem's reason, observedGeneration is current (the problem is the
 //     answer for this generation).
 //   - An observation: the proof, one condition per clause plus Ready, no
-//     Reconciling or Stalled, observedGeneration current.
+//     Reconciling or Stalled, observedGeneration current. The selected
+//     CronJobs add their warnings (cronJobWarnings) to the proof's, judged
+//     against the offsets.retention.minutes just observed.
 //   - Neither: when the status already holds a proof of this generation,
 //     nothing changes (a periodic re-check is on its way and the last proof
 //     stands). Otherwise the first proof of this generation is pending:
@@ -105,6 +110,9 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 		meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
 		st.ObservedGeneration = in.Generation
 		st.Proof = proofStatus(*in.Observation, res)
+		for _, w := range cronJobWarnings(in.CronJobs, in.Policy.RecoveryWindow, st.Proof.OffsetsRetentionMinutes) {
+			st.Proof.Warnings = append(st.Proof.Warnings, truncate(w, maxWarningLength))
+		}
 		return statusOutcome{Status: st, Result: &res}
 	}
 

@@ -1,7 +1,28 @@
 // Package webhook is retention-guard's validating admission webhook: it
-// refuses rollouts of Kafka consumers (apps/v1 Deployments and StatefulSets)
-// while their ConsumerRetentionPolicy cannot prove that the consumer group
-// resumes without silently losing records.
+// refuses rollouts of Kafka consumers (apps/v1 Deployments and
+// StatefulSets, batch/v1 Jobs and CronJobs) while their
+// ConsumerRetentionPolicy cannot prove that the consumer group resumes
+// without silently losing records.
+//
+// # Batch consumers
+//
+// A batch consumer (seed 003's daily settlement run) starts consumers each
+// time a Job starts, so every Job start is a rollout: a Job created not
+// suspended — by hand or by the CronJob controller for a scheduled run — or
+// unsuspended. A CronJob is a rollout when it would schedule runs: created
+// not suspended, unsuspended, or its spec.jobTemplate changed while not
+// suspended; a suspended CronJob is created and edited freely, and a
+// schedule change is not a rollout (each run is judged when its Job is
+// created). Matching uses the Job's pod template labels, or the CronJob's
+// spec.jobTemplate.spec.template labels, old and new. A refused run of a
+// CronJob (a Job whose controller ownerReference is a CronJob) is named as
+// such in the denial, which the CronJob controller records as its
+// FailedCreate event, and the RolloutDenied event on the policy names the
+// CronJob and has it as its related object. For a CronJob, the override
+// annotation is read from spec.jobTemplate.metadata.annotations — the
+// annotations its Jobs are created with — so one annotation covers the
+// CronJob's edit and the runs it then starts; the denial prints the
+// `kubectl patch cronjob` that sets it.
 //
 // A request goes through four small steps, each in its own file:
 //
@@ -22,7 +43,8 @@
 // # Override semantics
 //
 // The annotation retentionguard.io/override-proof on the workload (the new
-// object; for a scale request, the workload as stored) lets a rollout
+// object; for a scale request, the workload as stored; for a CronJob, its
+// job template) lets a rollout
 // through a Deny policy knowingly. Its value is one proofID, or several
 // separated by commas when more than one policy fails. It is accepted only
 // when every Deny policy that would refuse the rollout fails on the Kafka

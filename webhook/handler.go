@@ -14,7 +14,10 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -24,7 +27,8 @@ import (
 )
 
 // Handler is the validating admission handler for apps/v1 Deployments and
-// StatefulSets (and their scale subresources). It gathers — policies from
+// StatefulSets (and their scale subresources) and batch/v1 Jobs and
+// CronJobs. It gathers — policies from
 // the cache, proofs (status or live), ConfigMaps — and leaves the judgement
 // to the pure functions of rollout.go, match.go, decision.go and
 // message.go.
@@ -52,28 +56,37 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	return resp
 }
 
+// The kinds the webhook guards.
+const (
+	kindDeployment  = "Deployment"
+	kindStatefulSet = "StatefulSet"
+	kindJob         = "Job"
+	kindCronJob     = "CronJob"
+)
+
 func workloadKind(group, resource string) string {
-	if group != appsv1.GroupName {
-		return ""
-	}
-	switch resource {
-	case "deployments":
-		return "Deployment"
-	case "statefulsets":
-		return "StatefulSet"
+	switch {
+	case group == appsv1.GroupName && resource == "deployments":
+		return kindDeployment
+	case group == appsv1.GroupName && resource == "statefulsets":
+		return kindStatefulSet
+	case group == batchv1.GroupName && resource == "jobs":
+		return kindJob
+	case group == batchv1.GroupName && resource == "cronjobs":
+		return kindCronJob
 	}
 	return ""
 }
 
 func (h *Handler) handle(ctx context.Context, req admission.Request, kind string) (admission.Response, outcome) {
 	log := logf.FromContext(ctx)
-	if kind == "" || (req.SubResource != "" && req.SubResource != "scale") {
-		return admission.Allowed("not a Deployment or StatefulSet rollout"), outcomeSkipped
+	if kind == "" || (req.SubResource != "" && (req.SubResource != "scale" || kind == kindJob || kind == kindCronJob)) {
+		return admission.Allowed("not a Deployment, StatefulSet, Job or CronJob rollout"), outcomeSkipped
 	}
 	if h.namespaces != nil && !h.namespaces[req.Namespace] {
 		return admission.Allowed("namespace not watched by retention-guard"), outcomeSkipped
 	}
-	cur, old, err := decodeWorkloads(req)
+	cur, old, err := decodeWorkloads(req, kind)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err), outcomeDenied
 	}
@@ -84,7 +97,8 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 
 	ctx, cancel := context.WithTimeout(ctx, h.opts.HandlerTimeout)
 	defer cancel()
-	t := target{Kind: kind, Namespace: req.Namespace, Name: req.Name, Rollout: ro, User: req.UserInfo.Username}
+	t := target{Kind: kind, Namespace: req.Namespace, Name: req.Name, Rollout: ro, User: req.UserInfo.Username,
+		CronJob: cur.CronJob, CronJobUID: cur.CronJobUID}
 	if t.Name == "" {
 		t.Name = cur.Name // generateName on create
 	}
@@ -235,6 +249,10 @@ func (h *Handler) record(t target, d *decision) {
 	if h.recorder == nil {
 		return
 	}
+	var related runtime.Object // an untyped nil unless there is a CronJob
+	if ref := t.related(); ref != nil {
+		related = ref
+	}
 	for i := range d.Policies {
 		r := &d.Policies[i]
 		var reason string
@@ -250,7 +268,7 @@ func (h *Handler) record(t target, d *decision) {
 		default:
 			reason = EventRolloutDenied
 		}
-		h.recorder.Eventf(r.Policy, nil, corev1.EventTypeWarning, reason, "AdmitRollout", "%s", eventNote(t, r, reason))
+		h.recorder.Eventf(r.Policy, related, corev1.EventTypeWarning, reason, "AdmitRollout", "%s", eventNote(t, r, reason))
 	}
 }
 
@@ -275,16 +293,31 @@ func (h *Handler) readScaled(ctx context.Context, kind, namespace, name string, 
 	return nil
 }
 
-// workloadJSON decodes the fields admission needs of a Deployment or a
-// StatefulSet, skipping the rest (managedFields, status).
+// workloadJSON decodes the fields admission needs of a Deployment, a
+// StatefulSet, a Job or a CronJob, skipping the rest (managedFields,
+// status).
 type workloadJSON struct {
 	Metadata struct {
-		Name        string            `json:"name"`
+		Name            string                  `json:"name"`
+		Annotations     map[string]string       `json:"annotations"`
+		OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
+	} `json:"metadata"`
+	Spec struct {
+		Replicas    *int32          `json:"replicas"`
+		Paused      bool            `json:"paused"`
+		Suspend     *bool           `json:"suspend"`
+		Template    json.RawMessage `json:"template"`
+		JobTemplate json.RawMessage `json:"jobTemplate"`
+	} `json:"spec"`
+}
+
+// jobTemplateJSON is the part of a CronJob's spec.jobTemplate admission
+// reads.
+type jobTemplateJSON struct {
+	Metadata struct {
 		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
-		Replicas *int32          `json:"replicas"`
-		Paused   bool            `json:"paused"`
 		Template json.RawMessage `json:"template"`
 	} `json:"spec"`
 }
@@ -299,7 +332,7 @@ type scaleJSON struct {
 // decodeWorkloads decodes the request's new and old objects (pod templates
 // stay raw until needed); old is nil for a CREATE. For a scale request they
 // carry only replicas.
-func decodeWorkloads(req admission.Request) (cur, old *workload, err error) {
+func decodeWorkloads(req admission.Request, kind string) (cur, old *workload, err error) {
 	if req.SubResource == "scale" {
 		var n, o scaleJSON
 		if err := json.Unmarshal(req.Object.Raw, &n); err != nil {
@@ -308,21 +341,21 @@ func decodeWorkloads(req admission.Request) (cur, old *workload, err error) {
 		if err := json.Unmarshal(req.OldObject.Raw, &o); err != nil {
 			return nil, nil, fmt.Errorf("decoding the old Scale: %w", err)
 		}
-		return &workload{Replicas: &n.Spec.Replicas, decoded: true}, &workload{Replicas: &o.Spec.Replicas, decoded: true}, nil
+		return &workload{Kind: kind, Replicas: &n.Spec.Replicas, decoded: true}, &workload{Kind: kind, Replicas: &o.Spec.Replicas, decoded: true}, nil
 	}
-	cur, err = decodeWorkload(req.Object.Raw)
+	cur, err = decodeWorkload(kind, req.Object.Raw)
 	if err != nil {
 		return nil, nil, err
 	}
 	if req.Operation == admissionv1.Update {
-		if old, err = decodeWorkload(req.OldObject.Raw); err != nil {
+		if old, err = decodeWorkload(kind, req.OldObject.Raw); err != nil {
 			return nil, nil, fmt.Errorf("decoding the old object: %w", err)
 		}
 	}
 	return cur, old, nil
 }
 
-func decodeWorkload(raw []byte) (*workload, error) {
+func decodeWorkload(kind string, raw []byte) (*workload, error) {
 	if len(raw) == 0 {
 		return nil, errors.New("the request carries no object")
 	}
@@ -330,11 +363,50 @@ func decodeWorkload(raw []byte) (*workload, error) {
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, fmt.Errorf("decoding the workload: %w", err)
 	}
-	return &workload{
+	out := &workload{
+		Kind:        kind,
 		Name:        w.Metadata.Name,
 		Annotations: w.Metadata.Annotations,
 		Replicas:    w.Spec.Replicas,
 		Paused:      w.Spec.Paused,
+		Suspended:   w.Spec.Suspend != nil && *w.Spec.Suspend,
 		RawTemplate: w.Spec.Template,
-	}, nil
+	}
+	switch kind {
+	case kindJob:
+		if ref := cronJobOwner(w.Metadata.OwnerReferences); ref != nil {
+			out.CronJob, out.CronJobUID = ref.Name, string(ref.UID)
+		}
+	case kindCronJob:
+		out.RawTemplate = nil
+		out.RawJobTemplate = w.Spec.JobTemplate
+		if len(w.Spec.JobTemplate) > 0 {
+			var jt jobTemplateJSON
+			if err := json.Unmarshal(w.Spec.JobTemplate, &jt); err != nil {
+				return nil, fmt.Errorf("decoding the CronJob's job template: %w", err)
+			}
+			out.Annotations = jt.Metadata.Annotations
+			out.RawTemplate = jt.Spec.Template
+		}
+	}
+	return out, nil
+}
+
+// cronJobOwner returns a Job's owning CronJob reference (the controller
+// reference when there is one), or nil.
+func cronJobOwner(refs []metav1.OwnerReference) *metav1.OwnerReference {
+	var found *metav1.OwnerReference
+	for i := range refs {
+		r := &refs[i]
+		if r.Kind != kindCronJob || !strings.HasPrefix(r.APIVersion, batchv1.GroupName+"/") {
+			continue
+		}
+		if r.Controller != nil && *r.Controller {
+			return r
+		}
+		if found == nil {
+			found = r
+		}
+	}
+	return found
 }

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
@@ -33,15 +36,48 @@ const (
 
 // target is the workload a request is about.
 type target struct {
-	Kind      string // Deployment | StatefulSet
+	Kind      string // Deployment | StatefulSet | Job | CronJob
 	Namespace string
 	Name      string
 	Rollout   rollout
 	User      string
+	// CronJob names the CronJob that owns a Job (a scheduled run), with
+	// its UID; empty otherwise.
+	CronJob, CronJobUID string
 }
 
 func (t target) String() string {
-	return t.Kind + " " + t.Namespace + "/" + t.Name
+	s := t.Kind + " " + t.Namespace + "/" + t.Name
+	if t.CronJob != "" {
+		s += " (a run of CronJob " + t.CronJob + ")"
+	}
+	return s
+}
+
+// related is the object an event on the policy relates to: the CronJob of
+// a scheduled run (so `kubectl get events` shows it with the policy's
+// event), else nothing.
+func (t target) related() *corev1.ObjectReference {
+	if t.CronJob == "" {
+		return nil
+	}
+	return &corev1.ObjectReference{APIVersion: "batch/v1", Kind: kindCronJob, Namespace: t.Namespace,
+		Name: t.CronJob, UID: types.UID(t.CronJobUID)}
+}
+
+// overrideCommand is the command that sets the override annotation where
+// it counts: on the workload itself, or, for a CronJob and its runs, on the
+// CronJob's job template (the annotations its Jobs are created with).
+func (t target) overrideCommand(ids string) string {
+	cronJob := t.CronJob
+	if t.Kind == kindCronJob {
+		cronJob = t.Name
+	}
+	if cronJob != "" {
+		return "kubectl patch cronjob " + cronJob + " -n " + t.Namespace + ` --type merge -p '{"spec":{"jobTemplate":{"metadata":{"annotations":{"` +
+			OverrideAnnotation + `":"` + ids + `"}}}}}'`
+	}
+	return "kubectl annotate --overwrite " + strings.ToLower(t.Kind) + " " + t.Name + " -n " + t.Namespace + " " + OverrideAnnotation + "=" + ids
 }
 
 // denyMessage says which policies refuse the rollout, why, with the
@@ -68,8 +104,7 @@ func denyMessage(t target, d *decision, now time.Time) string {
 		return "And " + strconv.Itoa(n) + " more refusing policies: kubectl get crp -n " + t.Namespace
 	}
 	if overridable && len(ids) > 0 {
-		m.override = []string{"Or roll out knowingly:", "  kubectl annotate --overwrite " + strings.ToLower(t.Kind) + " " + t.Name +
-			" -n " + t.Namespace + " " + OverrideAnnotation + "=" + strings.Join(ids, ",")}
+		m.override = []string{"Or roll out knowingly:", "  " + t.overrideCommand(strings.Join(ids, ","))}
 	}
 	// Shrink until it fits: first the `retention-guard check` hint, then
 	// whole policies beyond the first (counted), then listed findings (at

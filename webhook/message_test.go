@@ -222,3 +222,36 @@ func TestClip(t *testing.T) {
 		t.Errorf("clip = %q (%d bytes)", got, len(got))
 	}
 }
+
+// The override goes where it counts: on the workload, or on a CronJob's
+// job template for the CronJob and its runs.
+func TestOverrideCommand(t *testing.T) {
+	cases := []struct {
+		t    target
+		want string
+	}{
+		{target{Kind: "Deployment", Namespace: "settlement", Name: "settle"},
+			"kubectl annotate --overwrite deployment settle -n settlement retentionguard.io/override-proof=7f3a9c21"},
+		{target{Kind: "Job", Namespace: "settlement", Name: "backfill"},
+			"kubectl annotate --overwrite job backfill -n settlement retentionguard.io/override-proof=7f3a9c21"},
+		{target{Kind: "Job", Namespace: "settlement", Name: "settle-29413560", CronJob: "settle"},
+			`kubectl patch cronjob settle -n settlement --type merge -p '{"spec":{"jobTemplate":{"metadata":{"annotations":{"retentionguard.io/override-proof":"7f3a9c21"}}}}}'`},
+		{target{Kind: "CronJob", Namespace: "settlement", Name: "settle"},
+			`kubectl patch cronjob settle -n settlement --type merge -p '{"spec":{"jobTemplate":{"metadata":{"annotations":{"retentionguard.io/override-proof":"7f3a9c21"}}}}}'`},
+	}
+	for _, tc := range cases {
+		if got := tc.t.overrideCommand("7f3a9c21"); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.t, got, tc.want)
+		}
+	}
+	run := target{Kind: "Job", Namespace: "settlement", Name: "settle-29413560", CronJob: "settle", CronJobUID: "u"}
+	if got := run.String(); got != "Job settlement/settle-29413560 (a run of CronJob settle)" {
+		t.Errorf("String() = %q", got)
+	}
+	if r := run.related(); r == nil || r.Kind != "CronJob" || r.Name != "settle" || r.UID != "u" || r.APIVersion != "batch/v1" {
+		t.Errorf("related() = %+v", r)
+	}
+	if r := (target{Kind: "Deployment"}).related(); r != nil {
+		t.Errorf("a Deployment's event relates to %+v", r)
+	}
+}

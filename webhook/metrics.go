@@ -10,7 +10,7 @@ var (
 	// decision (allowed, denied, warned, audited, overridden, skipped).
 	decisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "retentionguard_admission_decisions_total",
-		Help: "Admission decisions on Deployment and StatefulSet requests, by kind and decision " +
+		Help: "Admission decisions on Deployment, StatefulSet, Job and CronJob requests, by kind and decision " +
 			"(allowed, denied, warned, audited, overridden; skipped: not a rollout).",
 	}, []string{"kind", "decision"})
 

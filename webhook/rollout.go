@@ -6,19 +6,37 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 )
 
-// workload is what admission needs of a Deployment or StatefulSet: the same
-// fields exist in both (paused only in Deployments).
+// workload is what admission needs of a Deployment, StatefulSet, Job or
+// CronJob: a pod template (a CronJob's spec.jobTemplate.spec.template) and
+// what says whether pods run (replicas and paused for the apps kinds,
+// suspend for the batch kinds).
 type workload struct {
-	Name        string
+	// Kind is Deployment, StatefulSet, Job or CronJob.
+	Kind string
+	Name string
+	// Annotations carry the override annotation: the object's own, except
+	// for a CronJob, whose spec.jobTemplate.metadata.annotations count (the
+	// annotations its Jobs are created with, so one annotation covers the
+	// CronJob's edit and the runs it then starts).
 	Annotations map[string]string
 	// Replicas is spec.replicas; nil means the API default, 1.
 	Replicas *int32
 	// Paused is a Deployment's spec.paused.
 	Paused bool
+	// Suspended is a Job's or CronJob's spec.suspend.
+	Suspended bool
+	// CronJob names the CronJob that owns a Job (its controller
+	// ownerReference), empty otherwise; CronJobUID is that reference's UID.
+	CronJob    string
+	CronJobUID string
+	// RawJobTemplate is a CronJob's spec.jobTemplate as the request
+	// carries it.
+	RawJobTemplate []byte
 	// RawTemplate is spec.template as the request carries it; Template is
 	// decoded from it on first use (see template), so requests that are
 	// not rollouts never pay for decoding pod templates.
@@ -77,6 +95,9 @@ const (
 	rolloutScaleFromZero   rollout = "scale from zero"
 	rolloutUnpause         rollout = "unpause"
 	rolloutTemplateChanged rollout = "pod template change"
+	// The batch kinds (Jobs and CronJobs).
+	rolloutUnsuspend          rollout = "unsuspend"
+	rolloutJobTemplateChanged rollout = "job template change"
 )
 
 // detectRollout implements the admission contract's definition of a
@@ -92,6 +113,12 @@ const (
 // a rollout and is always allowed. For a scale subresource request old and
 // new carry only replicas, so only the scale rule can fire.
 func detectRollout(op admissionv1.Operation, old, cur *workload) rollout {
+	switch cur.Kind {
+	case kindJob:
+		return detectJobRollout(op, old, cur)
+	case kindCronJob:
+		return detectCronJobRollout(op, old, cur)
+	}
 	switch op {
 	case admissionv1.Create:
 		if cur.replicas() != 0 {
@@ -112,4 +139,70 @@ func detectRollout(op admissionv1.Operation, old, cur *workload) rollout {
 		}
 	}
 	return rolloutNone
+}
+
+// detectJobRollout: every start of a Job is a rollout, including the Jobs
+// a CronJob's controller creates for its runs.
+//
+//   - CREATE of a Job that is not suspended;
+//   - UPDATE that unsuspends it (spec.suspend true → false).
+//
+// Everything else — suspending, metadata, the few fields a Job lets change
+// — starts nothing. (A Job's pod template is immutable once it has
+// started; while suspended it may change, and the unsuspend is judged with
+// the template it then has.)
+func detectJobRollout(op admissionv1.Operation, old, cur *workload) rollout {
+	switch op {
+	case admissionv1.Create:
+		if !cur.Suspended {
+			return rolloutCreate
+		}
+	case admissionv1.Update:
+		if old != nil && old.Suspended && !cur.Suspended {
+			return rolloutUnsuspend
+		}
+	}
+	return rolloutNone
+}
+
+// detectCronJobRollout: a CronJob is a rollout when it would schedule runs
+// of a (possibly new) job template.
+//
+//   - CREATE of a CronJob that is not suspended;
+//   - UPDATE that unsuspends it;
+//   - UPDATE that changes spec.jobTemplate (semantically) while the new
+//     CronJob is not suspended.
+//
+// Suspending, a schedule change, history limits and metadata are not
+// rollouts. Each run is judged again when its Job is created.
+func detectCronJobRollout(op admissionv1.Operation, old, cur *workload) rollout {
+	switch op {
+	case admissionv1.Create:
+		if !cur.Suspended {
+			return rolloutCreate
+		}
+	case admissionv1.Update:
+		switch {
+		case old == nil || cur.Suspended:
+		case old.Suspended:
+			return rolloutUnsuspend
+		case jobTemplatesDiffer(old.RawJobTemplate, cur.RawJobTemplate):
+			return rolloutJobTemplateChanged
+		}
+	}
+	return rolloutNone
+}
+
+// jobTemplatesDiffer compares two CronJob job templates semantically;
+// identical bytes are equal without decoding, and a template that does not
+// decode counts as changed.
+func jobTemplatesDiffer(old, cur []byte) bool {
+	if bytes.Equal(old, cur) {
+		return false
+	}
+	var o, c batchv1.JobTemplateSpec
+	if json.Unmarshal(old, &o) != nil || json.Unmarshal(cur, &c) != nil {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(o, c)
 }

@@ -94,3 +94,118 @@ func TestTemplatesDiffer(t *testing.T) {
 		t.Error("identical templates were decoded")
 	}
 }
+
+// Issue #8: every Job start is a rollout; a suspended Job starts when
+// unsuspended.
+func TestDetectJobRollout(t *testing.T) {
+	job := func(suspended bool) *workload {
+		return &workload{Kind: kindJob, Suspended: suspended, Template: template(map[string]string{"app": "settle"}), decoded: true}
+	}
+	cases := []struct {
+		name     string
+		op       admissionv1.Operation
+		old, cur *workload
+		want     rollout
+	}{
+		{"create (a CronJob run or by hand)", admissionv1.Create, nil, job(false), rolloutCreate},
+		{"create suspended", admissionv1.Create, nil, job(true), rolloutNone},
+		{"unsuspend", admissionv1.Update, job(true), job(false), rolloutUnsuspend},
+		{"suspend", admissionv1.Update, job(false), job(true), rolloutNone},
+		{"metadata while running", admissionv1.Update, job(false), job(false), rolloutNone},
+		{"edit while suspended", admissionv1.Update, job(true), job(true), rolloutNone},
+		{"update without old object", admissionv1.Update, nil, job(false), rolloutNone},
+		{"delete", admissionv1.Delete, job(true), job(false), rolloutNone},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := detectRollout(tc.op, tc.old, tc.cur); got != tc.want {
+				t.Errorf("detectRollout = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// Issue #8: a CronJob is a rollout when it would schedule runs of a
+// (possibly new) job template.
+func TestDetectCronJobRollout(t *testing.T) {
+	const (
+		v1 = `{"metadata":{"labels":{"x":"1"}},"spec":{"backoffLimit":1,"template":{"metadata":{"labels":{"app":"settle"}},"spec":{"containers":[{"name":"settle","image":"settle:1"}]}}}}`
+		// v1 with other key order and an equal quantity written differently
+		v1Again = `{"spec":{"template":{"spec":{"containers":[{"image":"settle:1","name":"settle"}]},"metadata":{"labels":{"app":"settle"}}},"backoffLimit":1},"metadata":{"labels":{"x":"1"}}}`
+		v2      = `{"metadata":{"labels":{"x":"1"}},"spec":{"backoffLimit":1,"template":{"metadata":{"labels":{"app":"settle"}},"spec":{"containers":[{"name":"settle","image":"settle:2"}]}}}}`
+		limits  = `{"metadata":{"labels":{"x":"1"}},"spec":{"backoffLimit":3,"template":{"metadata":{"labels":{"app":"settle"}},"spec":{"containers":[{"name":"settle","image":"settle:1"}]}}}}`
+	)
+	cj := func(suspended bool, jt string) *workload {
+		return &workload{Kind: kindCronJob, Suspended: suspended, RawJobTemplate: []byte(jt)}
+	}
+	cases := []struct {
+		name     string
+		op       admissionv1.Operation
+		old, cur *workload
+		want     rollout
+	}{
+		{"create", admissionv1.Create, nil, cj(false, v1), rolloutCreate},
+		{"create suspended", admissionv1.Create, nil, cj(true, v1), rolloutNone},
+		{"unsuspend", admissionv1.Update, cj(true, v1), cj(false, v1), rolloutUnsuspend},
+		{"unsuspend with a new template", admissionv1.Update, cj(true, v1), cj(false, v2), rolloutUnsuspend},
+		{"suspend", admissionv1.Update, cj(false, v1), cj(true, v1), rolloutNone},
+		{"suspend and change the template", admissionv1.Update, cj(false, v1), cj(true, v2), rolloutNone},
+		{"image change while not suspended", admissionv1.Update, cj(false, v1), cj(false, v2), rolloutJobTemplateChanged},
+		{"job spec change (backoffLimit) while not suspended", admissionv1.Update, cj(false, v1), cj(false, limits), rolloutJobTemplateChanged},
+		{"same template, other key order", admissionv1.Update, cj(false, v1), cj(false, v1Again), rolloutNone},
+		{"edit while suspended", admissionv1.Update, cj(true, v1), cj(true, v2), rolloutNone},
+		{"schedule or metadata change (template unchanged)", admissionv1.Update, cj(false, v1), cj(false, v1), rolloutNone},
+		{"undecodable template counts as changed", admissionv1.Update, cj(false, v1), cj(false, `{"spec":1}`), rolloutJobTemplateChanged},
+		{"update without old object", admissionv1.Update, nil, cj(false, v1), rolloutNone},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := detectRollout(tc.op, tc.old, tc.cur); got != tc.want {
+				t.Errorf("detectRollout = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The batch kinds decode what admission needs: a Job's suspend and owning
+// CronJob (its controller reference), a CronJob's job template with the
+// pod template and the annotations its Jobs are created with.
+func TestDecodeBatchWorkloads(t *testing.T) {
+	job := `{"metadata":{"name":"settle-29413560","annotations":{"a":"job"},"ownerReferences":[
+		{"apiVersion":"v1","kind":"CronJob","name":"not-batch","uid":"u0"},
+		{"apiVersion":"batch/v1","kind":"CronJob","name":"other","uid":"u1"},
+		{"apiVersion":"batch/v1","kind":"CronJob","name":"settle","uid":"u2","controller":true}]},
+		"spec":{"suspend":true,"template":{"metadata":{"labels":{"app":"settle"}}}}}`
+	w, err := decodeWorkload(kindJob, []byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.Suspended || w.CronJob != "settle" || w.CronJobUID != "u2" || w.Annotations["a"] != "job" {
+		t.Errorf("Job decoded as suspended=%v cronJob=%q uid=%q annotations=%v", w.Suspended, w.CronJob, w.CronJobUID, w.Annotations)
+	}
+	if tmpl, err := w.template(); err != nil || tmpl.Labels["app"] != "settle" {
+		t.Errorf("Job pod template labels %v (err %v)", tmpl.Labels, err)
+	}
+
+	noController := `{"metadata":{"name":"j","ownerReferences":[{"apiVersion":"batch/v1","kind":"CronJob","name":"settle","uid":"u"}]},"spec":{}}`
+	if w, err := decodeWorkload(kindJob, []byte(noController)); err != nil || w.CronJob != "settle" || w.Suspended {
+		t.Errorf("a Job owned (not controlled) by a CronJob: cronJob=%q suspended=%v err=%v", w.CronJob, w.Suspended, err)
+	}
+
+	cron := `{"metadata":{"name":"settle","annotations":{"retentionguard.io/override-proof":"on-the-cronjob"}},
+		"spec":{"suspend":false,"schedule":"0 2 * * *","jobTemplate":{"metadata":{"annotations":{"retentionguard.io/override-proof":"7f3a9c21"}},
+		"spec":{"template":{"metadata":{"labels":{"app":"settle"}}}}}}}`
+	w, err = decodeWorkload(kindCronJob, []byte(cron))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Suspended || w.Annotations[OverrideAnnotation] != "7f3a9c21" || len(w.RawJobTemplate) == 0 {
+		t.Errorf("CronJob decoded as suspended=%v override=%q jobTemplate=%d bytes", w.Suspended, w.Annotations[OverrideAnnotation], len(w.RawJobTemplate))
+	}
+	if tmpl, err := w.template(); err != nil || tmpl.Labels["app"] != "settle" {
+		t.Errorf("CronJob pod template labels %v (err %v)", tmpl.Labels, err)
+	}
+	if _, err := decodeWorkload(kindCronJob, []byte(`{"spec":{"jobTemplate":{"spec":1}}}`)); err == nil {
+		t.Error("an undecodable job template was accepted")
+	}
+}

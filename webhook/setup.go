@@ -15,12 +15,22 @@ import (
 )
 
 // The webhook configuration generated into config/webhook/manifests.yaml by
-// `make manifests`. The scale subresources are included: `kubectl scale` and
-// autoscalers scale from zero through them. matchConditions let the API
-// server skip everything that is not a rollout without calling the webhook
-// (so scale-downs never depend on it); the handler checks again.
+// `make manifests`: one webhook for apps/v1 Deployments and StatefulSets and
+// batch/v1 Jobs and CronJobs. The scale subresources are included:
+// `kubectl scale` and autoscalers scale from zero through them. Jobs and
+// CronJobs are guarded like Deployments (issue #8): every Job start is a
+// rollout, including the runs a CronJob's controller creates. matchConditions
+// (all must hold; each applies to its own kind) let the API server skip
+// everything that is not a rollout without calling the webhook, so
+// scale-downs and suspends never depend on it; the handler checks again:
 //
-// +kubebuilder:webhook:path=/validate-apps-v1-workloads,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=apps,resources=deployments;statefulsets;deployments/scale;statefulsets/scale,verbs=create;update,versions=v1,name=workloads.retentionguard.io,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease"]}]},"matchConditions":[{"name":"rollouts-only","expression":"request.operation == 'CREATE' ? !(has(object.spec.replicas) && object.spec.replicas == 0) : has(request.subResource) && request.subResource == 'scale' ? ((!has(oldObject.spec) || !has(oldObject.spec.replicas) || oldObject.spec.replicas == 0) && has(object.spec) && has(object.spec.replicas) && object.spec.replicas > 0) : has(request.subResource) && request.subResource != '' ? false : ((!has(object.spec.replicas) || object.spec.replicas > 0) && ((has(oldObject.spec.replicas) && oldObject.spec.replicas == 0) || (has(oldObject.spec.paused) && oldObject.spec.paused && !(has(object.spec.paused) && object.spec.paused)) || object.spec.template != oldObject.spec.template))"}]}`
+//   - rollouts-only (apps): create with replicas ≠ 0, scale from zero,
+//     unpause, pod template change while replicas > 0;
+//   - job-starts-only: create not suspended, or unsuspend;
+//   - cronjob-runs-only: create not suspended, unsuspend, or a job template
+//     change while not suspended.
+//
+// +kubebuilder:webhook:path=/validate-apps-v1-workloads,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=apps;batch,resources=deployments;statefulsets;deployments/scale;statefulsets/scale;jobs;cronjobs,verbs=create;update,versions=v1,name=workloads.retentionguard.io,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease"]}]},"matchConditions":[{"name":"rollouts-only","expression":"request.resource.group != 'apps' || (request.operation == 'CREATE' ? !(has(object.spec.replicas) && object.spec.replicas == 0) : has(request.subResource) && request.subResource == 'scale' ? ((!has(oldObject.spec) || !has(oldObject.spec.replicas) || oldObject.spec.replicas == 0) && has(object.spec) && has(object.spec.replicas) && object.spec.replicas > 0) : has(request.subResource) && request.subResource != '' ? false : ((!has(object.spec.replicas) || object.spec.replicas > 0) && ((has(oldObject.spec.replicas) && oldObject.spec.replicas == 0) || (has(oldObject.spec.paused) && oldObject.spec.paused && !(has(object.spec.paused) && object.spec.paused)) || object.spec.template != oldObject.spec.template)))"},{"name":"job-starts-only","expression":"request.resource.group != 'batch' || request.resource.resource != 'jobs' || (request.operation == 'CREATE' ? !(has(object.spec.suspend) && object.spec.suspend) : (has(oldObject.spec.suspend) && oldObject.spec.suspend && !(has(object.spec.suspend) && object.spec.suspend)))"},{"name":"cronjob-runs-only","expression":"request.resource.group != 'batch' || request.resource.resource != 'cronjobs' || (!(has(object.spec.suspend) && object.spec.suspend) && (request.operation == 'CREATE' || (has(oldObject.spec.suspend) && oldObject.spec.suspend) || object.spec.jobTemplate != oldObject.spec.jobTemplate))"}]}`
 //
 // The webhook reads policies (informer), ConfigMaps and, for scale
 // requests, the workload; it records events on policies.
@@ -28,6 +38,9 @@ import (
 // +kubebuilder:rbac:groups=retentionguard.io,resources=consumerretentionpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get
+//
+// Jobs and CronJobs need no read: everything (the pod template, the owning
+// CronJob's name) is in the request.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 const (

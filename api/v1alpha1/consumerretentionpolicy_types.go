@@ -305,7 +305,9 @@ type ProofStatus struct {
 	ViolationsOmitted int32 `json:"violationsOmitted,omitempty"`
 
 	// warnings are reported and never deny on their own (low recovery
-	// headroom, group offsets expiring soon).
+	// headroom, group offsets expiring soon, selected CronJobs whose
+	// schedule lets the group's offsets expire between runs or that are
+	// suspended).
 	// +optional
 	// +listType=atomic
 	Warnings []string `json:"warnings,omitempty"`

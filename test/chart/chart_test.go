@@ -310,6 +310,13 @@ func TestWebhookMatchesGenerated(t *testing.T) {
 			if !reflect.DeepEqual(wh.Rules, gen.Rules) {
 				t.Errorf("rules differ from config/webhook/manifests.yaml:\nchart: %+v\ngenerated: %+v", wh.Rules, gen.Rules)
 			}
+			// Issue #8: the batch consumers are guarded like Deployments.
+			for _, want := range []string{"apps/deployments", "apps/statefulsets", "apps/deployments/scale",
+				"apps/statefulsets/scale", "batch/jobs", "batch/cronjobs"} {
+				if !rulesCover(wh.Rules, want) {
+					t.Errorf("the chart's webhook rules do not cover %s on CREATE and UPDATE: %+v", want, wh.Rules)
+				}
+			}
 			if wh.Name != gen.Name || *wh.MatchPolicy != *gen.MatchPolicy || !reflect.DeepEqual(wh.AdmissionReviewVersions, gen.AdmissionReviewVersions) {
 				t.Errorf("name/matchPolicy/admissionReviewVersions %s %s %v, generated %s %s %v",
 					wh.Name, *wh.MatchPolicy, wh.AdmissionReviewVersions, gen.Name, *gen.MatchPolicy, gen.AdmissionReviewVersions)
@@ -325,6 +332,18 @@ func TestWebhookMatchesGenerated(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rulesCover: some rule covers group/resource at v1 on CREATE and UPDATE.
+func rulesCover(rules []admissionv1.RuleWithOperations, groupResource string) bool {
+	group, resource, _ := strings.Cut(groupResource, "/")
+	for _, r := range rules {
+		if slices.Contains(r.APIGroups, group) && slices.Contains(r.APIVersions, "v1") && slices.Contains(r.Resources, resource) &&
+			slices.Contains(r.Operations, admissionv1.Create) && slices.Contains(r.Operations, admissionv1.Update) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestRBACMatchesGenerated: the manager's ClusterRole is exactly what the

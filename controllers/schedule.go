@@ -1,0 +1,257 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// A CronJob's schedule is evidence (issue #8, seed 003): a batch consumer
+// is down between two runs by design, so the longest gap between its
+// scheduled runs is downtime the team has planned. When that gap reaches
+// the brokers' offsets.retention.minutes, the group's committed offsets
+// expire between two runs — the daily settlement consumer of seed 003 lost
+// 4,654,259 tasks exactly so. These functions foresee it from the cron
+// expression, before it happens. They are pure and table-tested.
+
+// scheduleHorizon is how far ahead activations are examined: a year covers
+// every monthly and yearly pattern, both DST transitions and a leap day's
+// month; the gap that starts inside it is examined to its end, so a
+// yearly schedule shows its full gap.
+const scheduleHorizon = 366 * 24 * time.Hour
+
+// scheduleGap is the longest gap between consecutive scheduled runs.
+type scheduleGap struct {
+	// Gap is the longest time between two consecutive run starts, with
+	// startingDeadlineSeconds added (a run may start that much after its
+	// scheduled time, so two runs can start up to Gap apart).
+	Gap time.Duration
+	// After is the scheduled run that starts the longest gap (zero for
+	// an @every schedule, whose gaps are all equal).
+	After time.Time
+}
+
+// longestScheduleGap returns the longest gap between consecutive
+// activations of a CronJob schedule over scheduleHorizon from from,
+// interpreted as the CronJob controller does: cron.ParseStandard (five
+// fields, @daily-style descriptors, @every), in spec.timeZone when set
+// (else in UTC, the controller manager's usual zone), plus
+// startingDeadlineSeconds when set.
+//
+// An @every schedule's gap is its interval. A schedule that never
+// activates (February 30th) is an error. The work is bounded (see
+// longestGap): at most a few tens of thousands of cron.Schedule.Next
+// calls, a few milliseconds, whatever the schedule.
+func longestScheduleGap(schedule string, timeZone *string, startingDeadlineSeconds *int64, from time.Time) (scheduleGap, error) {
+	spec := strings.TrimSpace(schedule)
+	if strings.Contains(spec, "TZ") {
+		// The CronJob API refuses TZ= in spec.schedule; spec.timeZone says it.
+		return scheduleGap{}, errors.New("time zones belong in spec.timeZone, not in spec.schedule")
+	}
+	if timeZone != nil && *timeZone != "" {
+		if _, err := time.LoadLocation(*timeZone); err != nil {
+			return scheduleGap{}, fmt.Errorf("unknown time zone %q: %w", *timeZone, err)
+		}
+		spec = "TZ=" + *timeZone + " " + spec
+	}
+	sched, err := cron.ParseStandard(spec)
+	if err != nil {
+		return scheduleGap{}, err
+	}
+	var deadline time.Duration
+	if startingDeadlineSeconds != nil && *startingDeadlineSeconds > 0 {
+		deadline = time.Duration(*startingDeadlineSeconds) * time.Second
+	}
+
+	if every, ok := sched.(cron.ConstantDelaySchedule); ok {
+		return scheduleGap{Gap: every.Delay + deadline}, nil
+	}
+	first := sched.Next(from)
+	if first.IsZero() {
+		return scheduleGap{}, errors.New("the schedule never activates")
+	}
+	longest, err := longestGap(sched, first, first.Add(scheduleHorizon))
+	if err != nil {
+		return scheduleGap{}, err
+	}
+	longest.Gap += deadline
+	return longest, nil
+}
+
+const (
+	// maxWalkedRuns is how many runs longestGap walks one by one before
+	// it scans: a schedule running at most this often a year (about every
+	// 53 minutes) is measured run by run.
+	maxWalkedRuns = 10000
+	// gapScanStep is the scan's step: every gap of at least twice the step
+	// is found and measured exactly.
+	gapScanStep = time.Hour
+)
+
+// longestGap finds the longest gap between consecutive activations of
+// sched that starts in [first, end], first being an activation.
+//
+// It walks run by run for the first maxWalkedRuns runs, then scans the rest
+// at gapScanStep: a gap (c, d) of at least 2 × gapScanStep contains a scan
+// point x with d − x ≥ gapScanStep, where it is noticed (Next(x) is d);
+// c, the last run at or before x, is then found by bisecting the step
+// before x with Next. So a schedule that runs every minute costs ~19,000
+// Next calls instead of 527,000, and every gap that could matter to
+// offsets retention (minutes at the least, days in practice) is exact; a
+// dense schedule's gaps under two hours beyond its first 10,000 runs may go
+// unmeasured, the longest reported then still being a true gap.
+func longestGap(sched cron.Schedule, first, end time.Time) (scheduleGap, error) {
+	var longest scheduleGap
+	note := func(c, d time.Time) {
+		if gap := d.Sub(c); gap > longest.Gap {
+			longest = scheduleGap{Gap: gap, After: c}
+		}
+	}
+	prev := first
+	for range maxWalkedRuns {
+		if prev.After(end) {
+			return longest, nil
+		}
+		next := sched.Next(prev)
+		if next.IsZero() {
+			// robfig/cron looks 5 years ahead: no later run within them.
+			return scheduleGap{}, fmt.Errorf("no run within 5 years after %s", prev.UTC().Format(time.RFC3339))
+		}
+		note(prev, next)
+		prev = next
+	}
+	// Scan from prev, a run whose following gap is yet to be measured.
+	var measured time.Time // the end of the last gap measured by the scan
+	for x := prev; !x.After(end); x = x.Add(gapScanStep) {
+		d := sched.Next(x)
+		if d.IsZero() {
+			return scheduleGap{}, fmt.Errorf("no run within 5 years after %s", x.UTC().Format(time.RFC3339))
+		}
+		if d.Sub(x) < gapScanStep && !x.Equal(prev) || d.Equal(measured) {
+			continue
+		}
+		c := x
+		if !x.Equal(prev) {
+			lo := x.Add(-gapScanStep)
+			if sched.Next(lo).After(x) {
+				continue // no run in (lo, x]: this gap was measured before
+			}
+			// Bisect for the last run at or before x: Next(lo) ≤ x < Next(hi).
+			for hi := x; hi.Sub(lo) > time.Second; {
+				mid := lo.Add(hi.Sub(lo) / 2).Truncate(time.Second)
+				if !sched.Next(mid).After(x) {
+					lo = mid
+				} else {
+					hi = mid
+				}
+			}
+			c = sched.Next(lo)
+		}
+		note(c, d)
+		measured = d
+	}
+	return longest, nil
+}
+
+// cronJobSchedule is what the status needs of one CronJob a policy
+// selects: its schedule and, unless suspended or unreadable, the longest
+// gap between its runs.
+type cronJobSchedule struct {
+	Name     string
+	Schedule string
+	// TimeZone is spec.timeZone, empty when unset.
+	TimeZone  string
+	Suspended bool
+	// Gap is set when Err is nil.
+	Gap scheduleGap
+	// Err says why the schedule cannot be read.
+	Err error
+}
+
+// describe is `settle ("0 2 * * 1", Asia/Shanghai)`.
+func (c cronJobSchedule) describe() string {
+	s := c.Name + " (" + strconv.Quote(c.Schedule)
+	if c.TimeZone != "" {
+		s += " " + c.TimeZone
+	}
+	return s + ")"
+}
+
+// cronJobWarnings are the status.proof warnings a policy's CronJobs earn.
+// Warnings only: a schedule alone never refuses a rollout (the run that
+// would lose data is refused by the proof when it comes).
+//
+//   - the longest gap between runs reaches the brokers'
+//     offsets.retention.minutes (offsetsRetentionMinutes; nil: unknown):
+//     the group's offsets expire between two runs (seed 003). Reaching it
+//     is enough: the margin left is only the run's own duration, and any
+//     late start spends it;
+//   - the longest gap reaches recoveryWindow: the planned pause between
+//     runs alone uses up the downtime the policy promises to survive, so
+//     one failed run breaks the promise;
+//   - a suspended CronJob runs nothing: once its group is empty, its
+//     offsets expire after offsets.retention.minutes, and unsuspending
+//     later restarts without a position;
+//   - a schedule that cannot be read cannot be foreseen.
+//
+// At most maxCronJobWarnings are listed, then one line counts the rest (the
+// metric retentionguard_cronjob_schedule_gap_seconds has every CronJob).
+func cronJobWarnings(cjs []cronJobSchedule, recoveryWindow time.Duration, offsetsRetentionMinutes *int64) []string {
+	var retention time.Duration
+	retentionPhrase := "offsets.retention.minutes"
+	if offsetsRetentionMinutes != nil && *offsetsRetentionMinutes > 0 {
+		retention = time.Duration(*offsetsRetentionMinutes) * time.Minute
+		retentionPhrase = "offsets.retention.minutes=" + strconv.FormatInt(*offsetsRetentionMinutes, 10) +
+			" (" + humanDuration(retention) + ")"
+	}
+	var out []string
+	for _, c := range cjs {
+		switch {
+		case c.Suspended:
+			out = append(out, "CronJob "+c.Name+" is suspended: once its group is empty, its offsets expire after "+
+				retentionPhrase+"; unsuspending later restarts without a position")
+		case c.Err != nil:
+			out = append(out, "CronJob "+c.describe()+": the schedule cannot be read, so its gaps cannot be foreseen: "+c.Err.Error())
+		default:
+			gap := "runs up to " + humanDuration(c.Gap.Gap) + " apart"
+			if retention > 0 && c.Gap.Gap >= retention {
+				out = append(out, "CronJob "+c.describe()+" "+gap+", not less than "+retentionPhrase+
+					": the group's offsets expire between two runs")
+			}
+			if recoveryWindow > 0 && c.Gap.Gap >= recoveryWindow {
+				out = append(out, "CronJob "+c.describe()+" "+gap+", not less than recoveryWindow "+
+					humanDuration(recoveryWindow)+": the pause between runs uses up the window")
+			}
+		}
+	}
+	if len(out) > maxCronJobWarnings {
+		more := len(out) - maxCronJobWarnings
+		out = append(out[:maxCronJobWarnings], "and "+strconv.Itoa(more)+
+			" more CronJob warnings (retentionguard_cronjob_schedule_gap_seconds has every selected CronJob)")
+	}
+	return out
+}
+
+// maxCronJobWarnings bounds the CronJob warnings in status.proof.warnings.
+const maxCronJobWarnings = 10
+
+// humanDuration renders whole days as "7d", else days and hours ("1d12h"),
+// else Go's form ("90m0s" → "1h30m0s").
+func humanDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d >= day && d%time.Hour == 0:
+		days, hours := d/day, (d%day)/time.Hour
+		if hours == 0 {
+			return strconv.FormatInt(int64(days), 10) + "d"
+		}
+		return strconv.FormatInt(int64(days), 10) + "d" + strconv.FormatInt(int64(hours), 10) + "h"
+	case d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	}
+	return d.String()
+}

@@ -1,0 +1,218 @@
+package controllers
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/robfig/cron/v3"
+	"k8s.io/utils/ptr"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+)
+
+// scheduleFrom is the fixed "now" of the schedule tests: a Monday.
+var scheduleFrom = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+
+func TestLongestScheduleGap(t *testing.T) {
+	const (
+		hour = time.Hour
+		day  = 24 * time.Hour
+	)
+	cases := []struct {
+		name     string
+		schedule string
+		tz       *string
+		deadline *int64
+		want     time.Duration
+		wantErr  string
+	}{
+		{name: "daily (seed 003's 02:00 batch)", schedule: "0 2 * * *", want: day},
+		{name: "weekly", schedule: "0 2 * * 1", want: 7 * day},
+		{name: "monthly: the longest month", schedule: "0 2 1 * *", want: 31 * day},
+		{name: "@monthly", schedule: "@monthly", want: 31 * day},
+		{name: "yearly: a leap year is the longest", schedule: "@yearly", want: 366 * day},
+		{name: "weekdays: the weekend", schedule: "30 1 * * 1-5", want: 3 * day},
+		{name: "every minute", schedule: "* * * * *", want: time.Minute},
+		{name: "every minute but 22:00-23:59", schedule: "* 0-21 * * *", want: 2*hour + time.Minute},
+		// 10,000 runs walked (Feb 1-7), the rest scanned: Feb 28 23:59 to
+		// Feb 1 00:00 next year.
+		{name: "every minute of February (scanned)", schedule: "* * * 2 *", want: 337*day + time.Minute},
+		{name: "@every 36h", schedule: "@every 36h", want: 36 * hour},
+		{name: "@every with startingDeadlineSeconds", schedule: "@every 36h", deadline: ptr.To[int64](3600), want: 37 * hour},
+		{name: "weekly + startingDeadlineSeconds 1d", schedule: "0 2 * * 1", deadline: ptr.To[int64](86400), want: 8 * day},
+		{name: "startingDeadlineSeconds 0 adds nothing", schedule: "0 2 * * *", deadline: ptr.To[int64](0), want: day},
+		// New York leaves DST on 2027-11-07: the Monday 02:00 EST after
+		// it is 7d1h after the Monday 02:00 EDT before it.
+		{name: "weekly in a DST time zone", schedule: "0 2 * * 1", tz: ptr.To("America/New_York"), want: 7*day + hour},
+		{name: "weekly in a zone without DST", schedule: "0 2 * * 1", tz: ptr.To("Asia/Shanghai"), want: 7 * day},
+		// A leap day only: every four years.
+		{name: "leap day", schedule: "0 2 29 2 *", want: (4*365 + 1) * day},
+		{name: "unparsable", schedule: "0 2 * *", wantErr: "expected exactly 5 fields"},
+		{name: "never (February 30th)", schedule: "0 2 30 2 *", wantErr: "never activates"},
+		{name: "unknown time zone", schedule: "0 2 * * *", tz: ptr.To("Mars/Olympus_Mons"), wantErr: "unknown time zone"},
+		{name: "TZ= in the schedule", schedule: "TZ=UTC 0 2 * * *", wantErr: "spec.timeZone"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := longestScheduleGap(tc.schedule, tc.tz, tc.deadline, scheduleFrom)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if got.Gap != tc.want {
+				t.Errorf("longest gap = %v (after %v), want %v", got.Gap, got.After, tc.want)
+			}
+		})
+	}
+}
+
+// The gap is found where it is: the monthly schedule's 31-day gap starts
+// on the 1st of a 31-day month.
+func TestLongestScheduleGapSaysWhere(t *testing.T) {
+	got, err := longestScheduleGap("0 2 1 * *", nil, nil, scheduleFrom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC); !got.After.Equal(want) {
+		t.Errorf("longest gap starts %v, want %v (December has 31 days)", got.After, want)
+	}
+}
+
+func TestCronJobWarnings(t *testing.T) {
+	const day = 24 * time.Hour
+	weekly := cronJobSchedule{Name: "settle", Schedule: "0 2 * * 1", Gap: scheduleGap{Gap: 7 * day}}
+	daily := cronJobSchedule{Name: "settle", Schedule: "0 2 * * *", Gap: scheduleGap{Gap: day}}
+	monthly := cronJobSchedule{Name: "report", Schedule: "0 2 1 * *", TimeZone: "Asia/Shanghai", Gap: scheduleGap{Gap: 31 * day}}
+	cases := []struct {
+		name      string
+		cjs       []cronJobSchedule
+		window    time.Duration
+		retention *int64
+		want      []string
+	}{
+		{name: "daily within 7d offsets retention and a 72h window", cjs: []cronJobSchedule{daily}, window: 72 * time.Hour, retention: ptr.To[int64](10080)},
+		{name: "weekly against 7d offsets retention (seed 003)", cjs: []cronJobSchedule{weekly}, window: 240 * time.Hour, retention: ptr.To[int64](10080),
+			want: []string{`CronJob settle ("0 2 * * 1") runs up to 7d apart, not less than offsets.retention.minutes=10080 (7d): the group's offsets expire between two runs`}},
+		{name: "weekly within 30d offsets retention but not a 72h window", cjs: []cronJobSchedule{weekly}, window: 72 * time.Hour, retention: ptr.To[int64](43200),
+			want: []string{`CronJob settle ("0 2 * * 1") runs up to 7d apart, not less than recoveryWindow 3d: the pause between runs uses up the window`}},
+		{name: "monthly in a time zone: both", cjs: []cronJobSchedule{monthly}, window: 240 * time.Hour, retention: ptr.To[int64](10080),
+			want: []string{
+				`CronJob report ("0 2 1 * *" Asia/Shanghai) runs up to 31d apart, not less than offsets.retention.minutes=10080 (7d): the group's offsets expire between two runs`,
+				`CronJob report ("0 2 1 * *" Asia/Shanghai) runs up to 31d apart, not less than recoveryWindow 10d: the pause between runs uses up the window`,
+			}},
+		{name: "offsets retention unknown, gap within the window: nothing", cjs: []cronJobSchedule{weekly}, window: 240 * time.Hour},
+		{name: "suspended", cjs: []cronJobSchedule{{Name: "settle", Schedule: "0 2 * * *", Suspended: true}}, window: 240 * time.Hour, retention: ptr.To[int64](10080),
+			want: []string{"CronJob settle is suspended: once its group is empty, its offsets expire after offsets.retention.minutes=10080 (7d); unsuspending later restarts without a position"}},
+		{name: "suspended, retention unknown", cjs: []cronJobSchedule{{Name: "settle", Suspended: true, Gap: scheduleGap{Gap: 7 * day}}}, window: 240 * time.Hour,
+			want: []string{"CronJob settle is suspended: once its group is empty, its offsets expire after offsets.retention.minutes; unsuspending later restarts without a position"}},
+		{name: "unreadable schedule", cjs: []cronJobSchedule{{Name: "settle", Schedule: "0 2 30 2 *", Err: errString("the schedule never activates")}}, window: 240 * time.Hour,
+			want: []string{`CronJob settle ("0 2 30 2 *"): the schedule cannot be read, so its gaps cannot be foreseen: the schedule never activates`}},
+	}
+	many := make([]cronJobSchedule, 12)
+	for i := range many {
+		many[i] = cronJobSchedule{Name: "run-" + strconv.Itoa(i), Suspended: true}
+	}
+	manyWant := make([]string, 0, 11)
+	for i := range 10 {
+		manyWant = append(manyWant, "CronJob run-"+strconv.Itoa(i)+" is suspended: once its group is empty, its offsets expire after "+
+			"offsets.retention.minutes=10080 (7d); unsuspending later restarts without a position")
+	}
+	manyWant = append(manyWant, "and 2 more CronJob warnings (retentionguard_cronjob_schedule_gap_seconds has every selected CronJob)")
+	cases = append(cases, struct {
+		name      string
+		cjs       []cronJobSchedule
+		window    time.Duration
+		retention *int64
+		want      []string
+	}{name: "at most 10, then a count", cjs: many, window: 240 * time.Hour, retention: ptr.To[int64](10080), want: manyWant})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := cronJobWarnings(tc.cjs, tc.window, tc.retention)
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			for _, w := range got {
+				if len(w) > maxWarningLength {
+					t.Errorf("warning of %d bytes, over %d: %s", len(w), maxWarningLength, w)
+				}
+			}
+		})
+	}
+}
+
+// The scan that follows the first maxWalkedRuns runs measures every gap of
+// two hours or more exactly: same answer as walking every run.
+func TestLongestGapScanMatchesTheWalk(t *testing.T) {
+	for _, spec := range []string{"* 0-21 * * *", "*/7 1-3,9 * * 1-5", "* * 1,15 * *", "* * * 2 *"} {
+		t.Run(spec, func(t *testing.T) {
+			sched, err := cron.ParseStandard(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := sched.Next(scheduleFrom)
+			end := first.Add(scheduleHorizon)
+			var walked scheduleGap
+			for prev := first; !prev.After(end); {
+				next := sched.Next(prev)
+				if gap := next.Sub(prev); gap > walked.Gap {
+					walked = scheduleGap{Gap: gap, After: prev}
+				}
+				prev = next
+			}
+			got, err := longestGap(sched, first, end)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Gap != walked.Gap || !got.After.Equal(walked.After) {
+				t.Errorf("longestGap = %v after %v; walking every run: %v after %v", got.Gap, got.After, walked.Gap, walked.After)
+			}
+		})
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// The worst case a reconcile can meet: a schedule that fires every minute
+// of the year.
+func BenchmarkLongestScheduleGapEveryMinute(b *testing.B) {
+	for b.Loop() {
+		if _, err := longestScheduleGap("* * * * *", nil, nil, scheduleFrom); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// computeStatus adds the CronJob warnings to the proof's, judged against
+// the offsets.retention.minutes of the same observation; the verdict is the
+// proof's alone. The unit-level twin of TestCronJobScheduleAgainstOffsetsRetention.
+func TestComputeStatusWarnsAboutCronJobs(t *testing.T) {
+	g := NewWithT(t)
+	weekly, err := longestScheduleGap("0 2 * * 1", nil, nil, statusNow)
+	g.Expect(err).NotTo(HaveOccurred())
+	daily, err := longestScheduleGap("0 2 * * *", nil, nil, statusNow)
+	g.Expect(err).NotTo(HaveOccurred())
+	obs := healthyObs()
+
+	in := statusInput{Generation: 1, Policy: testPolicy(), Now: statusNow, Observation: &obs,
+		CronJobs: []cronJobSchedule{{Name: "settle", Schedule: "0 2 * * 1", Gap: weekly}}}
+	out := computeStatus(rgv1.ConsumerRetentionPolicyStatus{}, in)
+	g.Expect(out.Status.Proof.Verdict).To(Equal(rgv1.VerdictProven))
+	g.Expect(out.Status.Proof.Warnings).To(ContainElement(
+		`CronJob settle ("0 2 * * 1") runs up to 7d apart, not less than offsets.retention.minutes=10080 (7d): the group's offsets expire between two runs`))
+
+	in.CronJobs = []cronJobSchedule{{Name: "settle", Schedule: "0 2 * * *", Gap: daily}}
+	out = computeStatus(rgv1.ConsumerRetentionPolicyStatus{}, in)
+	for _, w := range out.Status.Proof.Warnings {
+		g.Expect(w).NotTo(HavePrefix("CronJob "), "a daily schedule is inside 7 days and the 72h window")
+	}
+}
