@@ -26,22 +26,29 @@ demo: ## Run the product on embedded defaults (local control plane, broker, mana
 	hack/demo.sh
 
 .PHONY: test
-test: deps verify lint test-go ## Run every test: generated files, lint, unit, integration (envtest + kfake).
+test: deps verify lint test-go test-e2e ## Run every test: generated files, lint, unit, integration (envtest + kfake), end to end.
 
 ##@ Pieces of `make test`
 
 .PHONY: deps
 deps: ## Install what the tests need that Go does not bring (idempotent).
-	hack/install-deps.sh
+	hack/install-deps.sh kcat
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBEBUILDER_ASSETS.
 	@dir=$$(hack/build-control-plane.sh); echo "KUBEBUILDER_ASSETS=$$dir"
 
 .PHONY: test-go
-test-go: ## Go tests against the real control plane from envtest-assets.
+test-go: ## Go tests against the real control plane from envtest-assets (all but the end-to-end ones).
 	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh); \
-	$(GO) test $(GOTESTFLAGS) ./...
+	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$')
+
+.PHONY: test-e2e
+test-e2e: ## End to end: control plane, broker and manager as processes, the chart's RBAC, seeds 003 and 000, faults, the demo (needs kcat: make deps).
+	# -count=1: the suites build the binaries they run with `go build`,
+	# which Go's test cache cannot see.
+	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh); \
+	$(GO) test $(GOTESTFLAGS) -count=1 ./test/e2e/... ./hack/demo
 
 .PHONY: verify
 verify: ## Fail when generated files (CRD, RBAC, deepcopy) or formatting are out of date.

@@ -1,0 +1,380 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+)
+
+// The tests below run in this order and share one stack; each scenario
+// uses its own namespace, topic and group.
+
+// The manager really runs with the chart's ServiceAccount token and the
+// API server really enforces RBAC: what the chart does not grant is
+// refused.
+func TestManagerRunsAsTheChartServiceAccount(t *testing.T) {
+	cs, err := kubernetes.NewForConfig(stk.ManagerConfig)
+	must(t, err)
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(bg(t), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	must(t, err)
+	want := "system:serviceaccount:retention-guard:" + stk.ServiceAcc
+	if got := review.Status.UserInfo.Username; got != want {
+		t.Errorf("the manager's kubeconfig authenticates as %q, want %q", got, want)
+	}
+	for _, c := range []struct {
+		verb, group, resource string
+		want                  bool
+	}{
+		{"list", "retentionguard.io", "consumerretentionpolicies", true},
+		{"patch", "retentionguard.io", "consumerretentionpolicies/status", true},
+		{"update", "retentionguard.io", "consumerretentionpolicies", false},
+		{"update", "apps", "deployments", false},
+		{"delete", "", "secrets", false},
+	} {
+		res, sub := c.resource, ""
+		if r, s, ok := strings.Cut(c.resource, "/"); ok {
+			res, sub = r, s
+		}
+		ssar, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(bg(t), &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: c.verb, Group: c.group, Resource: res, Subresource: sub,
+			}},
+		}, metav1.CreateOptions{})
+		must(t, err)
+		if ssar.Status.Allowed != c.want {
+			t.Errorf("the chart's ServiceAccount may %s %s: %v, want %v", c.verb, c.resource, ssar.Status.Allowed, c.want)
+		}
+	}
+}
+
+// Seed 003: a settlement batch consumer (Deployment scaled to 0 between
+// runs) whose group offsets expired while it was down, and whose log moved
+// on. Scaling it up is refused with NoCommittedOffset and the numbers;
+// after the team resets the group to the log start the proof holds again
+// and the same scale succeeds.
+func TestSeed003ExpiredGroupOffsetsBlockTheBatchRun(t *testing.T) {
+	ctx := bg(t)
+	const ns, topic, group = "settlement", "settle-task", "ledger-settle-consumer"
+	namespace(t, ns)
+	must(t, kafka.CreateTopic(ctx, topic, 3, map[string]string{"retention.ms": strconv.FormatInt((30 * 24 * time.Hour).Milliseconds(), 10)}))
+	must(t, kafka.Produce(ctx, topic, 3, 100))
+	// Yesterday's run read everything and committed.
+	must(t, kafka.Commit(ctx, group, topic, map[int32]int64{0: 100, 1: 100, 2: 100}))
+	p := policy(t, ns, group, group, topic, "settle")
+	key := client.ObjectKeyFromObject(p)
+	deployment(t, ns, "settle", "settle", 0)
+
+	p = waitPolicy(t, key, 30*time.Second, "Proven", proven)
+	t.Logf("before the outage: %s", describe(p))
+	must(t, scale(t, ns, "settle", 1)) // a normal run
+	must(t, scale(t, ns, "settle", 0))
+
+	// Eight days down: new tasks arrive, retention deletes the oldest
+	// (the log start moves to 40, records 40..249 are still there), and
+	// the empty group's offsets expire.
+	must(t, kafka.Produce(ctx, topic, 3, 150))
+	must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{0: 40, 1: 40, 2: 40}))
+	must(t, kafka.SetBrokerConfig(ctx, "offset.retention.ms", "500"))
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			must(t, kafka.SetBrokerConfig(context.Background(), "offset.retention.ms", brokerConfigs["offset.retention.ms"]))
+		}
+	}
+	defer restore()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		committed, err := kafka.Committed(ctx, group, topic)
+		must(t, err)
+		if len(committed) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the group's offsets did not expire: %v", committed)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	restore()
+
+	p = waitPolicy(t, key, 30*time.Second, "Violated with NoCommittedOffset", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return verdict(p) == "Violated" && ready(p).Reason == "NoCommittedOffset"
+	})
+	if s := p.Status.Proof.PartitionSummary; s.Total != 3 || s.Missing != 3 || s.InRange != 0 {
+		t.Errorf("partitionSummary = %+v, want 3 partitions, 3 missing", s)
+	}
+	if len(p.Status.Proof.Violations) != 3 {
+		t.Errorf("want 3 violations, got %s", describe(p))
+	}
+	for _, v := range p.Status.Proof.Violations {
+		contains(t, "violation", v.Reason+" "+v.Message, "NoCommittedOffset", "no committed offset while log start is 40")
+	}
+	ev := waitEvent(t, p, "Warning", "NoCommittedOffset")
+	t.Logf("event: %s", ev)
+	waitMetric(t, 1, "retentionguard_policy_verdict", `namespace="settlement"`, `policy="ledger-settle-consumer"`, `verdict="Violated"`)
+
+	msg := denied(t, scale(t, ns, "settle", 1))
+	t.Logf("denial:\n%s", msg)
+	contains(t, "the denial", msg,
+		"Deployment settlement/settle",
+		"policy ledger-settle-consumer (group ledger-settle-consumer)",
+		"NoCommittedOffset settle-task[0]: no committed offset while log start is 40",
+		p.Status.Proof.ProofID)
+	if v, _ := metric(t, "retentionguard_admission_decisions_total", `kind="Deployment"`, `decision="denied"`); v < 1 {
+		t.Errorf("retentionguard_admission_decisions_total{decision=denied} = %v, want ≥ 1", v)
+	}
+
+	// The team replays: reset the group to the log start, then retry.
+	reset, err := kafka.ResetToLogStart(ctx, group, topic)
+	must(t, err)
+	t.Logf("reset %s to the log start: %v", group, reset)
+	p = waitPolicy(t, key, 30*time.Second, "Proven after the reset", proven)
+	if p.Status.Proof.PartitionSummary.InRange != 3 {
+		t.Errorf("after the reset: %s", describe(p))
+	}
+	waitEvent(t, p, "Normal", "Recovered")
+	must(t, scale(t, ns, "settle", 1))
+}
+
+// Seed 000: a fan-out consumer down past its outbox topic's retention.
+// librdkafka with auto.offset.reset=earliest (kcat as a real group member)
+// silently resumes at the new log start, while retention-guard refuses
+// the guarded Deployment's rollout naming the exact expired records.
+func TestSeed000FanoutDownPastRetention(t *testing.T) {
+	ctx := bg(t)
+	const ns, topic, group = "fanout", "outbox", "fanout"
+	namespace(t, ns)
+	must(t, kafka.CreateTopic(ctx, topic, 1, map[string]string{"retention.ms": strconv.FormatInt((7 * 24 * time.Hour).Milliseconds(), 10)}))
+	must(t, kafka.Produce(ctx, topic, 1, 100))
+	must(t, kafka.Commit(ctx, group, topic, map[int32]int64{0: 30}))
+	p := policy(t, ns, group, group, topic, "fanout")
+	key := client.ObjectKeyFromObject(p)
+	waitPolicy(t, key, 30*time.Second, "Proven", proven)
+	deployment(t, ns, "fanout", "fanout", 1)
+	must(t, rollout(t, ns, "fanout", "1.1"))
+
+	// Down past retention: the oldest 75 records are deleted, 45 of
+	// them never read by the group (offsets 30..74).
+	must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{0: 75}))
+	p = waitPolicy(t, key, 30*time.Second, "Violated with CommittedOffsetExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return verdict(p) == "Violated" && ready(p).Reason == "CommittedOffsetExpired"
+	})
+	if p.Status.Proof.ExpiredRecords != 45 || p.Status.Proof.PartitionSummary.Expired != 1 {
+		t.Errorf("want 45 expired records on 1 partition: expiredRecords=%d, %s", p.Status.Proof.ExpiredRecords, describe(p))
+	}
+	waitMetric(t, 45, "retentionguard_expired_records", `namespace="fanout"`, `topic="outbox"`)
+
+	msg := denied(t, rollout(t, ns, "fanout", "1.2"))
+	t.Logf("denial:\n%s", msg)
+	contains(t, "the denial", msg,
+		"policy fanout (group fanout)",
+		"CommittedOffsetExpired outbox[0]: committed offset 30 is below log start 75: 45 records expired before this group read them")
+
+	// What the raw broker does with the same group: librdkafka finds its
+	// committed offset 30 out of range and, with earliest, jumps to 75.
+	kctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(kctx, "kcat", "-b", stk.BrokerAddr, "-G", group, "-X", "auto.offset.reset=earliest",
+		"-X", "enable.auto.commit=false", "-c", "1", "-f", "%t %p %o %s\n", topic)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kcat as a member of group %s: %v\n%s", group, err, out)
+	}
+	t.Logf("kcat -G %s -X auto.offset.reset=earliest printed: %s", group, out)
+	fields := strings.Fields(string(out))
+	if len(fields) < 3 || fields[0] != topic || fields[1] != "0" {
+		t.Fatalf("kcat printed %q, want %q", out, "outbox 0 <offset> <value>")
+	}
+	if fields[2] != "75" {
+		t.Errorf("kcat resumed at offset %s, want 75: the new log start, silently skipping 30..74", fields[2])
+	}
+}
+
+// healthyOrders sets up a healthy group (topic orders, group orders) with
+// its policy Proven and a running guarded Deployment in namespace orders,
+// once, for the fault and latency scenarios.
+var healthyOrders = struct {
+	key client.ObjectKey
+	ok  bool
+}{}
+
+func setUpHealthyOrders(t *testing.T) client.ObjectKey {
+	t.Helper()
+	if healthyOrders.ok {
+		return healthyOrders.key
+	}
+	ctx := bg(t)
+	const ns, topic, group = "orders", "orders", "orders"
+	namespace(t, ns)
+	must(t, kafka.CreateTopic(ctx, topic, 2, map[string]string{"retention.ms": strconv.FormatInt((7 * 24 * time.Hour).Milliseconds(), 10)}))
+	must(t, kafka.Produce(ctx, topic, 2, 10))
+	must(t, kafka.Commit(ctx, group, topic, map[int32]int64{0: 10, 1: 10}))
+	p := policy(t, ns, group, group, topic, "orders")
+	key := client.ObjectKeyFromObject(p)
+	waitPolicy(t, key, 30*time.Second, "Proven", proven)
+	deployment(t, ns, "orders-consumer", "orders", 2)
+	healthyOrders.key, healthyOrders.ok = key, true
+	return key
+}
+
+// Fault: the broker process stops. Guarded rollouts are refused (fail
+// closed: the proof is Unknown, BrokerUnreachable), scale-downs still
+// pass (incident response is never blocked), and a Deployment no policy
+// guards, in another namespace, is untouched. The broker comes back on the
+// same port with its data directory, and the proof recovers to Proven.
+func TestBrokerDownFailsClosedAndRecovers(t *testing.T) {
+	key := setUpHealthyOrders(t)
+	const ns = "orders"
+	namespace(t, "frontend")
+	deployment(t, "frontend", "web", "web", 1)
+	must(t, rollout(t, ns, "orders-consumer", "2.0"))
+
+	stopped := time.Now()
+	must(t, stk.StopBroker())
+	restarted := false
+	defer func() {
+		if !restarted {
+			must(t, stk.StartBroker(context.Background()))
+		}
+	}()
+	p := waitPolicy(t, key, 45*time.Second, "Unknown with BrokerUnreachable", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return verdict(p) == "Unknown" && ready(p).Reason == "BrokerUnreachable"
+	})
+	t.Logf("broker down → policy Unknown/BrokerUnreachable in %s: %s", time.Since(stopped).Round(100*time.Millisecond), ready(p).Message)
+	if c := findCondition(p, "KafkaReachable"); c.Status != metav1.ConditionFalse || c.Reason != "BrokerUnreachable" {
+		t.Errorf("KafkaReachable = %s %s, want False BrokerUnreachable", c.Status, c.Reason)
+	}
+	waitEvent(t, p, "Warning", "BrokerUnreachable")
+	waitMetric(t, 1, "retentionguard_policy_verdict", `namespace="orders"`, `policy="orders"`, `verdict="Unknown"`)
+
+	msg := denied(t, rollout(t, ns, "orders-consumer", "2.1"))
+	t.Logf("denial while the broker is down:\n%s", msg)
+	contains(t, "the denial", msg, "policy orders (group orders)", "BrokerUnreachable")
+	if err := scale(t, ns, "orders-consumer", 1); err != nil {
+		t.Errorf("scaling a guarded consumer down while the broker is down: %v; want it allowed", err)
+	}
+	if err := rollout(t, "frontend", "web", "2.0"); err != nil {
+		t.Errorf("rolling out an unguarded Deployment in another namespace: %v; want it untouched", err)
+	}
+
+	must(t, stk.StartBroker(bg(t)))
+	restarted = true
+	back := time.Now()
+	p = waitPolicy(t, key, 45*time.Second, "Proven after the broker restart", proven)
+	t.Logf("broker back → policy Proven in %s", time.Since(back).Round(100*time.Millisecond))
+	if p.Status.Proof.PartitionSummary.InRange != 2 {
+		t.Errorf("after the restart: %s", describe(p))
+	}
+	committed, err := kafka.Committed(bg(t), "orders", "orders")
+	must(t, err)
+	if committed[0] != 10 || committed[1] != 10 {
+		t.Errorf("the broker's data directory lost the group's offsets: %v, want 10 on both partitions", committed)
+	}
+	waitEvent(t, p, "Normal", "Recovered")
+	must(t, rollout(t, ns, "orders-consumer", "2.2"))
+}
+
+func findCondition(p *rgv1.ConsumerRetentionPolicy, typ string) metav1.Condition {
+	for _, c := range p.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// Healthy group: every rollout passes. Records the median time of a
+// Deployment update through the API server and the webhook (no assertion
+// on time: this machine's 2 shared cores make it a figure, not a gate).
+func TestHealthyRolloutsPassAndAdmissionTime(t *testing.T) {
+	key := setUpHealthyOrders(t)
+	waitPolicy(t, key, 45*time.Second, "Proven", proven)
+	const n = 21
+	before, _ := metric(t, "retentionguard_admission_decisions_total", `kind="Deployment"`, `decision="allowed"`)
+	var took []time.Duration
+	for i := range n {
+		d := &appsv1.Deployment{}
+		must(t, admin().Get(bg(t), client.ObjectKey{Namespace: "orders", Name: "orders-consumer"}, d))
+		d.Spec.Template.Spec.Containers[0].Image = "registry.example/orders:3." + strconv.Itoa(i)
+		start := time.Now()
+		if err := admin().Update(bg(t), d); err != nil {
+			t.Fatalf("rollout %d of a Proven consumer: %v", i, err)
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	after, _ := metric(t, "retentionguard_admission_decisions_total", `kind="Deployment"`, `decision="allowed"`)
+	if after-before < n {
+		t.Errorf("the webhook allowed %v Deployment requests during %d rollouts; want every rollout to reach it", after-before, n)
+	}
+	sum, _ := metric(t, "retentionguard_admission_duration_seconds_sum", `kind="Deployment"`)
+	count, _ := metric(t, "retentionguard_admission_duration_seconds_count", `kind="Deployment"`)
+	t.Logf("%d Deployment pod-template updates (kube-apiserver round trip including the webhook call): median %s, min %s, max %s; "+
+		"in-handler mean over all admissions so far %s",
+		n, took[n/2].Round(10*time.Microsecond), took[0].Round(10*time.Microsecond), took[n-1].Round(10*time.Microsecond),
+		time.Duration(sum/count*float64(time.Second)).Round(time.Microsecond))
+}
+
+// Fault: the manager is killed (SIGKILL) and restarted. While it is down,
+// guarded rollouts fail closed (failurePolicy Fail); after the restart the
+// webhook answers again and the proof resumes.
+func TestManagerKilledAndRestarted(t *testing.T) {
+	key := setUpHealthyOrders(t)
+	p := waitPolicy(t, key, 45*time.Second, "Proven", proven)
+	checkedBefore := p.Status.Proof.CheckedAt.Time
+
+	stk.KillManager()
+	err := rollout(t, "orders", "orders-consumer", "4.0")
+	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "workloads.retentionguard.io"`) {
+		t.Fatalf("a rollout while the manager is down: %v; want the API server to fail closed calling the webhook", err)
+	}
+
+	start := time.Now()
+	must(t, stk.StartManager(bg(t)))
+	readyAfter := time.Since(start)
+	var answered time.Duration
+	for i := 0; ; i++ {
+		if err := rollout(t, "orders", "orders-consumer", "4."+strconv.Itoa(i+1)); err == nil {
+			answered = time.Since(start)
+			break
+		} else if time.Since(start) > 30*time.Second {
+			t.Fatalf("the webhook does not answer 30s after the manager restarted: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("manager restart → /readyz in %s, → webhook answering a rollout in %s", readyAfter.Round(time.Millisecond), answered.Round(time.Millisecond))
+	if answered > 15*time.Second {
+		t.Errorf("the webhook took %s to answer after a restart; want seconds", answered)
+	}
+	p = waitPolicy(t, key, 45*time.Second, "a new proof after the restart", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return proven(p) && p.Status.Proof.CheckedAt.After(checkedBefore) && p.Status.Proof.CheckedAt.Time.After(start.Add(-time.Second))
+	})
+	t.Logf("proof resumed: new checkedAt %s (manager restarted at %s)", p.Status.Proof.CheckedAt.UTC().Format(time.TimeOnly), start.UTC().Format(time.TimeOnly))
+}
+
+// Last: the manager ran every scenario with the chart's RBAC and was never
+// refused by the API server.
+func TestManagerWasNeverForbidden(t *testing.T) {
+	b, err := os.ReadFile(stk.Manager.LogPath)
+	must(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "forbidden") || strings.Contains(line, "Forbidden") {
+			t.Errorf("the manager was refused by the API server (chart RBAC missing a rule?): %s", line)
+		}
+	}
+}

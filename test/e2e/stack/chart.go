@@ -1,0 +1,156 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/engine"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Release is the name and namespace the chart is installed with.
+const (
+	ReleaseName      = "retention-guard"
+	ReleaseNamespace = "retention-guard"
+)
+
+// RenderChart renders charts/retention-guard as `helm install` would
+// (values.schema.json validation included), with vals over values.yaml, and
+// returns its objects in file order.
+func RenderChart(chartDir string, vals map[string]any) ([]*unstructured.Unstructured, error) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		return nil, fmt.Errorf("loading the chart: %w", err)
+	}
+	rv, err := util.ToRenderValuesWithSchemaValidation(ch, vals,
+		common.ReleaseOptions{Name: ReleaseName, Namespace: ReleaseNamespace, Revision: 1, IsInstall: true}, nil, false)
+	if err != nil {
+		return nil, fmt.Errorf("chart values: %w", err)
+	}
+	files, err := engine.Render(ch, rv)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the chart: %w", err)
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		if strings.HasSuffix(n, ".yaml") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var objs []*unstructured.Unstructured
+	for _, n := range names {
+		dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(files[n]), 4096)
+		for {
+			var obj map[string]any
+			if err := dec.Decode(&obj); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return nil, fmt.Errorf("%s does not parse: %w", n, err)
+			}
+			if len(obj) > 0 {
+				objs = append(objs, &unstructured.Unstructured{Object: obj})
+			}
+		}
+	}
+	return objs, nil
+}
+
+// applyOrder puts what others depend on first: CRDs and namespaced
+// plumbing before the webhook configuration that starts guarding.
+func applyOrder(kind string) int {
+	switch kind {
+	case "CustomResourceDefinition":
+		return 0
+	case "ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding", "Secret", "ConfigMap":
+		return 1
+	case "ValidatingWebhookConfiguration":
+		return 3
+	default:
+		return 2
+	}
+}
+
+// ApplyChart creates the release namespace and server-side applies every
+// rendered object, as `helm install` (or a GitOps controller) would. It
+// returns a description of each object applied.
+func ApplyChart(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) ([]string, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ReleaseNamespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating namespace %s: %w", ReleaseNamespace, err)
+	}
+	sorted := append([]*unstructured.Unstructured(nil), objs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return applyOrder(sorted[i].GetKind()) < applyOrder(sorted[j].GetKind()) })
+	var applied []string
+	for _, o := range sorted {
+		namespaced, err := c.IsObjectNamespaced(o)
+		if err != nil {
+			return applied, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		if namespaced && o.GetNamespace() == "" {
+			o.SetNamespace(ReleaseNamespace)
+		}
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("helm"), client.ForceOwnership); err != nil {
+			return applied, fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		applied = append(applied, o.GetKind()+"/"+o.GetName())
+	}
+	return applied, nil
+}
+
+// ServiceAccountKubeconfig asks the TokenRequest API for a token of the
+// ServiceAccount namespace/name and writes a kubeconfig that uses it to
+// path: a process using it has exactly that ServiceAccount's RBAC.
+func ServiceAccountKubeconfig(ctx context.Context, admin *rest.Config, namespace, name, path string) (*rest.Config, error) {
+	cs, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("TokenRequest for ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: admin.CAData}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: name, Namespace: namespace}
+	cfg.CurrentContext = "e2e"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return nil, err
+	}
+	return clientcmd.BuildConfigFromFlags("", path)
+}
+
+// AdminKubeconfig writes the envtest admin credentials as a kubeconfig
+// (for kubectl in the demo and for people poking at a kept stack).
+func AdminKubeconfig(admin *rest.Config, path string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: admin.CAData}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: admin.CertData, ClientKeyData: admin.KeyData, Token: admin.BearerToken,
+	}
+	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "admin"}
+	cfg.CurrentContext = "e2e"
+	return clientcmd.WriteToFile(*cfg, path)
+}

@@ -1,0 +1,164 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Kafka drives the broker as a team's tools would: an admin creating
+// topics and resetting group offsets, a producer writing records.
+type Kafka struct {
+	Client *kgo.Client
+	Admin  *kadm.Client
+}
+
+// DialKafka connects to addrs.
+func DialKafka(addrs ...string) (*Kafka, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	if err != nil {
+		return nil, err
+	}
+	return &Kafka{Client: cl, Admin: kadm.NewClient(cl)}, nil
+}
+
+// Close closes the connection.
+func (k *Kafka) Close() { k.Client.Close() }
+
+// CreateTopic creates a topic with replication factor 1.
+func (k *Kafka) CreateTopic(ctx context.Context, topic string, partitions int32, configs map[string]string) error {
+	cfg := map[string]*string{}
+	for key, v := range configs {
+		cfg[key] = kadm.StringPtr(v)
+	}
+	resp, err := k.Admin.CreateTopic(ctx, partitions, 1, cfg, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("creating topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+// Produce writes n records to each of partitions partitions of topic.
+func (k *Kafka) Produce(ctx context.Context, topic string, partitions int32, n int) error {
+	recs := make([]*kgo.Record, 0, int(partitions)*n)
+	for p := range partitions {
+		for i := range n {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte("task-" + strconv.Itoa(i))})
+		}
+	}
+	if err := k.Client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("producing to %s: %w", topic, err)
+	}
+	return nil
+}
+
+// Commit commits offsets (partition → offset) of topic for group, as an
+// admin does (the group must have no members).
+func (k *Kafka) Commit(ctx context.Context, group, topic string, offsets map[int32]int64) error {
+	var os kadm.Offsets
+	for p, at := range offsets {
+		os.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1})
+	}
+	if err := k.Admin.CommitAllOffsets(ctx, group, os); err != nil {
+		return fmt.Errorf("committing %s offsets on %s: %w", group, topic, err)
+	}
+	return nil
+}
+
+// Committed returns the group's committed offsets of topic by partition
+// (a partition without one is absent).
+func (k *Kafka) Committed(ctx context.Context, group, topic string) (map[int32]int64, error) {
+	resp, err := k.Admin.FetchOffsets(ctx, group)
+	if err == nil {
+		err = resp.Error()
+	}
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return map[int32]int64{}, nil // every offset of the group expired: the group is gone
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s offsets: %w", group, err)
+	}
+	out := map[int32]int64{}
+	for p, o := range resp[topic] {
+		if o.At >= 0 {
+			out[p] = o.At
+		}
+	}
+	return out, nil
+}
+
+// LogStarts returns the log start offset of every partition of topic.
+func (k *Kafka) LogStarts(ctx context.Context, topic string) (map[int32]int64, error) {
+	return k.offsets(ctx, topic, k.Admin.ListStartOffsets)
+}
+
+// LogEnds returns the log end offset of every partition of topic.
+func (k *Kafka) LogEnds(ctx context.Context, topic string) (map[int32]int64, error) {
+	return k.offsets(ctx, topic, k.Admin.ListEndOffsets)
+}
+
+func (k *Kafka) offsets(ctx context.Context, topic string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[int32]int64, error) {
+	lo, err := list(ctx, topic)
+	if err == nil {
+		err = lo.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing offsets of %s: %w", topic, err)
+	}
+	out := map[int32]int64{}
+	lo.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out, nil
+}
+
+// DeleteRecords moves the log start of partitions of topic to the given
+// offsets, as retention does when it deletes old segments.
+func (k *Kafka) DeleteRecords(ctx context.Context, topic string, before map[int32]int64) error {
+	var os kadm.Offsets
+	for p, at := range before {
+		os.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1})
+	}
+	rs, err := k.Admin.DeleteRecords(ctx, os)
+	if err == nil {
+		err = rs.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("deleting records of %s: %w", topic, err)
+	}
+	return nil
+}
+
+// SetBrokerConfig sets a dynamic broker config on broker 0.
+func (k *Kafka) SetBrokerConfig(ctx context.Context, key, value string) error {
+	rs, err := k.Admin.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: key, Value: kadm.StringPtr(value)}}, 0)
+	if err == nil {
+		for _, r := range rs {
+			if r.Err != nil {
+				err = fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("setting broker config %s=%s: %w", key, value, err)
+	}
+	return nil
+}
+
+// ResetToLogStart commits the log start of every partition of topic for
+// group: what `kafka-consumer-groups --reset-offsets --to-earliest` does,
+// the replay a team chooses after a gap.
+func (k *Kafka) ResetToLogStart(ctx context.Context, group, topic string) (map[int32]int64, error) {
+	starts, err := k.LogStarts(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	return starts, k.Commit(ctx, group, topic, starts)
+}

@@ -1,0 +1,379 @@
+// Package stack runs retention-guard end to end on one machine, every part
+// a separate process: etcd and kube-apiserver (envtest), a Kafka broker
+// (test/kafka-broker, franz-go's kfake) and the retention-guard manager
+// binary with its webhook. The manager runs with the credentials of the
+// Helm chart's ServiceAccount (a TokenRequest token), after every object
+// the chart renders has been applied to the API server, so the chart's RBAC
+// and webhook configuration are what is exercised.
+//
+// The end-to-end suite (test/e2e) and `make demo` (hack/demo) share it.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/retentionguard/retention-guard/internal/testenv"
+)
+
+// Options configure a stack.
+type Options struct {
+	// Dir holds binaries, certificates, kubeconfigs, the broker's data and
+	// every process's log. Empty: a new temporary directory, removed by
+	// Stop.
+	Dir string
+	// Log receives progress lines. Nil: discarded.
+	Log io.Writer
+	// BrokerConfigs are passed to the broker as --broker-config k=v.
+	BrokerConfigs map[string]string
+	// ChartValues are set over the values the stack needs (webhook.url,
+	// webhook.caBundle, allowedBootstrapServers, ...).
+	ChartValues map[string]any
+}
+
+// Stack is a running control plane, broker and manager.
+type Stack struct {
+	Dir     string
+	Env     *testenv.Env
+	Binary  string // retention-guard
+	Kubectl string // kubectl from the control-plane build, may not exist
+
+	BrokerBinary string
+	BrokerAddr   string
+	Broker       *Process
+	brokerArgs   []string
+
+	CAPEM         []byte
+	WebhookPort   int
+	MetricsAddr   string
+	ProbeAddr     string
+	Manager       *Process
+	ManagerArgs   []string
+	ManagerConfig *rest.Config // the chart ServiceAccount's credentials
+	ManagerClient client.Client
+	// AdminKubeconfig is a kubeconfig file with the control plane's admin
+	// credentials.
+	AdminKubeconfig string
+	// ManagerKubeconfig is the kubeconfig file the manager runs with.
+	ManagerKubeconfig string
+	// Chart is what the chart rendered and was applied.
+	Chart []*unstructured.Unstructured
+
+	log        io.Writer
+	removeDir  bool
+	ServiceAcc string
+}
+
+func (s *Stack) logf(format string, args ...any) {
+	fmt.Fprintf(s.log, format+"\n", args...)
+}
+
+// Start builds the binaries and starts every part. On error what was
+// started is stopped again.
+func Start(ctx context.Context, o Options) (_ *Stack, err error) {
+	s := &Stack{Dir: o.Dir, log: o.Log}
+	if s.log == nil {
+		s.log = io.Discard
+	}
+	if s.Dir == "" {
+		if s.Dir, err = os.MkdirTemp("", "retention-guard-e2e-"); err != nil {
+			return nil, err
+		}
+		s.removeDir = true
+	}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	root := testenv.RepoRoot()
+
+	s.logf("building retention-guard and the Kafka broker into %s", s.Dir)
+	if s.Binary, s.BrokerBinary, err = Build(ctx, root, s.Dir, s.log); err != nil {
+		return s, err
+	}
+
+	// The broker.
+	port, err := FreePort()
+	if err != nil {
+		return s, err
+	}
+	s.BrokerAddr = "127.0.0.1:" + strconv.Itoa(port)
+	s.brokerArgs = []string{"--listen", s.BrokerAddr, "--data-dir", filepath.Join(s.Dir, "kafka-data")}
+	for k, v := range o.BrokerConfigs {
+		s.brokerArgs = append(s.brokerArgs, "--broker-config", k+"="+v)
+	}
+	if err := s.StartBroker(ctx); err != nil {
+		return s, err
+	}
+
+	// The control plane.
+	s.logf("starting etcd and kube-apiserver (KUBEBUILDER_ASSETS=%s)", os.Getenv("KUBEBUILDER_ASSETS"))
+	start := time.Now()
+	if s.Env, err = testenv.Start(); err != nil {
+		return s, err
+	}
+	s.Kubectl = filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
+	s.logf("control plane up in %s at %s", time.Since(start).Round(100*time.Millisecond), s.Env.Config.Host)
+	s.AdminKubeconfig = filepath.Join(s.Dir, "admin.kubeconfig")
+	if err := AdminKubeconfig(s.Env.Config, s.AdminKubeconfig); err != nil {
+		return s, err
+	}
+
+	// The webhook's serving certificate, and the chart that trusts it.
+	if s.WebhookPort, err = FreePort(); err != nil {
+		return s, err
+	}
+	certDir := filepath.Join(s.Dir, "webhook-certs")
+	if s.CAPEM, err = writeServingCert(certDir); err != nil {
+		return s, err
+	}
+	vals := map[string]any{
+		"allowedBootstrapServers": []any{"127.0.0.1:*"},
+		"kafkaRequestTimeout":     "2s",
+		"logEncoder":              "console",
+		"webhook": map[string]any{
+			// The chart appends the webhook's path.
+			"url":      "https://127.0.0.1:" + strconv.Itoa(s.WebhookPort),
+			"caBundle": string(s.CAPEM), // PEM: the chart base64-encodes it
+		},
+		"certManager": map[string]any{"enabled": false},
+	}
+	for k, v := range o.ChartValues {
+		vals[k] = v
+	}
+	if s.Chart, err = RenderChart(filepath.Join(root, "charts", "retention-guard"), vals); err != nil {
+		return s, err
+	}
+	applied, err := ApplyChart(ctx, s.Env.Client, s.Chart)
+	if err != nil {
+		return s, err
+	}
+	s.logf("applied the chart's %d objects: %s", len(applied), strings.Join(applied, ", "))
+
+	// The manager, as the chart's ServiceAccount, with the chart's flags.
+	dep := s.chartObject("Deployment")
+	if dep == nil {
+		return s, errors.New("the chart rendered no Deployment")
+	}
+	s.ServiceAcc, _, _ = unstructured.NestedString(dep.Object, "spec", "template", "spec", "serviceAccountName")
+	if s.ServiceAcc == "" {
+		return s, errors.New("the chart's Deployment names no serviceAccountName")
+	}
+	s.ManagerKubeconfig = filepath.Join(s.Dir, "manager.kubeconfig")
+	if s.ManagerConfig, err = ServiceAccountKubeconfig(ctx, s.Env.Config, ReleaseNamespace, s.ServiceAcc, s.ManagerKubeconfig); err != nil {
+		return s, err
+	}
+	if s.ManagerClient, err = client.New(s.ManagerConfig, client.Options{Scheme: s.Env.Scheme}); err != nil {
+		return s, err
+	}
+	chartArgs, err := containerArgs(dep)
+	if err != nil {
+		return s, err
+	}
+	metricsPort, err := FreePort()
+	if err != nil {
+		return s, err
+	}
+	probePort, err := FreePort()
+	if err != nil {
+		return s, err
+	}
+	s.MetricsAddr = "127.0.0.1:" + strconv.Itoa(metricsPort)
+	s.ProbeAddr = "127.0.0.1:" + strconv.Itoa(probePort)
+	s.ManagerArgs = append([]string{"manager"}, overrideArgs(chartArgs, map[string]string{
+		"--kubeconfig":                s.ManagerKubeconfig,
+		"--leader-elect":              "false",
+		"--enable-webhook":            "true",
+		"--webhook-host":              "127.0.0.1",
+		"--webhook-port":              strconv.Itoa(s.WebhookPort),
+		"--webhook-cert-dir":          certDir,
+		"--metrics-bind-address":      s.MetricsAddr,
+		"--health-probe-bind-address": s.ProbeAddr,
+	})...)
+	if err := s.StartManager(ctx); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+func (s *Stack) chartObject(kind string) *unstructured.Unstructured {
+	for _, o := range s.Chart {
+		if o.GetKind() == kind {
+			return o
+		}
+	}
+	return nil
+}
+
+// containerArgs are the args of the manager container of the chart's
+// Deployment.
+func containerArgs(dep *unstructured.Unstructured) ([]string, error) {
+	cs, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	if len(cs) == 0 {
+		return nil, errors.New("the chart's Deployment has no container")
+	}
+	c, _ := cs[0].(map[string]any)
+	raw, _ := c["args"].([]any)
+	var args []string
+	for _, a := range raw {
+		args = append(args, fmt.Sprint(a))
+	}
+	if len(args) == 0 || args[0] != "manager" {
+		return nil, fmt.Errorf("the chart's manager container args %v do not start with the manager command", args)
+	}
+	return args[1:], nil
+}
+
+// overrideArgs replaces --flag=value args by set's values (in place) and
+// appends the flags of set the args did not have.
+func overrideArgs(args []string, set map[string]string) []string {
+	out := make([]string, 0, len(args)+len(set))
+	seen := map[string]bool{}
+	for _, a := range args {
+		name, _, _ := strings.Cut(a, "=")
+		if v, ok := set[name]; ok {
+			if !seen[name] {
+				out = append(out, name+"="+v)
+			}
+			seen[name] = true
+			continue
+		}
+		out = append(out, a)
+	}
+	for _, name := range slices.Sorted(maps.Keys(set)) {
+		if !seen[name] {
+			out = append(out, name+"="+set[name])
+		}
+	}
+	return out
+}
+
+// StartBroker starts the broker process (again) on BrokerAddr, with the
+// same data directory.
+func (s *Stack) StartBroker(ctx context.Context) error {
+	var err error
+	s.Broker, err = startProcess(ctx, s.Dir, "kafka-broker", s.BrokerBinary, s.brokerArgs, nil, "listening on", 30*time.Second)
+	if err != nil {
+		return err
+	}
+	if err := waitTCP(ctx, s.BrokerAddr, 10*time.Second); err != nil {
+		return err
+	}
+	s.logf("Kafka broker (pid %d) listening on %s", s.Broker.PID(), s.BrokerAddr)
+	return nil
+}
+
+// StopBroker stops the broker with SIGTERM.
+func (s *Stack) StopBroker() error {
+	err := s.Broker.Stop(15 * time.Second)
+	s.logf("Kafka broker stopped (SIGTERM)")
+	return err
+}
+
+// StartManager starts the manager process (again) and waits until it is
+// ready (/readyz: serving the webhook with its certificate).
+func (s *Stack) StartManager(ctx context.Context) error {
+	var err error
+	s.Manager, err = startProcess(ctx, s.Dir, "manager", s.Binary, s.ManagerArgs,
+		[]string{"POD_NAMESPACE=" + ReleaseNamespace}, "", 0)
+	if err != nil {
+		return err
+	}
+	if err := s.WaitManagerReady(ctx, 60*time.Second); err != nil {
+		return err
+	}
+	s.logf("retention-guard manager (pid %d) ready: webhook https://127.0.0.1:%d, metrics http://%s/metrics",
+		s.Manager.PID(), s.WebhookPort, s.MetricsAddr)
+	return nil
+}
+
+// WaitManagerReady polls the manager's /readyz.
+func (s *Stack) WaitManagerReady(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	hc := &http.Client{Timeout: time.Second}
+	for {
+		if s.Manager.Exited() {
+			return fmt.Errorf("the manager exited; log %s:\n%s", s.Manager.LogPath, s.Manager.Tail())
+		}
+		resp, err := hc.Get("http://" + s.ProbeAddr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the manager is not ready after %s; log %s:\n%s", timeout, s.Manager.LogPath, s.Manager.Tail())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// KillManager kills the manager with SIGKILL, as a node failure or an OOM
+// kill does.
+func (s *Stack) KillManager() {
+	s.Manager.Kill()
+	s.logf("retention-guard manager killed (SIGKILL)")
+}
+
+// Metrics scrapes the manager's /metrics.
+func (s *Stack) Metrics(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.MetricsAddr+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return string(b), nil
+}
+
+// Stop stops the manager, the broker and the control plane, and removes
+// the directory when Start made it.
+func (s *Stack) Stop() {
+	if s == nil {
+		return
+	}
+	if err := s.Manager.Stop(15 * time.Second); err != nil {
+		s.logf("%v", err)
+	}
+	if err := s.Broker.Stop(15 * time.Second); err != nil {
+		s.logf("%v", err)
+	}
+	if s.Env != nil {
+		if err := s.Env.Stop(); err != nil {
+			s.logf("stopping the control plane: %v", err)
+		}
+	}
+	if s.removeDir {
+		_ = os.RemoveAll(s.Dir)
+	}
+}
