@@ -3,7 +3,6 @@ package controllers
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -45,17 +44,7 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
-	os.Exit(code)
+	os.Exit(testenv.Main(m, &env))
 }
 
 func testCtx(t *testing.T) context.Context {

@@ -25,17 +25,7 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping control plane:", err)
-	}
-	os.Exit(code)
+	os.Exit(testenv.Main(m, &env))
 }
 
 func ctx(t *testing.T) context.Context {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -82,4 +83,24 @@ func Start(opts ...func(*envtest.Environment)) (*Env, error) {
 		return nil, err
 	}
 	return &Env{Environment: env, Config: cfg, Client: c, Scheme: scheme}, nil
+}
+
+// Main is the body of a package's TestMain: it starts the control plane
+// into *env, runs the tests, stops the control plane and returns the exit
+// code for os.Exit. Tests that start managers stop them (and wait) before
+// they return, so nothing talks to the API server while it stops.
+//
+//	func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env)) }
+func Main(m *testing.M, env **Env, opts ...func(*envtest.Environment)) int {
+	e, err := Start(opts...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	}
+	return code
 }

@@ -2,7 +2,6 @@ package chart_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,22 +28,14 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start(func(e *envtest.Environment) {
+	os.Exit(testenv.Main(m, &env, func(e *envtest.Environment) {
 		e.CRDs = append(e.CRDs,
 			openCRD("cert-manager.io", "Issuer", "issuers"),
 			openCRD("cert-manager.io", "Certificate", "certificates"),
 			openCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
 			openCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
 		)
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	}))
 }
 
 // openCRD stands in for a CRD of another project (cert-manager, Prometheus
