@@ -1,8 +1,6 @@
 package controllers
 
 import (
-	"strconv"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -73,14 +71,10 @@ func verdictEvent(prev rgv1.Verdict, ready metav1.Condition, res *proof.Result) 
 		v := res.Violations[first]
 		note := "proof violated (" + was + "): " + v.Message
 		if more := len(res.Violations) - 1; more > 0 {
-			note += " (and " + strconv.Itoa(more) + " more violation"
-			if more > 1 {
-				note += "s"
-			}
-			note += ")"
+			note += " (and " + proof.Plural(int64(more), "more violation") + ")"
 		}
 		if res.ExpiredRecords > 0 {
-			note += "; " + strconv.FormatInt(res.ExpiredRecords, 10) + " records expired in total"
+			note += "; " + proof.Plural(res.ExpiredRecords, "record") + " expired in total"
 		}
 		note += "; proofID " + res.ProofID
 		return &eventSpec{Type: corev1.EventTypeWarning, Reason: v.Reason, Note: truncate(note, maxEventNote)}

@@ -98,7 +98,7 @@ func TestCronJobRunRefusedWhileOffsetsExpired(t *testing.T) {
 		"retention-guard refused this rollout (create) of Job "+ns+"/"+run.Name+" (a run of CronJob settle):",
 		"policy ledger-settle-consumer (group ledger-settle-consumer) is Violated (proof 7f3a9c21, checked ",
 		"24 partitions, 24 without a committed offset",
-		"- NoCommittedOffset settle-task[0]: no committed offset while log start is 193927",
+		"- NoCommittedOffset on 24 partitions of settle-task, e.g. settle-task[19]: no committed offset while log start is 193946",
 		"--group ledger-settle-consumer --topic settle-task --reset-offsets --to-earliest --execute",
 		`kubectl patch cronjob settle -n `+ns+` --type merge -p '{"spec":{"jobTemplate":{"metadata":{"annotations":{"retentionguard.io/override-proof":"7f3a9c21"}}}}}'`)
 	if got := testutil.ToFloat64(decisionsTotal.WithLabelValues(kindJob, string(outcomeDenied))); got != deniedBefore+1 {
@@ -191,7 +191,7 @@ func TestSuspendedJobStartsOnUnsuspend(t *testing.T) {
 	}
 	msg := mustDeny(t, s.alice.Patch(ctxFor(t), j, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":false}}`))))
 	mustContain(t, msg, "retention-guard refused this rollout (unsuspend) of Job "+ns+"/settle-backfill:",
-		"NoCommittedOffset settle-task[0]",
+		"NoCommittedOffset on 24 partitions of settle-task",
 		"kubectl annotate --overwrite job settle-backfill -n "+ns+" retentionguard.io/override-proof=7f3a9c21")
 
 	// Started directly: refused too.

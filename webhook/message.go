@@ -101,7 +101,11 @@ func denyMessage(t target, d *decision, now time.Time) string {
 		}
 	}
 	m.moreLine = func(n int) string {
-		return "And " + strconv.Itoa(n) + " more refusing policies: kubectl get crp -n " + t.Namespace
+		noun := " more refusing policies"
+		if n == 1 {
+			noun = " more refusing policy"
+		}
+		return "And " + strconv.Itoa(n) + noun + ": kubectl get crp -n " + t.Namespace
 	}
 	if overridable && len(ids) > 0 {
 		m.override = []string{"Or roll out knowingly:", "  " + t.overrideCommand(strings.Join(ids, ","))}
@@ -115,6 +119,15 @@ func denyMessage(t target, d *decision, now time.Time) string {
 			for _, check := range []bool{true, false} {
 				if m.size(listed, shown, check, false) <= maxMessage {
 					return m.render(listed, shown, check, false)
+				}
+			}
+		}
+		// Before hiding a kind of problem (data loss, access,
+		// configuration) of the first policy, say the way out in words.
+		if shown > 1 && shown <= m.policies[0].distinct {
+			for listed := len(m.policies); listed >= 1; listed-- {
+				if m.size(listed, shown, false, true) <= maxMessage {
+					return m.render(listed, shown, false, true)
 				}
 			}
 		}
@@ -137,6 +150,9 @@ type policyParts struct {
 	head     []string // the policy line and the numbers
 	findings []string // at most maxFindingsShown
 	total    int      // findings in all, listed or not
+	// distinct is how many findings must be shown for every kind of
+	// problem (findingRank) to have its first line shown.
+	distinct int
 	moreLine func(n int) string
 	// way out: with the `retention-guard check` hint, without, in words only
 	way, wayNoCheck, wayCompact []string
@@ -149,15 +165,13 @@ func denialParts(r *policyResult, now time.Time) policyParts {
 	if s := summaryPhrase(r); s != "" {
 		pp.head = append(pp.head, clip("  "+s, maxLine))
 	}
-	all := len(r.Consumer) + len(r.Kafka)
-	pp.total = all + r.KafkaOmitted
-	for i := 0; i < all && i < maxFindingsShown; i++ {
-		f := r.Consumer
-		j := i
-		if i >= len(r.Consumer) {
-			f, j = r.Kafka, i-len(r.Consumer)
+	lines, ranks, omitted := findingLines(r)
+	pp.total = len(lines) + omitted
+	for i, l := range lines[:min(len(lines), maxFindingsShown)] {
+		pp.findings = append(pp.findings, clip("- "+l, maxFindingLine))
+		if i == 0 || ranks[i] != ranks[i-1] {
+			pp.distinct = i + 1
 		}
-		pp.findings = append(pp.findings, clip("- "+f[j].String(), maxFindingLine))
 	}
 	pp.moreLine = func(n int) string {
 		return clip("- and "+strconv.Itoa(n)+" more: kubectl describe crp "+p.Name+" -n "+p.Namespace, maxLine)
@@ -167,6 +181,174 @@ func denialParts(r *policyResult, now time.Time) policyParts {
 		pp.refused = []string{clip("Override refused: "+r.OverrideRefused+".", maxLine)}
 	}
 	return pp
+}
+
+// findingRank orders findings by what matters to the person rolling out:
+// data already lost first, then what keeps the proof from being made
+// (reachability, access), then configuration (retention, offsets
+// retention), then the rest.
+func findingRank(reason string) int {
+	switch reason {
+	case proof.ReasonCommittedOffsetExpired, proof.ReasonNoCommittedOffset, proof.ReasonCommittedOffsetBeyondLogEnd:
+		return 0
+	case proof.ReasonBrokerUnreachable, proof.ReasonAuthenticationFailed, proof.ReasonAuthorizationFailed,
+		proof.ReasonTopicNotFound, proof.ReasonBootstrapServerNotAllowed,
+		ReasonProofMissing, ReasonProofStale, ReasonLiveCheckFailed:
+		return 1
+	case proof.ReasonRetentionShorterThanWindow, proof.ReasonInfiniteRetentionNotAllowed, proof.ReasonSizeBoundedRetention,
+		proof.ReasonRetentionUnreadable, proof.ReasonOffsetsRetentionShorterThanWindow, proof.ReasonOffsetsRetentionUnreadable:
+		return 2
+	}
+	return 3
+}
+
+// orderedFindings are the policy's findings, Kafka and consumer, ordered
+// by findingRank, stable within a rank.
+func orderedFindings(r *policyResult) []finding {
+	fs := append(append(make([]finding, 0, len(r.Kafka)+len(r.Consumer)), r.Kafka...), r.Consumer...)
+	slices.SortStableFunc(fs, func(a, b finding) int { return findingRank(a.Reason) - findingRank(b.Reason) })
+	return fs
+}
+
+// findingLines are the lines that list a policy's findings, most important
+// first (see orderedFindings). Partitions that share a reason make one
+// line, with how many there are (counted by the proof's partition summary
+// when the status lists only some) and the worst example, so that a few
+// lines cover distinct problems: "NoCommittedOffset on 24 partitions of
+// settle-task, e.g. settle-task[19]: no committed offset while log start
+// is 193946: ...". ranks are the lines' findingRank; omitted counts the findings the status left out that no
+// line accounts for.
+func findingLines(r *policyResult) (lines []string, ranks []int, omitted int) {
+	fs := orderedFindings(r)
+	type group struct {
+		reason  string
+		members []finding
+	}
+	var groups []*group
+	byReason := map[string]*group{}
+	for _, f := range fs {
+		if !strings.Contains(f.Subject, "[") { // not about a partition
+			groups = append(groups, &group{reason: f.Reason, members: []finding{f}})
+			continue
+		}
+		g := byReason[f.Reason]
+		if g == nil {
+			g = &group{reason: f.Reason}
+			byReason[f.Reason] = g
+			groups = append(groups, g)
+		}
+		g.members = append(g.members, f)
+	}
+	omitted = r.KafkaOmitted
+	for _, g := range groups {
+		count := max(len(g.members), summaryCount(r, g.reason))
+		ranks = append(ranks, findingRank(g.reason))
+		if count == 1 {
+			lines = append(lines, g.members[0].String())
+			continue
+		}
+		omitted -= count - len(g.members)
+		worst := g.members[0]
+		for _, f := range g.members[1:] {
+			if severity(f) > severity(worst) {
+				worst = f
+			}
+		}
+		var topics []string
+		for _, f := range g.members {
+			if t, _, _ := strings.Cut(f.Subject, "["); !slices.Contains(topics, t) {
+				topics = append(topics, t)
+			}
+		}
+		of := ""
+		if count == len(g.members) || allTopicsOf(r, topics) {
+			switch {
+			case len(topics) <= 2:
+				of = " of " + strings.Join(topics, ", ")
+			default:
+				of = " of " + strconv.Itoa(len(topics)) + " topics"
+			}
+		}
+		lines = append(lines, g.reason+" on "+proof.Plural(int64(count), "partition")+of+", e.g. "+
+			strings.TrimPrefix(worst.String(), g.reason+" "))
+	}
+	return lines, ranks, max(omitted, 0)
+}
+
+// summaryCount is how many partitions the proof's summary counts with a
+// data-loss reason; 0 for other reasons or without a proof.
+func summaryCount(r *policyResult, reason string) int {
+	if r.Proof == nil {
+		return 0
+	}
+	s := r.Proof.PartitionSummary
+	switch reason {
+	case proof.ReasonCommittedOffsetExpired:
+		return int(s.Expired)
+	case proof.ReasonNoCommittedOffset:
+		return int(s.Missing)
+	case proof.ReasonCommittedOffsetBeyondLogEnd:
+		return int(s.BeyondEnd)
+	}
+	return 0
+}
+
+// allTopicsOf reports whether topics are all the topics the policy's proof
+// covers, so that partitions the status leaves out are of them too.
+func allTopicsOf(r *policyResult, topics []string) bool {
+	for _, t := range r.Policy.Spec.Topics {
+		if !slices.Contains(topics, t) {
+			return false
+		}
+	}
+	if r.Proof != nil {
+		for _, t := range r.Proof.Topics {
+			if !slices.Contains(topics, t.Name) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// severity ranks a partition finding within its reason by the number its
+// message leads with: the records expired, or the log start below which
+// nothing proves the group read. Messages are the proof's
+// (internal/proof/inrange.go); an unrecognised one ranks lowest.
+func severity(f finding) int64 {
+	var after string
+	switch f.Reason {
+	case proof.ReasonCommittedOffsetExpired:
+		after = "is below log start "
+		if _, rest, ok := strings.Cut(f.Message, after); ok {
+			if _, rest, ok = strings.Cut(rest, ": "); ok {
+				return leadingInt(rest)
+			}
+		}
+		return -1
+	case proof.ReasonNoCommittedOffset:
+		after = "log start is "
+	case proof.ReasonCommittedOffsetBeyondLogEnd:
+		after = "committed offset "
+	default:
+		return -1
+	}
+	if _, rest, ok := strings.Cut(f.Message, after); ok {
+		return leadingInt(rest)
+	}
+	return -1
+}
+
+func leadingInt(s string) int64 {
+	end := 0
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	n, err := strconv.ParseInt(s[:end], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // lines calls emit with each line of the message for the given choices.
@@ -275,7 +457,7 @@ func summaryPhrase(r *policyResult) string {
 	if ps.Total == 0 && pr.ExpiredRecords == 0 {
 		return ""
 	}
-	parts := []string{strconv.Itoa(int(ps.Total)) + " partitions"}
+	parts := []string{proof.Plural(int64(ps.Total), "partition")}
 	if ps.Expired > 0 {
 		parts = append(parts, strconv.Itoa(int(ps.Expired))+" expired")
 	}
@@ -287,16 +469,26 @@ func summaryPhrase(r *policyResult) string {
 	}
 	s := strings.Join(parts, ", ")
 	if pr.ExpiredRecords > 0 {
-		s += "; " + strconv.FormatInt(pr.ExpiredRecords, 10) + " records expired unread"
+		s += "; " + proof.Plural(pr.ExpiredRecords, "record") + " expired unread"
 	}
 	return s
 }
 
-// wayOut says how to make the proof hold again, by kind of failure.
-// Commands are indented by two spaces; compact leaves them out.
+// wayOut says how to make the proof hold again, chosen by the reasons the
+// proof actually lists: offsets to reset for lost data, retention to raise
+// for a retention setting that fails, the connection, credentials or ACLs
+// for a fact that could not be read. A proof that is only Unknown never
+// gets the retention advice. Commands are indented by two spaces; compact
+// leaves them out.
 func wayOut(r *policyResult, withCheck, compact bool) []string {
 	p := r.Policy
-	var offsets, retention, access bool
+	var offsets, retention, other bool
+	var access []string // what to check, for the reasons listed
+	addAccess := func(what string) {
+		if !slices.Contains(access, what) {
+			access = append(access, what)
+		}
+	}
 	var topics []string // failing topics, for the reset command
 	for _, f := range r.Kafka {
 		switch f.Reason {
@@ -306,15 +498,30 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 				topics = append(topics, topic)
 			}
 		case proof.ReasonRetentionShorterThanWindow, proof.ReasonInfiniteRetentionNotAllowed, proof.ReasonSizeBoundedRetention,
-			proof.ReasonRetentionUnreadable, proof.ReasonOffsetsRetentionShorterThanWindow, proof.ReasonOffsetsRetentionUnreadable:
-			retention = true
+			proof.ReasonOffsetsRetentionShorterThanWindow:
+			retention = r.Verdict == rgv1.VerdictViolated
+		case proof.ReasonBrokerUnreachable, proof.ReasonBootstrapServerNotAllowed:
+			addAccess("the bootstrap servers and network")
+		case proof.ReasonAuthenticationFailed:
+			addAccess("the credentials")
+		case proof.ReasonAuthorizationFailed, proof.ReasonRetentionUnreadable, proof.ReasonOffsetsRetentionUnreadable:
+			addAccess("the ACLs (Describe, DescribeConfigs)")
+		case proof.ReasonTopicNotFound:
+			addAccess("spec.topics")
 		default:
-			access = true
+			other = true
 		}
 	}
-	if r.KafkaOmitted > 0 && !offsets && !retention {
-		access = true
+	accessLine := "Way out: fix what keeps the proof from being made (kubectl describe crp " + p.Name + " -n " + p.Namespace + "), then retry."
+	switch {
+	case len(access) > 0 && compact:
+		accessLine = "Way out: check " + strings.Join(access, ", ") + ", then retry."
+	case len(access) > 0:
+		accessLine = "Way out: check " + strings.Join(access, ", ") + ", then retry; details: kubectl describe crp " + p.Name + " -n " + p.Namespace
 	}
+	// Something keeps the proof from being made when it is not Violated on
+	// the facts listed (Unknown, or a reason the proof did not list).
+	blocked := len(access) > 0 || other || (!offsets && !retention)
 	if len(topics) == 0 {
 		topics = p.Spec.Topics[:min(len(p.Spec.Topics), 3)]
 	}
@@ -336,13 +543,15 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 			"  kafka-consumer-groups --bootstrap-server "+server+" --group "+p.Spec.GroupID+
 				topicFlags+" --reset-offsets --to-earliest --execute")
 	}
-	if retention {
+	switch {
+	case retention && compact:
+		out = append(out, "Way out: make retention.ms and offsets.retention.minutes cover recoveryWindow "+humanDuration(p.Spec.RecoveryWindow.Duration)+", then retry.")
+	case retention:
 		out = append(out, "Way out: make retention.ms and offsets.retention.minutes cover recoveryWindow "+
 			humanDuration(p.Spec.RecoveryWindow.Duration)+" (or shorten it), then retry.")
 	}
-	if access && r.kafkaFailing() {
-		out = append(out, "Way out: fix what keeps the proof from being made (kubectl describe crp "+p.Name+
-			" -n "+p.Namespace+"), then retry.")
+	if blocked && r.kafkaFailing() {
+		out = append(out, accessLine)
 	}
 	if withCheck && !compact && r.kafkaFailing() {
 		out = append(out, "Prove it now (exit 0 when it holds):",
@@ -382,7 +591,7 @@ func warnings(d *decision) []string {
 				head = p.Name + ": consumer settings fail"
 			}
 			add(head + "; allowed by enforcement Warn")
-			findings := append(append([]finding(nil), r.Consumer...), r.Kafka...)
+			findings := orderedFindings(r)
 			n := min(3, len(findings))
 			for _, f := range findings[:n] {
 				add(p.Name + ": " + f.String())
@@ -430,7 +639,7 @@ func resultPhrase(r *policyResult) string {
 		}
 		parts = append(parts, s)
 	}
-	findings := append(append([]finding(nil), r.Consumer...), r.Kafka...)
+	findings := orderedFindings(r)
 	for i, f := range findings {
 		if i == 3 {
 			parts = append(parts, "and "+strconv.Itoa(len(findings)-3+r.KafkaOmitted)+" more")

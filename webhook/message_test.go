@@ -14,8 +14,9 @@ var settleTarget = target{Kind: "Deployment", Namespace: "settlement", Name: "se
 
 // Admission contract, "denial message": seed 003's batch consumer scaled
 // from zero after 8 days down. The message names the policy and the group,
-// lists at most 5 violations with their numbers then a count, and says the
-// way out: reset the offsets and retry, or override with the proof ID.
+// lists the findings with their numbers (partitions that share a reason on
+// one line, with the count and the worst example), and says the way out:
+// reset the offsets and retry, or override with the proof ID.
 func TestDenyMessageSeed003(t *testing.T) {
 	p := settlePolicy(withProof(noCommittedOffset(), 40*time.Second))
 	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
@@ -26,8 +27,9 @@ func TestDenyMessageSeed003(t *testing.T) {
 		"refused this rollout (scale from zero) of Deployment settlement/settle",
 		"policy ledger-settle-consumer (group ledger-settle-consumer) is Violated (proof 7f3a9c21, checked 40s ago)",
 		"24 partitions, 24 without a committed offset",
-		"- NoCommittedOffset settle-task[0]: no committed offset while log start is 193927: nothing proves",
-		"more: kubectl describe crp ledger-settle-consumer -n settlement",
+		// 20 listed in status + 4 omitted, counted by the summary; the
+		// worst example has the highest log start.
+		"- NoCommittedOffset on 24 partitions of settle-task, e.g. settle-task[19]: no committed offset while log start is 193946",
 		"kafka-consumer-groups --bootstrap-server kafka-0.kafka.kafka.svc:9093 --group ledger-settle-consumer --topic settle-task --reset-offsets --to-earliest --execute",
 		"then retry",
 		"kubectl annotate --overwrite deployment settle -n settlement retentionguard.io/override-proof=7f3a9c21",
@@ -36,16 +38,159 @@ func TestDenyMessageSeed003(t *testing.T) {
 			t.Errorf("message lacks %q", want)
 		}
 	}
-	// As many violations as fit in 1 KiB, at most 5, then a count of the
-	// rest (20 listed in status + 4 omitted).
-	n := strings.Count(msg, "\n- NoCommittedOffset")
-	if n < 1 || n > 5 {
-		t.Errorf("%d violations listed, want 1 to 5", n)
-	}
-	if want := fmt.Sprintf("- and %d more", 24-n); !strings.Contains(msg, want) {
-		t.Errorf("message lacks %q", want)
+	// One line for the 24 partitions: nothing is hidden behind "and N more".
+	if n := strings.Count(msg, "\n- "); n != 1 || strings.Contains(msg, "- and ") {
+		t.Errorf("%d findings listed, want the one NoCommittedOffset line and no count", n)
 	}
 	checkMessageShape(t, msg)
+}
+
+// Seed 003 as the operator writes its status: the proof sorts by clause,
+// so OffsetsRetentionShorterThanWindow comes first and the status keeps 19
+// of the 24 NoCommittedOffset violations. The denial shows the data loss
+// first, with all 24 partitions counted, then the configuration, with
+// nothing hidden behind "and N more", and both ways out.
+func TestDenyMessageListsDataLossFirst(t *testing.T) {
+	ps := noCommittedOffset()
+	ps.Violations = append([]rgv1.ViolationStatus{{Reason: "OffsetsRetentionShorterThanWindow",
+		Message: "offsets.retention.minutes 10080 (7d) is shorter than recoveryWindow 240h (10d): an empty group's committed offsets expire before the window ends"}},
+		ps.Violations[:19]...)
+	ps.ViolationsOmitted = 5
+	p := settlePolicy(withProof(ps, 40*time.Second))
+	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	msg := denyMessage(settleTarget, &d, testNow)
+	t.Logf("%d bytes:\n%s", len(msg), msg)
+
+	var findings []string
+	for _, l := range strings.Split(msg, "\n") {
+		if strings.HasPrefix(l, "- ") {
+			findings = append(findings, l)
+		}
+	}
+	if len(findings) != 2 ||
+		!strings.HasPrefix(findings[0], "- NoCommittedOffset on 24 partitions of settle-task, e.g. settle-task[18]: no committed offset while log start is 193945") ||
+		!strings.HasPrefix(findings[1], "- OffsetsRetentionShorterThanWindow: offsets.retention.minutes 10080 (7d) is shorter than recoveryWindow 240h") {
+		t.Errorf("findings, want NoCommittedOffset (24) then OffsetsRetentionShorterThanWindow:\n%s", strings.Join(findings, "\n"))
+	}
+	for _, want := range []string{"24 partitions, 24 without a committed offset", "--reset-offsets", "make retention.ms and offsets.retention.minutes cover"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q", want)
+		}
+	}
+	checkMessageShape(t, msg)
+}
+
+// Findings are ordered data loss, then access, then configuration, then
+// the rest, stable within a group; expired records stay visible.
+func TestDenyMessageOrdersFindings(t *testing.T) {
+	ps := &rgv1.ProofStatus{Verdict: rgv1.VerdictViolated, ProofID: "12345678", ExpiredRecords: 4201,
+		PartitionSummary: rgv1.PartitionSummary{Total: 3, Expired: 2, InRange: 1},
+		Violations: []rgv1.ViolationStatus{
+			{Reason: "AuthorizationFailed", Topic: "audit", Message: "audit: DescribeConfigs: denied"},
+			{Reason: "RetentionShorterThanWindow", Topic: "outbox", Message: "outbox: retention.ms 3600000 (1h) is shorter"},
+			{Reason: "CommittedOffsetExpired", Topic: "outbox", Partition: ptr[int32](0),
+				Message: "outbox[0]: committed offset 9 is below log start 10: 1 record expired before this group read them"},
+			{Reason: "CommittedOffsetExpired", Topic: "outbox", Partition: ptr[int32](1),
+				Message: "outbox[1]: committed offset 1200 is below log start 5400: 4200 records expired before this group read them"},
+		}}
+	p := settlePolicy(withProof(ps, time.Second))
+	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	msg := denyMessage(settleTarget, &d, testNow)
+	t.Logf("\n%s", msg)
+	want := []string{
+		"- CommittedOffsetExpired on 2 partitions of outbox, e.g. outbox[1]: committed offset 1200 is below log start 5400: 4200 records",
+		"- AuthorizationFailed audit: DescribeConfigs: denied",
+		"- RetentionShorterThanWindow outbox: retention.ms 3600000 (1h) is shorter",
+	}
+	var got []string
+	for _, l := range strings.Split(msg, "\n") {
+		if strings.HasPrefix(l, "- ") {
+			got = append(got, l)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("findings:\n%s", strings.Join(got, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("finding %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+	if !strings.Contains(msg, "3 partitions, 2 expired; 4201 records expired unread") {
+		t.Errorf("the numbers are not visible")
+	}
+	checkMessageShape(t, msg)
+}
+
+// Counts are pluralised: one partition, one record, one more policy.
+func TestDenyMessagePluralises(t *testing.T) {
+	ps := &rgv1.ProofStatus{Verdict: rgv1.VerdictViolated, ProofID: "12345678", ExpiredRecords: 1,
+		PartitionSummary: rgv1.PartitionSummary{Total: 1, Expired: 1},
+		Violations: []rgv1.ViolationStatus{{Reason: "CommittedOffsetExpired", Topic: "outbox", Partition: ptr[int32](0),
+			Message: "outbox[0]: committed offset 9 is below log start 10: 1 record expired before this group read them"}}}
+	var evals []policyEval
+	for i := range 2 {
+		p := settlePolicy(withProof(ps, time.Second), func(p *rgv1.ConsumerRetentionPolicy) {
+			p.Name = fmt.Sprintf("a-policy-with-a-name-long-enough-to-be-counted-not-listed-%d", i)
+			p.Spec.GroupID = strings.Repeat("g", 300)
+		})
+		evals = append(evals, policyEval{Policy: p, Proof: p.Status.Proof})
+	}
+	d := decide(evals, "")
+	msg := denyMessage(settleTarget, &d, testNow)
+	t.Logf("\n%s", msg)
+	if !strings.Contains(msg, "1 partition, 1 expired; 1 record expired unread") {
+		t.Errorf("summary not pluralised")
+	}
+	for _, bad := range []string{"1 partitions", "1 records", "1 more refusing policies"} {
+		if strings.Contains(msg, bad) {
+			t.Errorf("message says %q", bad)
+		}
+	}
+	if strings.Count(msg, "\npolicy ") == 1 && !strings.Contains(msg, "And 1 more refusing policy:") {
+		t.Errorf("the second policy is neither listed nor counted as %q", "And 1 more refusing policy:")
+	}
+	checkMessageShape(t, msg)
+}
+
+// A broker that cannot be reached makes the proof Unknown with only the
+// failure listed; the way out is the connection, never retention settings.
+// Unknown proofs that list unreadable facts get access advice too.
+func TestDenyMessageWayOutForUnknownProofs(t *testing.T) {
+	cases := []struct {
+		name       string
+		violations []rgv1.ViolationStatus
+		want       string
+	}{
+		{"broker unreachable", []rgv1.ViolationStatus{{Reason: "BrokerUnreachable",
+			Message: "Metadata: cannot reach the cluster at kafka-0.kafka.kafka.svc:9093: dial tcp: connection refused"}},
+			"check the bootstrap servers and network, then retry"},
+		{"authentication failed", []rgv1.ViolationStatus{{Reason: "AuthenticationFailed", Message: "Metadata: SASL failed"}},
+			"check the credentials, then retry"},
+		{"configs unreadable", []rgv1.ViolationStatus{
+			{Reason: "RetentionUnreadable", Topic: "settle-task", Message: "settle-task: retention.ms is null"},
+			{Reason: "OffsetsRetentionUnreadable", Message: "offsets.retention.minutes could not be read (not in the broker's answer)"}},
+			"check the ACLs (Describe, DescribeConfigs), then retry"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := &rgv1.ProofStatus{Verdict: rgv1.VerdictUnknown, ProofID: "12345678", Violations: tc.violations}
+			p := settlePolicy(withProof(ps, time.Second))
+			d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+			msg := denyMessage(settleTarget, &d, testNow)
+			t.Logf("\n%s", msg)
+			if n := strings.Count(msg, "Way out:"); n != 1 {
+				t.Errorf("%d ways out, want 1", n)
+			}
+			if !strings.Contains(msg, "Way out: "+tc.want+"; details: kubectl describe crp ledger-settle-consumer -n settlement") {
+				t.Errorf("way out lacks %q", tc.want)
+			}
+			if strings.Contains(msg, "cover recoveryWindow") || strings.Contains(msg, "kafka-consumer-groups") {
+				t.Errorf("an Unknown proof gets retention or offsets advice")
+			}
+			checkMessageShape(t, msg)
+		})
+	}
 }
 
 // checkMessageShape: under 1 KiB, valid UTF-8, lines that fit a terminal.
@@ -108,7 +253,7 @@ func TestDenyMessageWayOutByReason(t *testing.T) {
 		{"OffsetsRetentionShorterThanWindow", "cover recoveryWindow", "kafka-consumer-groups"},
 		{"CommittedOffsetExpired", "kafka-consumer-groups", "cover recoveryWindow"},
 		{"NoCommittedOffset", "retention-guard check --bootstrap-server kafka-0.kafka.kafka.svc:9093 --group ledger-settle-consumer --topic settle-task --recovery-window 240h", ""},
-		{"AuthorizationFailed", "fix what keeps the proof from being made (kubectl describe crp ledger-settle-consumer -n settlement)", "kafka-consumer-groups"},
+		{"AuthorizationFailed", "Way out: check the ACLs (Describe, DescribeConfigs), then retry; details: kubectl describe crp ledger-settle-consumer -n settlement", "kafka-consumer-groups"},
 		{ReasonLiveCheckFailed, "fix what keeps the proof from being made", "kafka-consumer-groups"},
 	}
 	for _, tc := range cases {
@@ -153,7 +298,7 @@ func TestDenyMessageStaysUnderOneKiB(t *testing.T) {
 		if want := "override-proof=" + strings.TrimSuffix(strings.Repeat("7f3a9c21,", n), ","); !strings.Contains(msg, want) {
 			t.Errorf("%d policies: the override %q is missing:\n%s", n, want, msg)
 		}
-		if n > 1 && !strings.Contains(msg, "more refusing policies: kubectl get crp -n settlement") && strings.Count(msg, "\npolicy ") != n {
+		if n > 1 && !strings.Contains(msg, fmt.Sprintf("And %d more refusing polic", n-strings.Count(msg, "\npolicy "))) && strings.Count(msg, "\npolicy ") != n {
 			t.Errorf("%d policies, neither listed nor counted:\n%s", n, msg)
 		}
 	}

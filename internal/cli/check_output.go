@@ -186,7 +186,7 @@ func writeCheckTable(w io.Writer, o *checkOptions, obs proof.Observation, res pr
 		b.WriteString("\n")
 	}
 	if res.ExpiredRecords > 0 {
-		fmt.Fprintf(&b, "%d records expired before group %s read them.\n", res.ExpiredRecords, o.group)
+		fmt.Fprintf(&b, "%s expired before group %s read them.\n", proof.Plural(res.ExpiredRecords, "record"), o.group)
 	}
 	switch res.Verdict {
 	case proof.Violated:

@@ -714,14 +714,19 @@ func TestEvaluate(t *testing.T) {
 				conditions: map[string]condWant{
 					ClauseKafkaReachable:        {ConditionFalse, ReasonBrokerUnreachable},
 					ClauseRetentionCoversWindow: {ConditionUnknown, ReasonNotEvaluated},
-					ClauseGroupOffsetsRetained:  {ConditionUnknown, ReasonOffsetsRetentionUnreadable},
+					ClauseGroupOffsetsRetained:  {ConditionUnknown, ReasonNotEvaluated},
 					ClauseOffsetsInRange:        {ConditionUnknown, ReasonNotEvaluated},
 					ClauseReady:                 {ConditionUnknown, ReasonBrokerUnreachable},
 				},
-				violations: []violationWant{
-					{ClauseKafkaReachable, ReasonBrokerUnreachable, "", -1},
-					{ClauseGroupOffsetsRetained, ReasonOffsetsRetentionUnreadable, "", -1},
-				},
+				// offsets.retention.minutes is missing because no broker
+				// answered: only the failure is a violation.
+				violations: []violationWant{{ClauseKafkaReachable, ReasonBrokerUnreachable, "", -1}},
+			},
+			also: func(t *testing.T, r Result) {
+				c := conditionOf(t, r, ClauseGroupOffsetsRetained)
+				if want := "offsets.retention.minutes not evaluated: BrokerUnreachable (see KafkaReachable)"; c.Message != want {
+					t.Errorf("message = %q, want %q", c.Message, want)
+				}
 			},
 		},
 		{
@@ -840,14 +845,15 @@ func TestEvaluate(t *testing.T) {
 			want: want{
 				verdict: Violated,
 				conditions: map[string]condWant{
-					ClauseKafkaReachable:        {ConditionFalse, ReasonAuthorizationFailed},
-					ClauseRetentionCoversWindow: {ConditionUnknown, ReasonRetentionUnreadable},
+					ClauseKafkaReachable: {ConditionFalse, ReasonAuthorizationFailed},
+					// The denied DescribeConfigs explains the missing
+					// retention.ms: not evaluated, no violation of its own.
+					ClauseRetentionCoversWindow: {ConditionUnknown, ReasonNotEvaluated},
 					ClauseOffsetsInRange:        {ConditionFalse, ReasonCommittedOffsetExpired},
 					ClauseReady:                 {ConditionFalse, ReasonCommittedOffsetExpired},
 				},
 				violations: []violationWant{
 					{ClauseKafkaReachable, ReasonAuthorizationFailed, "settle-task", -1},
-					{ClauseRetentionCoversWindow, ReasonRetentionUnreadable, "settle-task", -1},
 					{ClauseOffsetsInRange, ReasonCommittedOffsetExpired, "outbox", 0},
 				},
 			},
@@ -1022,5 +1028,128 @@ func TestKIP848ExpiryTieNamesTheFirstPartition(t *testing.T) {
 		if w == nil || !strings.Contains(w.Message, "outbox[3]") || w.Duration != 8*day {
 			t.Errorf("reverse=%v: warning = %+v, want outbox[3] in 8d", reverse, w)
 		}
+	}
+}
+
+// A fact made unavailable by a failure that explains it is not a violation
+// of its own: its clause is Unknown/NotEvaluated with a message naming the
+// failure, and only the failure is listed. A missing fact no failure
+// explains keeps its *Unreadable violation (fail closed).
+func TestFailureExplainsMissingConfigs(t *testing.T) {
+	// absent: the observer got no configs at all for outbox, nor
+	// offsets.retention.minutes.
+	absent := func(failures ...Failure) Observation {
+		tp := topic("outbox", part(0, 0, 10, 10))
+		tp.RetentionMs, tp.RetentionBytes, tp.CleanupPolicy = ConfigValue{}, ConfigValue{}, ConfigValue{}
+		o := observation(tp)
+		o.OffsetsRetentionMinutes = ConfigValue{}
+		o.Failures = failures
+		return o
+	}
+	retentionUnreadable := violationWant{ClauseRetentionCoversWindow, ReasonRetentionUnreadable, "outbox", -1}
+	offsetsUnreadable := violationWant{ClauseGroupOffsetsRetained, ReasonOffsetsRetentionUnreadable, "", -1}
+	cases := []struct {
+		name       string
+		obs        Observation
+		violations []violationWant
+		// messages the clauses must show, when not evaluated
+		retentionMsg, offsetsMsg string
+	}{
+		{
+			name: "broker unreachable (Metadata, no topic) explains every missing config",
+			obs: absent(Failure{Reason: ReasonBrokerUnreachable, API: "Metadata", Partition: -1,
+				Message: "cannot reach the cluster at kafka:9092: dial tcp: connection refused"}),
+			violations:   []violationWant{{ClauseKafkaReachable, ReasonBrokerUnreachable, "", -1}},
+			retentionMsg: "outbox: cleanup.policy not evaluated: BrokerUnreachable (Metadata) (see KafkaReachable)",
+			offsetsMsg:   "offsets.retention.minutes not evaluated: BrokerUnreachable (Metadata) (see KafkaReachable)",
+		},
+		{
+			name:         "authentication failed (no API) explains every missing config",
+			obs:          absent(Failure{Reason: ReasonAuthenticationFailed, Partition: -1, Message: "SASL failed"}),
+			violations:   []violationWant{{ClauseKafkaReachable, ReasonAuthenticationFailed, "", -1}},
+			retentionMsg: "outbox: cleanup.policy not evaluated: AuthenticationFailed (see KafkaReachable)",
+			offsetsMsg:   "offsets.retention.minutes not evaluated: AuthenticationFailed (see KafkaReachable)",
+		},
+		{
+			name: "DescribeConfigs on the topic explains its configs, not offsets.retention.minutes",
+			obs:  absent(Failure{Reason: ReasonAuthorizationFailed, API: "DescribeConfigs", Topic: "outbox", Partition: -1}),
+			violations: []violationWant{
+				{ClauseKafkaReachable, ReasonAuthorizationFailed, "outbox", -1},
+				offsetsUnreadable,
+			},
+			retentionMsg: "outbox: cleanup.policy not evaluated: AuthorizationFailed (DescribeConfigs) (see KafkaReachable)",
+		},
+		{
+			name: "DescribeConfigs on the brokers explains offsets.retention.minutes, not a topic's configs",
+			obs:  absent(Failure{Reason: ReasonAuthorizationFailed, API: "DescribeConfigs", Partition: -1}),
+			violations: []violationWant{
+				{ClauseKafkaReachable, ReasonAuthorizationFailed, "", -1},
+				retentionUnreadable,
+			},
+			offsetsMsg: "offsets.retention.minutes not evaluated: AuthorizationFailed (DescribeConfigs) (see KafkaReachable)",
+		},
+		{
+			name: "DescribeConfigs on another topic explains nothing here",
+			obs:  absent(Failure{Reason: ReasonAuthorizationFailed, API: "DescribeConfigs", Topic: "settle-task", Partition: -1}),
+			violations: []violationWant{
+				{ClauseKafkaReachable, ReasonAuthorizationFailed, "settle-task", -1},
+				retentionUnreadable,
+				offsetsUnreadable,
+			},
+		},
+		{
+			name: "group and offset failures explain no config",
+			obs: absent(
+				Failure{Reason: ReasonAuthorizationFailed, API: "DescribeGroups", Partition: -1},
+				Failure{Reason: ReasonBrokerUnreachable, API: "OffsetFetch", Partition: -1},
+			),
+			violations: []violationWant{
+				{ClauseKafkaReachable, ReasonAuthorizationFailed, "", -1},
+				{ClauseKafkaReachable, ReasonBrokerUnreachable, "", -1},
+				retentionUnreadable,
+				offsetsUnreadable,
+			},
+		},
+		{
+			name: "a present but null or malformed value is the broker's answer, not explained by a failure",
+			obs: func() Observation {
+				o := observation(topic("outbox", part(0, 0, 10, 10)))
+				o.Topics[0].RetentionMs = ConfigValue{Present: true, Null: true}
+				o.OffsetsRetentionMinutes = cfg("week")
+				o.Failures = []Failure{{Reason: ReasonBrokerUnreachable, Partition: -1}}
+				return o
+			}(),
+			violations: []violationWant{
+				{ClauseKafkaReachable, ReasonBrokerUnreachable, "", -1},
+				retentionUnreadable,
+				offsetsUnreadable,
+			},
+		},
+		{
+			name:       "no failure: missing configs fail closed",
+			obs:        absent(),
+			violations: []violationWant{retentionUnreadable, offsetsUnreadable},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := Evaluate(c.obs, policy("outbox"), now)
+			want{verdict: Unknown, violations: c.violations}.check(t, r)
+			for clause, msg := range map[string]string{ClauseRetentionCoversWindow: c.retentionMsg, ClauseGroupOffsetsRetained: c.offsetsMsg} {
+				cond := conditionOf(t, r, clause)
+				if msg == "" {
+					if cond.Reason == ReasonNotEvaluated {
+						t.Errorf("%s not evaluated (%s), want an Unreadable violation", clause, cond.Message)
+					}
+					continue
+				}
+				if cond.Status != ConditionUnknown || cond.Reason != ReasonNotEvaluated || cond.Message != msg {
+					t.Errorf("%s = %s/%s %q, want Unknown/NotEvaluated %q", clause, cond.Status, cond.Reason, cond.Message, msg)
+				}
+			}
+			if ready := conditionOf(t, r, ClauseReady); len(c.obs.Failures) == 1 && ready.Reason != c.obs.Failures[0].Reason {
+				t.Errorf("Ready reason %s, want the failure's %s", ready.Reason, c.obs.Failures[0].Reason)
+			}
+		})
 	}
 }

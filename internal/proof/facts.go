@@ -19,6 +19,10 @@ type facts struct {
 
 	offsetsRetentionMinutes int64
 	offsetsRetentionProblem string
+	// offsetsRetentionMissingBecause names the failure that explains why
+	// offsets.retention.minutes is absent from the observation; empty when
+	// it is present or no failure explains it.
+	offsetsRetentionMissingBecause string
 }
 
 // topicFacts is one topic the proof covers.
@@ -34,6 +38,9 @@ type topicFacts struct {
 	// missingBecause is the reason of the failure that explains why a
 	// topic is not in the observation; empty when none does.
 	missingBecause string
+	// configsMissingBecause names the failure that explains why a config
+	// of this topic is absent from the observation; empty when none does.
+	configsMissingBecause string
 }
 
 // gatherFacts decides which topics the proof covers: every topic the policy
@@ -42,6 +49,9 @@ type topicFacts struct {
 func gatherFacts(obs *Observation, p Policy, now time.Time) *facts {
 	f := &facts{obs: obs, policy: p, now: now}
 	f.offsetsRetentionMinutes, f.offsetsRetentionProblem = readOffsetsRetention(obs.OffsetsRetentionMinutes)
+	if !obs.OffsetsRetentionMinutes.Present {
+		f.offsetsRetentionMissingBecause = explainingFailure(obs.Failures, explainsBrokerConfig)
+	}
 
 	observed := make(map[string]bool, len(obs.Topics))
 	f.topics = make([]topicFacts, 0, len(obs.Topics)+len(p.Topics))
@@ -53,6 +63,9 @@ func gatherFacts(obs *Observation, p Policy, now time.Time) *facts {
 			obs:            t,
 			retention:      readRetentionConfig(t),
 			offsetFailures: offsetFailures(obs.Failures, t.Name),
+			configsMissingBecause: explainingFailure(obs.Failures, func(f Failure) bool {
+				return explainsTopicConfigs(f, t.Name)
+			}),
 		})
 	}
 	for _, name := range p.Topics {
@@ -105,6 +118,61 @@ func explainsMissingTopic(f Failure, topic string) bool {
 		return f.Topic == topic
 	}
 	return !apiIn(f.API, groupAPIs) && !strings.EqualFold(f.API, "DescribeBrokerConfigs")
+}
+
+// Kafka APIs that read the facts of one topic or one group: a failure of
+// one that names no topic is still not cluster-wide.
+var topicOrGroupAPIs = []string{"OffsetFetch", "ListOffsets", "Fetch", "OffsetCommit", "FindCoordinator"}
+
+// clusterWide reports whether a failure cost every fact the observer reads
+// from the cluster: it names no topic, and its API (if any) reads neither
+// one topic's or group's facts nor only configurations.
+func clusterWide(f Failure) bool {
+	return f.Topic == "" && !apiIn(f.API, groupAPIs) && !apiIn(f.API, topicOrGroupAPIs) && !apiIn(f.API, configAPIs)
+}
+
+// explainsTopicConfigs reports whether a failure explains why a config of
+// the topic is absent: a cluster-wide failure, or a configuration request
+// about this topic.
+func explainsTopicConfigs(f Failure, topic string) bool {
+	return clusterWide(f) || (f.Topic == topic && apiIn(f.API, configAPIs))
+}
+
+// explainsBrokerConfig reports whether a failure explains why
+// offsets.retention.minutes is absent: a cluster-wide failure, or a
+// configuration request that names no topic (the brokers' configs).
+func explainsBrokerConfig(f Failure) bool {
+	return clusterWide(f) || (f.Topic == "" && apiIn(f.API, configAPIs))
+}
+
+// explainingFailure describes the most fundamental failure that explains
+// a missing fact ("BrokerUnreachable (Metadata)"), the same whatever the
+// observer's order; empty when no failure explains it.
+func explainingFailure(failures []Failure, explains func(Failure) bool) string {
+	var best *Failure
+	for i := range failures {
+		f := &failures[i]
+		if !explains(*f) {
+			continue
+		}
+		if best == nil || cmp.Or(
+			cmp.Compare(reasonRank(failureReason(*f)), reasonRank(failureReason(*best))),
+			strings.Compare(failureReason(*f), failureReason(*best)),
+			strings.Compare(f.API, best.API),
+			strings.Compare(f.Topic, best.Topic),
+			strings.Compare(f.Message, best.Message),
+		) < 0 {
+			best = f
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	s := failureReason(*best)
+	if best.API != "" {
+		s += " (" + best.API + ")"
+	}
+	return s
 }
 
 // offsetFailures returns the failures that may have cost the topic's

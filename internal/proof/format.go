@@ -167,3 +167,7 @@ func (m *messageBuilder) count(n int64, noun string) *messageBuilder {
 	}
 	return m
 }
+
+// Plural counts a noun: "1 partition", "24 partitions". For messages
+// outside the proof that print its counts.
+func Plural(n int64, noun string) string { return plural(n, noun) }

@@ -248,6 +248,17 @@ func checkInvariants(t *testing.T, in fuzzCase, r Result) {
 		t.Fatalf("verdict %s, but a violation that fails on facts: %v", r.Verdict, factFails)
 	}
 
+	// A missing config is an *Unreadable violation exactly when no failure
+	// explains its absence; one that a failure explains is not evaluated.
+	if got, want := countViolations(r, ClauseGroupOffsetsRetained, ReasonOffsetsRetentionUnreadable, ""), oracleOffsetsUnreadable(in); got != want {
+		t.Fatalf("%d OffsetsRetentionUnreadable violations, want %d\nviolations: %+v\ninput: %+v", got, want, r.Violations, in)
+	}
+	for _, tp := range in.obs.Topics {
+		if got, want := countViolations(r, ClauseRetentionCoversWindow, ReasonRetentionUnreadable, tp.Name), oracleRetentionUnreadable(in, tp); got != want {
+			t.Fatalf("%s: %d RetentionUnreadable violations, want %d\nviolations: %+v\ninput: %+v", tp.Name, got, want, r.Violations, in)
+		}
+	}
+
 	// Conditions: one per clause, in order; Ready follows the verdict.
 	if len(r.Conditions) != len(ClauseTypes) {
 		t.Fatalf("%d conditions", len(r.Conditions))
@@ -441,4 +452,71 @@ func oracleCleanup(v ConfigValue) (deletes, ok bool) {
 		}
 	}
 	return deletes, true
+}
+
+func countViolations(r Result, clause, reason, topic string) int {
+	n := 0
+	for _, v := range r.Violations {
+		if v.Clause == clause && v.Reason == reason && v.Topic == topic {
+			n++
+		}
+	}
+	return n
+}
+
+// The oracle's reading of which failure explains a missing config
+// (ARCHITECTURE.md, "The proof"): a cluster-wide failure (no topic, and an
+// API that is not about one topic or group, nor only about configs)
+// explains every one; a config request about a topic explains that topic's;
+// a config request about no topic (the brokers) explains
+// offsets.retention.minutes.
+var (
+	oracleConfigAPIs = []string{"describeconfigs", "describetopicconfigs", "describebrokerconfigs"}
+	oracleScopedAPIs = []string{"describegroups", "describeconsumergroups", "consumergroupdescribe",
+		"offsetfetch", "listoffsets", "fetch", "offsetcommit", "findcoordinator"}
+)
+
+func oracleClusterWide(f Failure) bool {
+	api := strings.ToLower(f.API)
+	return f.Topic == "" && !slices.Contains(oracleConfigAPIs, api) && !slices.Contains(oracleScopedAPIs, api)
+}
+
+func oracleExplained(in fuzzCase, v ConfigValue, topic string) bool {
+	if v.Present {
+		return false // the broker answered: a null or malformed value is its answer
+	}
+	for _, f := range in.obs.Failures {
+		if oracleClusterWide(f) || (f.Topic == topic && slices.Contains(oracleConfigAPIs, strings.ToLower(f.API))) {
+			return true
+		}
+	}
+	return false
+}
+
+func oracleOffsetsUnreadable(in fuzzCase) int {
+	v := in.obs.OffsetsRetentionMinutes
+	if n, ok := oracleInt(v); ok && n >= 1 || oracleExplained(in, v, "") {
+		return 0
+	}
+	return 1
+}
+
+func oracleRetentionUnreadable(in fuzzCase, t TopicObservation) int {
+	deletes, ok := oracleCleanup(t.CleanupPolicy)
+	if !ok {
+		if oracleExplained(in, t.CleanupPolicy, t.Name) {
+			return 0
+		}
+		return 1
+	}
+	if !deletes {
+		return 0
+	}
+	n := 0
+	for _, v := range []ConfigValue{t.RetentionMs, t.RetentionBytes} {
+		if _, ok := oracleInt(v); !ok && !oracleExplained(in, v, t.Name) {
+			n++
+		}
+	}
+	return n
 }

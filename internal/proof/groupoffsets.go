@@ -10,6 +10,11 @@ func groupOffsetsRetained(f *facts) (Condition, []Violation) {
 	window := f.policy.RecoveryWindow
 	minutes := f.offsetsRetentionMinutes
 	switch {
+	case f.offsetsRetentionProblem != "" && f.offsetsRetentionMissingBecause != "":
+		// Absent because a request failed: the failure's violation says
+		// so; the clause is not evaluated.
+		o.notEvaluated = append(o.notEvaluated, keyOffsetsRetentionMinutes+" not evaluated: "+
+			f.offsetsRetentionMissingBecause+" (see "+ClauseKafkaReachable+")")
 	case f.offsetsRetentionProblem != "":
 		o.add(topicViolation("", ReasonOffsetsRetentionUnreadable, "", f.offsetsRetentionProblem))
 	case minutesToDuration(minutes) < window:

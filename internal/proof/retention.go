@@ -20,17 +20,21 @@ func retentionCoversWindow(f *facts) (Condition, []Violation) {
 		}
 		rc := t.retention
 		if rc.cleanupProblem != "" {
-			o.add(topicViolation("", ReasonRetentionUnreadable, t.name, t.name+": "+rc.cleanupProblem))
+			unreadableConfig(&o, t, keyCleanupPolicy, t.obs.CleanupPolicy, rc.cleanupProblem)
 			continue
 		}
 		if !rc.deletes {
 			compacted++
 			continue
 		}
-		if v, ok := checkRetentionMs(t.name, rc, window, f.policy.AllowInfiniteRetention); !ok {
+		if rc.msProblem != "" {
+			unreadableConfig(&o, t, keyRetentionMs, t.obs.RetentionMs, rc.msProblem)
+		} else if v, ok := checkRetentionMs(t.name, rc, window, f.policy.AllowInfiniteRetention); !ok {
 			o.add(v)
 		}
-		if v, ok := checkRetentionBytes(t.name, rc, window, f.policy.AllowSizeBoundedRetention); !ok {
+		if rc.bytesProblem != "" {
+			unreadableConfig(&o, t, keyRetentionBytes, t.obs.RetentionBytes, rc.bytesProblem)
+		} else if v, ok := checkRetentionBytes(t.name, rc, window, f.policy.AllowSizeBoundedRetention); !ok {
 			o.add(v)
 		}
 	}
@@ -79,6 +83,20 @@ func checkRetentionBytes(topic string, rc retentionConfig, window time.Duration,
 				" -1, or allowSizeBoundedRetention"), false
 	}
 	return Violation{}, true
+}
+
+// unreadableConfig records a topic config that could not be read. When it
+// is absent from the observation and a failure explains why, the failure's
+// violation already says so: the config is not evaluated, without a
+// violation of its own. Otherwise (a null or malformed value, or no failure
+// to explain it) it is a RetentionUnreadable violation: fail closed.
+func unreadableConfig(o *clauseOutcome, t *topicFacts, key string, v ConfigValue, problem string) {
+	if !v.Present && t.configsMissingBecause != "" {
+		o.notEvaluated = append(o.notEvaluated,
+			t.name+": "+key+" not evaluated: "+t.configsMissingBecause+" (see "+ClauseKafkaReachable+")")
+		return
+	}
+	o.add(topicViolation("", ReasonRetentionUnreadable, t.name, t.name+": "+problem))
 }
 
 // missingTopic records a topic that is not in the observation. When a

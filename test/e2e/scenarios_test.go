@@ -132,7 +132,7 @@ func TestSeed003ExpiredGroupOffsetsBlockTheBatchRun(t *testing.T) {
 	contains(t, "the denial", msg,
 		"Deployment settlement/settle",
 		"policy ledger-settle-consumer (group ledger-settle-consumer)",
-		"NoCommittedOffset settle-task[0]: no committed offset while log start is 40",
+		"NoCommittedOffset on 3 partitions of settle-task, e.g. settle-task[0]: no committed offset while log start is 40",
 		p.Status.Proof.ProofID)
 	if v, _ := metric(t, "retentionguard_admission_decisions_total", `kind="Deployment"`, `decision="denied"`); v < 1 {
 		t.Errorf("retentionguard_admission_decisions_total{decision=denied} = %v, want ≥ 1", v)
