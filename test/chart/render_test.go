@@ -2,29 +2,21 @@ package chart_test
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v4/pkg/chart/common"
-	"helm.sh/helm/v4/pkg/chart/common/util"
-	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	"helm.sh/helm/v4/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/retentionguard/retention-guard/internal/testenv"
+	"github.com/retentionguard/retention-guard/test/chartrender"
 )
 
 const (
-	releaseName = "retention-guard"
-	releaseNS   = "retention-guard"
+	releaseName = chartrender.ReleaseName
+	releaseNS   = chartrender.ReleaseNamespace
 	fullname    = "retention-guard"
 )
 
@@ -33,26 +25,11 @@ var (
 	chartDir = filepath.Join(root, "charts", "retention-guard")
 )
 
-func loadChart(t *testing.T) *chartv2.Chart {
-	t.Helper()
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatalf("loading the chart: %v", err)
-	}
-	return ch
-}
-
 // renderErr renders the chart as `helm install` would (schema validation
 // included) with vals over values.yaml.
 func renderErr(t *testing.T, vals map[string]any) (map[string]string, error) {
 	t.Helper()
-	ch := loadChart(t)
-	rv, err := util.ToRenderValuesWithSchemaValidation(ch, vals,
-		common.ReleaseOptions{Name: releaseName, Namespace: releaseNS, Revision: 1, IsInstall: true}, nil, false)
-	if err != nil {
-		return nil, err
-	}
-	return engine.Render(ch, rv)
+	return chartrender.Files(chartDir, vals)
 }
 
 // manifests is a rendered release, by kind and name.
@@ -67,46 +44,20 @@ func render(t *testing.T, vals map[string]any) manifests {
 	if err != nil {
 		t.Fatalf("rendering with %v: %v", vals, err)
 	}
-	var m manifests
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
+	objs, err := chartrender.Objects(files)
+	if err != nil {
+		t.Fatal(err)
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		if strings.HasSuffix(n, "NOTES.txt") {
-			m.notes = files[n]
-			continue
+	m := manifests{objs: objs}
+	for n, f := range files {
+		if strings.HasSuffix(n, "/NOTES.txt") {
+			m.notes = f
 		}
-		if !strings.HasSuffix(n, ".yaml") {
-			continue
-		}
-		objs, err := decodeAll(files[n])
-		if err != nil {
-			t.Fatalf("%s does not parse: %v\n%s", n, err, files[n])
-		}
-		m.objs = append(m.objs, objs...)
 	}
 	return m
 }
 
-func decodeAll(s string) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(s), 4096)
-	for {
-		var obj map[string]any
-		if err := dec.Decode(&obj); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(obj) == 0 {
-			continue
-		}
-		out = append(out, &unstructured.Unstructured{Object: obj})
-	}
-}
+func decodeAll(s string) ([]*unstructured.Unstructured, error) { return chartrender.Decode(s) }
 
 func (m manifests) all(kind string) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured

@@ -2,77 +2,35 @@ package stack
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"sort"
-	"strings"
 
-	"helm.sh/helm/v4/pkg/chart/common"
-	"helm.sh/helm/v4/pkg/chart/common/util"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	"helm.sh/helm/v4/pkg/engine"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/retentionguard/retention-guard/test/chartrender"
 )
 
 // Release is the name and namespace the chart is installed with.
 const (
-	ReleaseName      = "retention-guard"
-	ReleaseNamespace = "retention-guard"
+	ReleaseName      = chartrender.ReleaseName
+	ReleaseNamespace = chartrender.ReleaseNamespace
 )
 
 // RenderChart renders charts/retention-guard as `helm install` would
 // (values.schema.json validation included), with vals over values.yaml, and
 // returns its objects in file order.
 func RenderChart(chartDir string, vals map[string]any) ([]*unstructured.Unstructured, error) {
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		return nil, fmt.Errorf("loading the chart: %w", err)
-	}
-	rv, err := util.ToRenderValuesWithSchemaValidation(ch, vals,
-		common.ReleaseOptions{Name: ReleaseName, Namespace: ReleaseNamespace, Revision: 1, IsInstall: true}, nil, false)
-	if err != nil {
-		return nil, fmt.Errorf("chart values: %w", err)
-	}
-	files, err := engine.Render(ch, rv)
-	if err != nil {
-		return nil, fmt.Errorf("rendering the chart: %w", err)
-	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		if strings.HasSuffix(n, ".yaml") {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	var objs []*unstructured.Unstructured
-	for _, n := range names {
-		dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(files[n]), 4096)
-		for {
-			var obj map[string]any
-			if err := dec.Decode(&obj); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, fmt.Errorf("%s does not parse: %w", n, err)
-			}
-			if len(obj) > 0 {
-				objs = append(objs, &unstructured.Unstructured{Object: obj})
-			}
-		}
-	}
-	return objs, nil
+	return chartrender.Render(chartDir, vals)
 }
 
 // applyOrder puts what others depend on first: CRDs and namespaced
