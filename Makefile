@@ -44,11 +44,17 @@ test-go: ## Go tests against the real control plane from envtest-assets (all but
 	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$')
 
 .PHONY: test-e2e
-test-e2e: ## End to end: control plane, broker and manager as processes, the chart's RBAC, seeds 003 and 000, faults, the demo (needs kcat: make deps).
-	# -count=1: the suites build the binaries they run with `go build`,
-	# which Go's test cache cannot see.
-	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh); \
-	$(GO) test $(GOTESTFLAGS) -count=1 ./test/e2e/... ./hack/demo
+test-e2e: build-e2e ## End to end: control plane, broker and manager as processes, the chart's RBAC, seeds 003 and 000, faults, the demo (needs kcat: make deps).
+	# -count=1: the suites run binaries built outside go test, which Go's
+	# test cache cannot see. -p 1: each package starts a whole stack.
+	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh) \
+	  RETENTION_GUARD_BIN=$(CURDIR)/bin/e2e/retention-guard KAFKA_BROKER_BIN=$(CURDIR)/bin/e2e/kafka-broker; \
+	$(GO) test $(GOTESTFLAGS) -count=1 -p 1 ./test/e2e/... ./hack/demo
+
+.PHONY: build-e2e
+build-e2e: ## Build the binaries the end-to-end suite and the demo test run (same settings as go test: its build cache serves).
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/e2e/retention-guard .
+	$(GO) build -o bin/e2e/kafka-broker ./test/kafka-broker
 
 .PHONY: verify
 verify: ## Fail when generated files (CRD, RBAC, deepcopy) or formatting are out of date.

@@ -312,12 +312,17 @@ func TestProofStatusRoundsDurationsAndShortensWarnings(t *testing.T) {
 	obs.Topics[0].Partitions[0].CommittedTimestamp = obs.ObservedAt.Add(-(7*24*time.Hour - 1400*time.Millisecond))
 	res := proof.Evaluate(obs, testPolicy(), obs.ObservedAt)
 	g.Expect(res.HasRecoveryHeadroom).To(BeTrue())
+	g.Expect(res.Warnings).NotTo(BeEmpty(), "headroom below the window is a warning")
+	// The headroom warning fits as it is; one longer than the bound must
+	// be shortened.
+	res.Warnings = append(res.Warnings, proof.Warning{Type: proof.WarningRecoveryHeadroom, Message: strings.Repeat("x", 2*maxWarningLength)})
 	ps := proofStatus(obs, res)
 	g.Expect(ps.RecoveryHeadroom.Duration).To(Equal(time.Second), "rounded to seconds")
-	g.Expect(ps.Warnings).NotTo(BeEmpty(), "headroom below the window is a warning")
-	for _, w := range ps.Warnings {
-		g.Expect(len(w)).To(BeNumerically("<=", maxWarningLength))
-	}
+	g.Expect(ps.Warnings).To(HaveLen(len(res.Warnings)))
+	g.Expect(ps.Warnings[0]).To(Equal(res.Warnings[0].Message), "a short warning is kept whole")
+	long := ps.Warnings[len(ps.Warnings)-1]
+	g.Expect(len(long)).To(BeNumerically("<=", maxWarningLength))
+	g.Expect(long).To(HaveSuffix("..."))
 	g.Expect(ps.Verdict).To(Equal(rgv1.VerdictProven), "a warning never denies on its own")
 }
 

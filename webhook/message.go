@@ -645,7 +645,11 @@ func resultPhrase(r *policyResult) string {
 			parts = append(parts, "and "+strconv.Itoa(len(findings)-3+r.KafkaOmitted)+" more")
 			break
 		}
-		parts = append(parts, f.Reason+" "+f.Subject)
+		part := f.Reason
+		if f.Subject != "" {
+			part += " " + f.Subject
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -356,6 +356,14 @@ func TestEventNotes(t *testing.T) {
 	if !strings.Contains(note, "would refuse StatefulSet n/s (create)") || !strings.Contains(note, "and 21 more") {
 		t.Errorf("audit note %q", note)
 	}
+	// A finding about no partition (ProofStale) is named without a
+	// dangling space.
+	stale := settlePolicy(withProof(proven(), time.Hour))
+	d = decide([]policyEval{{Policy: stale, NoProofReason: ReasonProofStale, NoProofDetail: "status proof checked 1h ago"}}, "")
+	note = eventNote(settleTarget, &d.Policies[0], EventRolloutDenied)
+	if !strings.HasSuffix(note, "; "+ReasonProofStale) {
+		t.Errorf("denied note %q, want it to end with %q", note, "; "+ReasonProofStale)
+	}
 }
 
 func TestClip(t *testing.T) {

@@ -183,9 +183,6 @@ func (o *checkOptions) connection() (kafka.Connection, error) {
 		if err != nil {
 			return conn, usageError{err}
 		}
-		if t == nil {
-			t = &kafka.TLS{}
-		}
 		t.ServerName = o.tlsServerName
 		conn.TLS = t
 	}

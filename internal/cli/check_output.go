@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -207,11 +208,11 @@ func configText(v proof.ConfigValue, duration bool) string {
 		return "(null)"
 	}
 	if duration {
-		if ms, err := strconv.ParseInt(v.Value, 10, 64); err == nil && ms > 0 {
-			return v.Value + " (" + proof.FormatDuration(msDuration(ms)) + ")"
+		// Beyond time.Duration's range (about 292 years) the value stands
+		// alone rather than wrap around.
+		if ms, err := strconv.ParseInt(v.Value, 10, 64); err == nil && ms > 0 && ms <= math.MaxInt64/int64(time.Millisecond) {
+			return v.Value + " (" + proof.FormatDuration(time.Duration(ms)*time.Millisecond) + ")"
 		}
 	}
 	return v.Value
 }
-
-func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/retentionguard/retention-guard/internal/proof"
@@ -116,11 +115,7 @@ func (p *pass) describeConfigs(ctx context.Context) {
 			k := resourceKey{rr.ResourceType, rr.ResourceName}
 			answered[k] = true
 			if rr.ErrorCode != 0 {
-				err := kerr.ErrorForCode(rr.ErrorCode)
-				if rr.ErrorMessage != nil && *rr.ErrorMessage != "" {
-					err = fmt.Errorf("%w (%s)", err, *rr.ErrorMessage)
-				}
-				resourceFailed(k, err, what(k))
+				resourceFailed(k, errorWithMessage(rr.ErrorCode, rr.ErrorMessage), what(k))
 				continue
 			}
 			values := make(map[string]proof.ConfigValue)

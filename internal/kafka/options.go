@@ -18,7 +18,6 @@ type options struct {
 	dialTimeout    time.Duration
 	requestTimeout time.Duration
 	retryTimeout   time.Duration
-	fetchBytes     int32
 	now            func() time.Time
 }
 
@@ -29,7 +28,6 @@ func defaultOptions() options {
 		dialTimeout:    5 * time.Second,
 		requestTimeout: 10 * time.Second,
 		retryTimeout:   10 * time.Second,
-		fetchBytes:     defaultTimestampFetchBytes,
 		now:            time.Now,
 	}
 }
@@ -74,17 +72,6 @@ func WithTimeouts(dial, request, retry time.Duration) Option {
 		}
 		if retry > 0 {
 			o.retryTimeout = retry
-		}
-	}
-}
-
-// WithTimestampFetchBytes sets how many bytes per partition the observer
-// asks for when reading the record at a committed offset (default 1 KiB).
-// See timestamps.go for why a little more than a batch header is enough.
-func WithTimestampFetchBytes(n int32) Option {
-	return func(o *options) {
-		if n >= batchHeaderSize {
-			o.fetchBytes = n
 		}
 	}
 }

@@ -52,9 +52,9 @@ import (
 const (
 	// batchHeaderSize is the size of a v2 record batch header.
 	batchHeaderSize = 61
-	// defaultTimestampFetchBytes is enough for a header and small
-	// batches whole.
-	defaultTimestampFetchBytes = 1024
+	// timestampFetchBytes is how many bytes per partition are asked for:
+	// enough for a header and small batches whole.
+	timestampFetchBytes = 1024
 	// firstPartitionSlack is room in a response's byte budget for the
 	// one batch a broker always sends whole, however large.
 	firstPartitionSlack = 1 << 20
@@ -161,7 +161,7 @@ func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timest
 	req.IsolationLevel = 0
 	req.SessionID = 0
 	req.SessionEpoch = -1 // no fetch session: a one-off full fetch
-	req.MaxBytes = int32(min(int64(p.o.opts.fetchBytes)*int64(len(wants))+firstPartitionSlack, 1<<30))
+	req.MaxBytes = int32(min(int64(timestampFetchBytes)*int64(len(wants))+firstPartitionSlack, 1<<30))
 	offsetOf := make(map[topicPartition]int64, len(wants))
 	for _, w := range wants {
 		offsetOf[w.tp] = w.offset
@@ -174,7 +174,7 @@ func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timest
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = w.tp.partition
 		rp.FetchOffset = w.offset
-		rp.PartitionMaxBytes = p.o.opts.fetchBytes
+		rp.PartitionMaxBytes = timestampFetchBytes
 		rt := &req.Topics[len(req.Topics)-1]
 		rt.Partitions = append(rt.Partitions, rp)
 	}

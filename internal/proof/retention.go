@@ -53,10 +53,10 @@ func retentionCoversWindow(f *facts) (Condition, []Violation) {
 	return o.condition(reason, msg), o.violations
 }
 
+// checkRetentionMs judges a readable retention.ms (the caller reports an
+// unreadable one).
 func checkRetentionMs(topic string, rc retentionConfig, window time.Duration, allowInfinite bool) (Violation, bool) {
 	switch {
-	case rc.msProblem != "":
-		return topicViolation("", ReasonRetentionUnreadable, topic, topic+": "+rc.msProblem), false
 	case rc.ms < 0:
 		if allowInfinite {
 			return Violation{}, true
@@ -72,10 +72,10 @@ func checkRetentionMs(topic string, rc retentionConfig, window time.Duration, al
 	return Violation{}, true
 }
 
+// checkRetentionBytes judges a readable retention.bytes (the caller reports
+// an unreadable one).
 func checkRetentionBytes(topic string, rc retentionConfig, window time.Duration, allowSizeBounded bool) (Violation, bool) {
 	switch {
-	case rc.bytesProblem != "":
-		return topicViolation("", ReasonRetentionUnreadable, topic, topic+": "+rc.bytesProblem), false
 	case rc.bytes >= 0 && !allowSizeBounded:
 		return topicViolation("", ReasonSizeBoundedRetention, topic,
 			topic+": "+keyRetentionBytes+" "+itoa(rc.bytes)+" bounds each partition by size: a burst of writes deletes records "+

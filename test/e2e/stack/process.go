@@ -3,6 +3,7 @@ package stack
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -172,21 +173,50 @@ func waitTCP(ctx context.Context, addr string, timeout time.Duration) error {
 	}
 }
 
+// Binaries built ahead (`make build-e2e` sets these): the stack then runs
+// them as they are instead of building its own.
+const (
+	EnvManagerBinary = "RETENTION_GUARD_BIN"
+	EnvBrokerBinary  = "KAFKA_BROKER_BIN"
+)
+
 // Build compiles the retention-guard binary and the kafka-broker program
-// into dir, and returns their paths.
+// into dir, and returns their paths; binaries named by EnvManagerBinary
+// and EnvBrokerBinary are used as they are. The build is not bound by ctx's
+// deadline (a first build of the manager on a cold cache takes minutes on 2
+// cores; that is not the stack failing to start), only by its cancellation,
+// and it uses the same build settings as `go test` so it reuses its cache.
 func Build(ctx context.Context, root, dir string, log io.Writer) (manager, broker string, err error) {
 	manager = filepath.Join(dir, "retention-guard")
 	broker = filepath.Join(dir, "kafka-broker")
-	for _, b := range []struct{ out, pkg string }{{manager, "."}, {broker, "./test/kafka-broker"}} {
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			cancel() // Ctrl-C, not a deadline
+		}
+	})()
+	for _, b := range []struct {
+		out *string
+		pkg string
+		env string
+	}{{&manager, ".", EnvManagerBinary}, {&broker, "./test/kafka-broker", EnvBrokerBinary}} {
+		if prebuilt := os.Getenv(b.env); prebuilt != "" {
+			if _, err := os.Stat(prebuilt); err != nil {
+				return "", "", fmt.Errorf("%s=%s: %w (run make build-e2e, or unset it to build here)", b.env, prebuilt, err)
+			}
+			*b.out = prebuilt
+			fmt.Fprintf(log, "using %s from %s\n", filepath.Base(prebuilt), b.env)
+			continue
+		}
 		start := time.Now()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", b.out, b.pkg)
+		cmd := exec.CommandContext(bctx, "go", "build", "-o", *b.out, b.pkg)
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return "", "", fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
 		}
-		fmt.Fprintf(log, "built %s in %s\n", filepath.Base(b.out), time.Since(start).Round(100*time.Millisecond))
+		fmt.Fprintf(log, "built %s in %s\n", filepath.Base(*b.out), time.Since(start).Round(100*time.Millisecond))
 	}
 	return manager, broker, nil
 }
