@@ -292,8 +292,11 @@ func TestOverrideAnnotation(t *testing.T) {
 	stale := settleDeployment(ns, "settle", 1)
 	stale.Annotations = map[string]string{OverrideAnnotation: "1a2b3c4d"}
 	msg := mustDeny(t, s.alice.Create(ctxFor(t), stale))
+	// Refused on create: nothing is stored to annotate, so the denial
+	// says to fix the manifest.
 	mustContain(t, msg, "Override refused: the annotation (1a2b3c4d) is not its current proof ID 7f3a9c21.",
-		"retentionguard.io/override-proof=7f3a9c21")
+		"Or roll out knowingly: add to the manifest's metadata.annotations, then apply it again:\n  retentionguard.io/override-proof: \"7f3a9c21\"")
+	mustLack(t, msg, "kubectl annotate")
 
 	right := settleDeployment(ns, "settle", 1)
 	right.Annotations = map[string]string{OverrideAnnotation: "7f3a9c21"}

@@ -170,7 +170,15 @@ func TestSuspendedCronJobIsFreeUntilUnsuspended(t *testing.T) {
 
 	msg := mustDeny(t, s.alice.Patch(ctxFor(t), edit, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":false}}`))))
 	mustContain(t, msg, "retention-guard refused this rollout (unsuspend) of CronJob "+ns+"/settle:",
-		"24 partitions, 24 without a committed offset")
+		"24 partitions, 24 without a committed offset",
+		"kubectl patch cronjob settle -n "+ns+" --type merge")
+
+	// Created unsuspended: refused, and the CronJob was not stored, so
+	// the override goes into the manifest's job template.
+	msg = mustDeny(t, s.alice.Create(ctxFor(t), settleCronJob(ns, "settle-now", false)))
+	mustContain(t, msg, "retention-guard refused this rollout (create) of CronJob "+ns+"/settle-now:",
+		"add to the manifest's spec.jobTemplate.metadata.annotations, then apply it again:\n  retentionguard.io/override-proof: \"7f3a9c21\"")
+	mustLack(t, msg, "kubectl patch", "kubectl annotate")
 
 	var got batchv1.CronJob
 	if err := s.admin.Get(ctxFor(t), client.ObjectKeyFromObject(cj), &got); err != nil || got.Spec.Suspend == nil || !*got.Spec.Suspend {
@@ -194,8 +202,12 @@ func TestSuspendedJobStartsOnUnsuspend(t *testing.T) {
 		"NoCommittedOffset on 24 partitions of settle-task",
 		"kubectl annotate --overwrite job settle-backfill -n "+ns+" retentionguard.io/override-proof=7f3a9c21")
 
-	// Started directly: refused too.
-	mustDeny(t, s.alice.Create(ctxFor(t), settleJob(ns, "settle-now", false)))
+	// Started directly: refused too. The Job was not stored, so the way
+	// to override is the manifest, not `kubectl annotate`.
+	msg = mustDeny(t, s.alice.Create(ctxFor(t), settleJob(ns, "settle-now", false)))
+	mustContain(t, msg, "retention-guard refused this rollout (create) of Job "+ns+"/settle-now:",
+		"add to the manifest's metadata.annotations, then apply it again:\n  retentionguard.io/override-proof: \"7f3a9c21\"")
+	mustLack(t, msg, "kubectl annotate", "kubectl patch")
 
 	other := settleJob(ns, "report", false)
 	other.Spec.Template.Labels = map[string]string{"app": "report"}

@@ -55,6 +55,13 @@
 // out. Each accepted use is recorded as a ProofOverridden event on the
 // policy naming the requesting user (never for dry-run requests).
 //
+// The denial says how to set the annotation: `kubectl annotate` on the
+// stored workload, `kubectl patch cronjob` on a CronJob's job template (also
+// for a refused run of a CronJob), and for a refused CREATE, which stored
+// nothing to annotate, the line to add to the manifest's
+// metadata.annotations (a CronJob's spec.jobTemplate.metadata.annotations)
+// before applying it again.
+//
 // When the webhook itself cannot obtain a proof (status proof missing or
 // stale and the live check failed or is not configured) the verdict is
 // Unknown with a proofID the webhook derives deterministically from the

@@ -134,7 +134,9 @@ func TestHandlerStaleProofWithoutLiveCheckerIsDenied(t *testing.T) {
 	p := settlePolicy(withProof(proven(), time.Hour))
 	h, _, _ := newTestHandler(t, Options{}, p)
 	msg := denied(t, h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, false)))
-	for _, want := range []string{"is Unknown", ReasonProofStale, "status proof checked 1h ago", "no live check is configured", "override-proof=" + webhookProofID(p, ReasonProofStale)} {
+	for _, want := range []string{"is Unknown", ReasonProofStale, "status proof checked 1h ago", "no live check is configured",
+		// A create: the override goes into the manifest.
+		"add to the manifest's metadata.annotations", `override-proof: "` + webhookProofID(p, ReasonProofStale) + `"`} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message lacks %q:\n%s", want, msg)
 		}

@@ -65,19 +65,32 @@ func (t target) related() *corev1.ObjectReference {
 		Name: t.CronJob, UID: types.UID(t.CronJobUID)}
 }
 
-// overrideCommand is the command that sets the override annotation where
-// it counts: on the workload itself, or, for a CronJob and its runs, on the
-// CronJob's job template (the annotations its Jobs are created with).
-func (t target) overrideCommand(ids string) string {
+// overrideLines say how to set the override annotation where it counts:
+// on the workload itself, or, for a CronJob and its runs, on the CronJob's
+// job template (the annotations its Jobs are created with). A refused
+// CREATE stored nothing, so no kubectl command can annotate the object:
+// the annotation goes into the manifest, which is applied again. A run of
+// a CronJob is the exception: the CronJob exists and is patched.
+func (t target) overrideLines(ids string) []string {
 	cronJob := t.CronJob
-	if t.Kind == kindCronJob {
+	if t.Kind == kindCronJob && t.Rollout != rolloutCreate {
 		cronJob = t.Name
 	}
-	if cronJob != "" {
-		return "kubectl patch cronjob " + cronJob + " -n " + t.Namespace + ` --type merge -p '{"spec":{"jobTemplate":{"metadata":{"annotations":{"` +
-			OverrideAnnotation + `":"` + ids + `"}}}}}'`
+	switch {
+	case cronJob != "":
+		return []string{"Or roll out knowingly:", "  kubectl patch cronjob " + cronJob + " -n " + t.Namespace +
+			` --type merge -p '{"spec":{"jobTemplate":{"metadata":{"annotations":{"` + OverrideAnnotation + `":"` + ids + `"}}}}}'`}
+	case t.Rollout == rolloutCreate:
+		where := "metadata.annotations"
+		if t.Kind == kindCronJob {
+			where = "spec.jobTemplate.metadata.annotations"
+		}
+		// Quoted: an all-digit or exponent-like ID would otherwise be a
+		// YAML number, which the API server refuses as an annotation.
+		return []string{"Or roll out knowingly: add to the manifest's " + where + ", then apply it again:",
+			"  " + OverrideAnnotation + `: "` + ids + `"`}
 	}
-	return "kubectl annotate --overwrite " + strings.ToLower(t.Kind) + " " + t.Name + " -n " + t.Namespace + " " + OverrideAnnotation + "=" + ids
+	return []string{"Or roll out knowingly:", "  kubectl annotate --overwrite " + strings.ToLower(t.Kind) + " " + t.Name + " -n " + t.Namespace + " " + OverrideAnnotation + "=" + ids}
 }
 
 // denyMessage says which policies refuse the rollout, why, with the
@@ -108,7 +121,7 @@ func denyMessage(t target, d *decision, now time.Time) string {
 		return "And " + strconv.Itoa(n) + noun + ": kubectl get crp -n " + t.Namespace
 	}
 	if overridable && len(ids) > 0 {
-		m.override = []string{"Or roll out knowingly:", "  " + t.overrideCommand(strings.Join(ids, ","))}
+		m.override = t.overrideLines(strings.Join(ids, ","))
 	}
 	// Shrink until it fits: first the `retention-guard check` hint, then
 	// whole policies beyond the first (counted), then listed findings (at

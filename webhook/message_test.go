@@ -204,7 +204,8 @@ func checkMessageShape(t *testing.T, msg string) {
 		t.Errorf("message is not valid UTF-8")
 	}
 	for _, l := range strings.Split(msg, "\n") {
-		if strings.HasPrefix(l, "  kafka-consumer-groups ") || strings.HasPrefix(l, "  retention-guard check ") || strings.HasPrefix(l, "  kubectl ") {
+		if strings.HasPrefix(l, "  kafka-consumer-groups ") || strings.HasPrefix(l, "  retention-guard check ") || strings.HasPrefix(l, "  kubectl ") ||
+			strings.HasPrefix(l, "  "+OverrideAnnotation+": ") {
 			if strings.HasSuffix(l, "...") {
 				t.Errorf("a command was cut: %q", l)
 			}
@@ -286,20 +287,30 @@ func TestDenyMessageStaysUnderOneKiB(t *testing.T) {
 		})
 		evals = append(evals, policyEval{Policy: p, Proof: p.Status.Proof})
 	}
-	for n := 1; n <= len(evals); n++ {
-		d := decide(evals[:n], "")
-		msg := denyMessage(settleTarget, &d, testNow)
-		checkMessageShape(t, msg)
-		if !strings.Contains(msg, "policy-with-a-rather-long-name-0") {
-			t.Errorf("%d policies: the first policy is not named", n)
-		}
-		// Every refusing policy shares the proof ID in this test: the
-		// override names it once per policy, listed or counted.
-		if want := "override-proof=" + strings.TrimSuffix(strings.Repeat("7f3a9c21,", n), ","); !strings.Contains(msg, want) {
-			t.Errorf("%d policies: the override %q is missing:\n%s", n, want, msg)
-		}
-		if n > 1 && !strings.Contains(msg, fmt.Sprintf("And %d more refusing polic", n-strings.Count(msg, "\npolicy "))) && strings.Count(msg, "\npolicy ") != n {
-			t.Errorf("%d policies, neither listed nor counted:\n%s", n, msg)
+	// An update is told the kubectl command; a refused create (a CronJob's
+	// the longest) the manifest line.
+	createCronJob := target{Kind: "CronJob", Namespace: "settlement", Name: "settle", Rollout: rolloutCreate, User: "alice"}
+	for _, tgt := range []target{settleTarget, createCronJob} {
+		for n := 1; n <= len(evals); n++ {
+			d := decide(evals[:n], "")
+			msg := denyMessage(tgt, &d, testNow)
+			checkMessageShape(t, msg)
+			if !strings.Contains(msg, "policy-with-a-rather-long-name-0") {
+				t.Errorf("%s, %d policies: the first policy is not named", tgt.Rollout, n)
+			}
+			// Every refusing policy shares the proof ID in this test: the
+			// override names it once per policy, listed or counted.
+			ids := strings.TrimSuffix(strings.Repeat("7f3a9c21,", n), ",")
+			want := "override-proof=" + ids
+			if tgt.Rollout == rolloutCreate {
+				want = "override-proof: \"" + ids + "\""
+			}
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s, %d policies: the override %q is missing:\n%s", tgt.Rollout, n, want, msg)
+			}
+			if n > 1 && !strings.Contains(msg, fmt.Sprintf("And %d more refusing polic", n-strings.Count(msg, "\npolicy "))) && strings.Count(msg, "\npolicy ") != n {
+				t.Errorf("%s, %d policies, neither listed nor counted:\n%s", tgt.Rollout, n, msg)
+			}
 		}
 	}
 }
@@ -377,24 +388,56 @@ func TestClip(t *testing.T) {
 }
 
 // The override goes where it counts: on the workload, or on a CronJob's
-// job template for the CronJob and its runs.
-func TestOverrideCommand(t *testing.T) {
+// job template for the CronJob and its runs. A refused CREATE stored
+// nothing, so `kubectl annotate` (or `kubectl patch cronjob` of the CronJob
+// being created) would fail with NotFound: the denial says to add the
+// annotation to the manifest and apply again — except for a run of a
+// CronJob, whose CronJob exists and is patched.
+func TestOverrideInstruction(t *testing.T) {
+	const patchSettle = `kubectl patch cronjob settle -n settlement --type merge -p '{"spec":{"jobTemplate":{"metadata":{"annotations":{"retentionguard.io/override-proof":"7f3a9c21"}}}}}'`
+	const manifestLine = `  retentionguard.io/override-proof: "7f3a9c21"`
 	cases := []struct {
-		t    target
-		want string
+		t            target
+		want, reject []string
 	}{
-		{target{Kind: "Deployment", Namespace: "settlement", Name: "settle"},
-			"kubectl annotate --overwrite deployment settle -n settlement retentionguard.io/override-proof=7f3a9c21"},
-		{target{Kind: "Job", Namespace: "settlement", Name: "backfill"},
-			"kubectl annotate --overwrite job backfill -n settlement retentionguard.io/override-proof=7f3a9c21"},
-		{target{Kind: "Job", Namespace: "settlement", Name: "settle-29413560", CronJob: "settle"},
-			`kubectl patch cronjob settle -n settlement --type merge -p '{"spec":{"jobTemplate":{"metadata":{"annotations":{"retentionguard.io/override-proof":"7f3a9c21"}}}}}'`},
-		{target{Kind: "CronJob", Namespace: "settlement", Name: "settle"},
-			`kubectl patch cronjob settle -n settlement --type merge -p '{"spec":{"jobTemplate":{"metadata":{"annotations":{"retentionguard.io/override-proof":"7f3a9c21"}}}}}'`},
+		{target{Kind: "Deployment", Namespace: "settlement", Name: "settle", Rollout: rolloutScaleFromZero},
+			[]string{"Or roll out knowingly:\n  kubectl annotate --overwrite deployment settle -n settlement retentionguard.io/override-proof=7f3a9c21"},
+			[]string{"manifest"}},
+		{target{Kind: "Job", Namespace: "settlement", Name: "backfill", Rollout: rolloutUnsuspend},
+			[]string{"kubectl annotate --overwrite job backfill -n settlement retentionguard.io/override-proof=7f3a9c21"}, nil},
+		{target{Kind: "CronJob", Namespace: "settlement", Name: "settle", Rollout: rolloutJobTemplateChanged},
+			[]string{"Or roll out knowingly:\n  " + patchSettle}, []string{"manifest"}},
+		{target{Kind: "CronJob", Namespace: "settlement", Name: "settle", Rollout: rolloutUnsuspend},
+			[]string{patchSettle}, nil},
+		// A run of a CronJob: the CronJob exists.
+		{target{Kind: "Job", Namespace: "settlement", Name: "settle-29413560", Rollout: rolloutCreate, CronJob: "settle"},
+			[]string{"Or roll out knowingly:\n  " + patchSettle}, []string{"manifest", "kubectl annotate"}},
+		// Refused creates: nothing stored to annotate or patch.
+		{target{Kind: "Deployment", Namespace: "settlement", Name: "settle", Rollout: rolloutCreate},
+			[]string{"Or roll out knowingly: add to the manifest's metadata.annotations, then apply it again:\n" + manifestLine},
+			[]string{"kubectl annotate", "kubectl patch"}},
+		{target{Kind: "StatefulSet", Namespace: "settlement", Name: "settle", Rollout: rolloutCreate},
+			[]string{"the manifest's metadata.annotations", manifestLine}, []string{"kubectl annotate", "kubectl patch"}},
+		{target{Kind: "Job", Namespace: "settlement", Name: "backfill", Rollout: rolloutCreate},
+			[]string{"the manifest's metadata.annotations", manifestLine}, []string{"kubectl annotate", "kubectl patch"}},
+		{target{Kind: "CronJob", Namespace: "settlement", Name: "settle", Rollout: rolloutCreate},
+			[]string{"add to the manifest's spec.jobTemplate.metadata.annotations, then apply it again:\n" + manifestLine},
+			[]string{"kubectl annotate", "kubectl patch"}},
 	}
+	p := settlePolicy(withProof(noCommittedOffset(), 40*time.Second))
+	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
 	for _, tc := range cases {
-		if got := tc.t.overrideCommand("7f3a9c21"); got != tc.want {
-			t.Errorf("%s:\n got %s\nwant %s", tc.t, got, tc.want)
+		msg := denyMessage(tc.t, &d, testNow)
+		checkMessageShape(t, msg)
+		for _, w := range tc.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s (%s): message lacks %q:\n%s", tc.t, tc.t.Rollout, w, msg)
+			}
+		}
+		for _, r := range tc.reject {
+			if strings.Contains(msg, r) {
+				t.Errorf("%s (%s): message has %q:\n%s", tc.t, tc.t.Rollout, r, msg)
+			}
 		}
 	}
 	run := target{Kind: "Job", Namespace: "settlement", Name: "settle-29413560", CronJob: "settle", CronJobUID: "u"}

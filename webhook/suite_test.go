@@ -311,6 +311,15 @@ func mustContain(t *testing.T, s string, wants ...string) {
 	}
 }
 
+func mustLack(t *testing.T, s string, unwanted ...string) {
+	t.Helper()
+	for _, u := range unwanted {
+		if strings.Contains(s, u) {
+			t.Errorf("%q should not be in:\n%s", u, s)
+		}
+	}
+}
+
 // policyEvents returns the notes of the events with reason on policy p.
 func (s *suiteEnv) policyEvents(t *testing.T, p *rgv1.ConsumerRetentionPolicy, reason string) []string {
 	t.Helper()

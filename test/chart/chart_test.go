@@ -568,12 +568,36 @@ func TestSingleReplicaHasNoPDB(t *testing.T) {
 	}
 }
 
-var metricName = regexp.MustCompile(`\b(retentionguard_[a-z_]+|controller_runtime_webhook_requests_total)\b`)
+// metricName finds the metric names in a PromQL expression (its quoted
+// label values removed, see quoted): ours and controller-runtime's by
+// prefix, and any name written with a selector (`name{`), so that a metric
+// from elsewhere is checked too.
+var (
+	metricName = regexp.MustCompile(`\b(?:retentionguard_[a-z_]+|controller_runtime_[a-z_]+)\b|\b[a-zA-Z_:][a-zA-Z0-9_:]*\{`)
+	quoted     = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+)
 
-// knownMetrics are the metric names the Go code registers.
+// externalMetrics are the metrics alerts and the dashboard may name that
+// our Go code does not register. Keep it short: each entry is a metric
+// that signals what ours cannot.
+var externalMetrics = []string{
+	// kube-apiserver: a webhook call that failed (unreachable, TLS,
+	// timeout) and, with failurePolicy Fail, rejected the request.
+	// controller-runtime answers HTTP 200 even when the handler errs, so
+	// only the API server sees that it got no answer.
+	"apiserver_admission_webhook_rejection_count",
+	// Prometheus: whether the manager's metrics target was scraped.
+	"up",
+}
+
+// knownMetrics are the metric names the Go code registers, and
+// externalMetrics.
 func knownMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	known := map[string]bool{"controller_runtime_webhook_requests_total": true}
+	known := map[string]bool{}
+	for _, m := range externalMetrics {
+		known[m] = true
+	}
 	for _, f := range []string{"controllers/metrics.go", "webhook/metrics.go"} {
 		b, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {
@@ -588,12 +612,12 @@ func knownMetrics(t *testing.T) map[string]bool {
 
 func checkMetrics(t *testing.T, where, text string, known map[string]bool) {
 	t.Helper()
-	names := metricName.FindAllString(text, -1)
+	names := metricName.FindAllString(quoted.ReplaceAllString(text, `""`), -1)
 	if len(names) == 0 {
 		t.Errorf("%s names no metric", where)
 	}
 	for _, n := range names {
-		base := strings.TrimSuffix(n, "_bucket")
+		base := strings.TrimSuffix(strings.TrimSuffix(n, "{"), "_bucket")
 		if !known[base] {
 			t.Errorf("%s uses %s, which no Go code registers", where, n)
 		}
@@ -630,6 +654,7 @@ func TestMonitoring(t *testing.T) {
 	for _, want := range []string{
 		"RetentionGuardPolicyViolated", "RetentionGuardRecoveryHeadroomLow", "RetentionGuardGroupOffsetsExpireWithinADay",
 		"RetentionGuardEmptyGroupNearingOffsetsRetention", "RetentionGuardWebhookDenying", "RetentionGuardWebhookErrors",
+		"RetentionGuardManagerDown",
 	} {
 		expr, ok := alerts[want]
 		if !ok {
@@ -637,6 +662,28 @@ func TestMonitoring(t *testing.T) {
 			continue
 		}
 		checkMetrics(t, "alert "+want, expr, known)
+	}
+	// controller-runtime answers HTTP 200 with the error inside the
+	// AdmissionReview, so its code="500" never comes: the API server's
+	// rejections for failed calls to our webhook, by its name, do.
+	mustContainAll(t, "alert RetentionGuardWebhookErrors", alerts["RetentionGuardWebhookErrors"],
+		`apiserver_admission_webhook_rejection_count{name="workloads.retentionguard.io", error_type=~"calling_webhook_error|apiserver_internal_error"}`, "> 0")
+	// The ServiceMonitor's job label is the Service's name.
+	mustContainAll(t, "alert RetentionGuardManagerDown", alerts["RetentionGuardManagerDown"],
+		`absent(up{job="`+fullname+`-webhook", namespace="`+releaseNS+`"} == 1)`)
+	for name, expr := range alerts {
+		if strings.Contains(expr, "controller_runtime_webhook_requests_total") {
+			t.Errorf("alert %s watches controller_runtime_webhook_requests_total, whose code is always 200: %s", name, expr)
+		}
+	}
+	// Without the ServiceMonitor the job label is unknown: no target alert.
+	noSM := render(t, set("prometheusRule.enabled", true))
+	for _, g := range slice(noSM.get(t, "PrometheusRule", fullname).Object, "spec", "groups") {
+		for _, r := range g.(map[string]any)["rules"].([]any) {
+			if r.(map[string]any)["alert"] == "RetentionGuardManagerDown" {
+				t.Error("RetentionGuardManagerDown rendered without the ServiceMonitor, whose job label it needs")
+			}
+		}
 	}
 
 	cm := into[corev1.ConfigMap](t, m.get(t, "ConfigMap", fullname+"-dashboard"))
@@ -657,6 +704,9 @@ func TestMonitoring(t *testing.T) {
 		titles[p.Title] = true
 		for _, tg := range p.Targets {
 			checkMetrics(t, "dashboard panel "+p.Title, tg.Expr, known)
+			if strings.Contains(tg.Expr, "controller_runtime_webhook_requests_total") {
+				t.Errorf("dashboard panel %s watches controller_runtime_webhook_requests_total, whose code is always 200", p.Title)
+			}
 		}
 	}
 	for _, want := range []string{"Verdict per policy", "Recovery headroom", "Expired records", "Admission decisions"} {
@@ -736,4 +786,13 @@ func dig(obj map[string]any, path ...string) (any, bool) {
 		}
 	}
 	return cur, true
+}
+
+func mustContainAll(t *testing.T, where, s string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(s, w) {
+			t.Errorf("%s lacks %q: %s", where, w, s)
+		}
+	}
 }
