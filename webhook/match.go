@@ -11,7 +11,9 @@ import (
 )
 
 // selectorCache keeps each policy's parsed spec.selector, keyed by UID and
-// valid for one resourceVersion, so the hot path matches labels without
+// valid for one generation (spec changes move it; the reconciler's status
+// writes, which move resourceVersion every check, do not), so the hot path
+// matches labels without
 // parsing or allocating. Entries of deleted policies are dropped by forget
 // (Setup wires it to the informer's delete events).
 type selectorCache struct {
@@ -20,9 +22,9 @@ type selectorCache struct {
 }
 
 type parsedSelector struct {
-	resourceVersion string
-	selector        labels.Selector
-	err             error
+	generation int64
+	selector   labels.Selector
+	err        error
 }
 
 func newSelectorCache() *selectorCache {
@@ -30,7 +32,7 @@ func newSelectorCache() *selectorCache {
 }
 
 // selector returns the policy's parsed selector, parsing it at most once
-// per resourceVersion.
+// per generation.
 func (c *selectorCache) selector(p *rgv1.ConsumerRetentionPolicy) (labels.Selector, error) {
 	if p.UID == "" { // not from an API server (unit tests): nothing to key on
 		return metav1.LabelSelectorAsSelector(&p.Spec.Selector)
@@ -38,12 +40,12 @@ func (c *selectorCache) selector(p *rgv1.ConsumerRetentionPolicy) (labels.Select
 	c.mu.RLock()
 	e, ok := c.m[p.UID]
 	c.mu.RUnlock()
-	if ok && e.resourceVersion == p.ResourceVersion {
+	if ok && e.generation == p.Generation {
 		return e.selector, e.err
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.Selector)
 	c.mu.Lock()
-	c.m[p.UID] = parsedSelector{resourceVersion: p.ResourceVersion, selector: sel, err: err}
+	c.m[p.UID] = parsedSelector{generation: p.Generation, selector: sel, err: err}
 	c.mu.Unlock()
 	return sel, err
 }

@@ -62,9 +62,10 @@ func TestMatchPolicies(t *testing.T) {
 	}
 }
 
-// Parsed selectors are reused while the policy's resourceVersion stays,
-// re-parsed when it moves, and dropped when the policy is deleted.
-func TestSelectorCacheFollowsResourceVersion(t *testing.T) {
+// Parsed selectors are reused while the policy's generation stays (status
+// writes move only resourceVersion), re-parsed when the spec moves it, and
+// dropped when the policy is deleted.
+func TestSelectorCacheFollowsGeneration(t *testing.T) {
 	sc := newSelectorCache()
 	p := settlePolicy()
 	s1, err := sc.selector(p)
@@ -80,12 +81,19 @@ func TestSelectorCacheFollowsResourceVersion(t *testing.T) {
 		t.Errorf("a cached lookup allocates %v times, want 0", allocs)
 	}
 
+	statusWrite := p.DeepCopy()
+	statusWrite.ResourceVersion = p.ResourceVersion + "1"
+	if allocs := testing.AllocsPerRun(100, func() { _, _ = sc.selector(statusWrite) }); allocs != 0 {
+		t.Errorf("a lookup after a status write (same generation) allocates %v times: the selector was parsed again", allocs)
+	}
+
 	changed := p.DeepCopy()
+	changed.Generation = p.Generation + 1
 	changed.ResourceVersion = "2"
 	changed.Spec.Selector.MatchLabels = map[string]string{"app": "settle-v2"}
 	s3, _ := sc.selector(changed)
 	if s3.String() != "app=settle-v2" {
-		t.Errorf("after a new resourceVersion the selector is %q, want app=settle-v2", s3)
+		t.Errorf("after a new generation the selector is %q, want app=settle-v2", s3)
 	}
 	if sc.len() != 1 {
 		t.Errorf("%d entries for one policy", sc.len())
