@@ -79,7 +79,7 @@ func TestScaleDownIsNeverRefused(t *testing.T) {
 
 	calls := func() float64 {
 		var n float64
-		for _, o := range []outcome{outcomeAllowed, outcomeDenied, outcomeWarned, outcomeAudited, outcomeOverridden, outcomeSkipped} {
+		for _, o := range []outcome{outcomeAllowed, outcomeDenied, outcomeWarned, outcomeAudited, outcomeOverridden, outcomeSkipped, outcomeError} {
 			n += testutil.ToFloat64(decisionsTotal.WithLabelValues("Deployment", string(o)))
 		}
 		return n

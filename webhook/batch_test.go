@@ -65,7 +65,7 @@ func settleJob(ns, name string, suspend bool) *batchv1.Job {
 func (s *suiteEnv) batchCalls() float64 {
 	var n float64
 	for _, kind := range []string{kindJob, kindCronJob} {
-		for _, o := range []outcome{outcomeAllowed, outcomeDenied, outcomeWarned, outcomeAudited, outcomeOverridden, outcomeSkipped} {
+		for _, o := range []outcome{outcomeAllowed, outcomeDenied, outcomeWarned, outcomeAudited, outcomeOverridden, outcomeSkipped, outcomeError} {
 			n += testutil.ToFloat64(decisionsTotal.WithLabelValues(kind, string(o)))
 		}
 	}

@@ -52,6 +52,11 @@ const (
 	outcomeAudited    outcome = "audited"    // allowed; an Audit policy fails
 	outcomeOverridden outcome = "overridden" // allowed through failing Deny policies by the override annotation
 	outcomeSkipped    outcome = "skipped"    // not a rollout: allowed without reading policies
+	// outcomeError: refused because the handler could not judge (the policy
+	// list failed, the workload or its pod template was unreadable): fail
+	// closed, but counted apart from denials so that "the guard is broken"
+	// is not mistaken for "the proof failed".
+	outcomeError outcome = "error"
 )
 
 // policyResult is the judgement of one matching policy.

@@ -88,7 +88,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 	}
 	cur, old, err := decodeWorkloads(req, kind)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, err), outcomeDenied
+		return admission.Errored(http.StatusBadRequest, err), outcomeError
 	}
 	ro := detectRollout(req.Operation, old, cur)
 	if ro == rolloutNone {
@@ -105,18 +105,18 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 	if req.SubResource == "scale" {
 		if err := h.readScaled(ctx, kind, req.Namespace, req.Name, cur); err != nil {
 			log.Error(err, "reading the scaled workload", "workload", t.String())
-			return failClosed(t, "reading the "+kind+" being scaled", err), outcomeDenied
+			return failClosed(t, "reading the "+kind+" being scaled", err), outcomeError
 		}
 	}
 	tmpl, err := cur.template()
 	if err != nil {
-		return failClosed(t, "reading the pod template", err), outcomeDenied
+		return failClosed(t, "reading the pod template", err), outcomeError
 	}
 	oldLabels := tmpl.Labels
 	if old != nil && req.SubResource == "" && !bytes.Equal(old.RawTemplate, cur.RawTemplate) {
 		oldTmpl, err := old.template()
 		if err != nil {
-			return failClosed(t, "reading the old pod template", err), outcomeDenied
+			return failClosed(t, "reading the old pod template", err), outcomeError
 		}
 		oldLabels = oldTmpl.Labels
 	}
@@ -124,7 +124,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 	var list rgv1.ConsumerRetentionPolicyList
 	if err := h.policies.List(ctx, &list, client.InNamespace(req.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		log.Error(err, "listing policies", "namespace", req.Namespace)
-		return failClosed(t, "listing the namespace's ConsumerRetentionPolicies", err), outcomeDenied
+		return failClosed(t, "listing the namespace's ConsumerRetentionPolicies", err), outcomeError
 	}
 	matched, invalid := matchPolicies(h.selectors, list.Items, tmpl.Labels, oldLabels)
 	for _, p := range invalid {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -236,8 +237,17 @@ func TestHandlerFailsClosedOnListErrors(t *testing.T) {
 			return ctx.Err()
 		}}).Build()
 	h := NewHandler(c, nil, Options{HandlerTimeout: 300 * time.Millisecond})
+	errorsBefore := testutil.ToFloat64(decisionsTotal.WithLabelValues("Deployment", string(outcomeError)))
+	deniedBefore := testutil.ToFloat64(decisionsTotal.WithLabelValues("Deployment", string(outcomeDenied)))
 	start := time.Now()
 	msg := denied(t, h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, false)))
+	// Counted as the guard failing, not as a proof failing.
+	if got := testutil.ToFloat64(decisionsTotal.WithLabelValues("Deployment", string(outcomeError))); got != errorsBefore+1 {
+		t.Errorf("decision=error went from %v to %v, want +1", errorsBefore, got)
+	}
+	if got := testutil.ToFloat64(decisionsTotal.WithLabelValues("Deployment", string(outcomeDenied))); got != deniedBefore {
+		t.Errorf("a fail-closed refusal was counted as decision=denied (%v → %v)", deniedBefore, got)
+	}
 	if elapsed := time.Since(start); elapsed > time.Second {
 		t.Errorf("the handler took %v with a 300ms budget", elapsed)
 	}

@@ -7,11 +7,11 @@ import (
 
 var (
 	// decisionsTotal counts admission decisions by workload kind and
-	// decision (allowed, denied, warned, audited, overridden, skipped).
+	// decision (allowed, denied, warned, audited, overridden, skipped, error).
 	decisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "retentionguard_admission_decisions_total",
 		Help: "Admission decisions on Deployment, StatefulSet, Job and CronJob requests, by kind and decision " +
-			"(allowed, denied, warned, audited, overridden; skipped: not a rollout).",
+			"(allowed, denied, warned, audited, overridden; skipped: not a rollout; error: refused because the handler could not judge).",
 	}, []string{"kind", "decision"})
 
 	// durationSeconds is how long the handler took to decide.
