@@ -15,15 +15,15 @@ import (
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
-// Kafka API names as they appear in Failure.API.
+// Kafka API names as they appear in Failure.API (the proof's contract).
 const (
-	apiMetadata              = "Metadata"
-	apiDescribeConfigs       = "DescribeConfigs"
-	apiListOffsets           = "ListOffsets"
-	apiOffsetFetch           = "OffsetFetch"
-	apiDescribeGroups        = "DescribeGroups"
-	apiConsumerGroupDescribe = "ConsumerGroupDescribe"
-	apiFetch                 = "Fetch"
+	apiMetadata              = proof.APIMetadata
+	apiDescribeConfigs       = proof.APIDescribeConfigs
+	apiListOffsets           = proof.APIListOffsets
+	apiOffsetFetch           = proof.APIOffsetFetch
+	apiDescribeGroups        = proof.APIDescribeGroups
+	apiConsumerGroupDescribe = proof.APIConsumerGroupDescribe
+	apiFetch                 = proof.APIFetch
 )
 
 // reasonForError maps an error from a request (transport, TLS, SASL, or a

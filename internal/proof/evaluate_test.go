@@ -1153,3 +1153,28 @@ func TestFailureExplainsMissingConfigs(t *testing.T) {
 		})
 	}
 }
+
+// A topic absent from the observation is explained only by a failure that
+// names it or cost the whole cluster. A broker-config DescribeConfigs
+// failure names no topic and says nothing about topics: the absent topic
+// still fails on its own (fail closed), never silently "explained".
+func TestBrokerConfigFailureDoesNotExplainAMissingTopic(t *testing.T) {
+	obs := observation(topic("outbox", part(0, 0, 10, 10)))
+	obs.Failures = []Failure{{Reason: ReasonAuthorizationFailed, API: APIDescribeConfigs, Partition: -1,
+		Message: "DescribeConfigs on the brokers denied"}}
+	obs.OffsetsRetentionMinutes = ConfigValue{}
+	p := policy("outbox", "ledger") // ledger was never observed
+	res := Evaluate(obs, p, now)
+	var ledger []string
+	for _, v := range res.Violations {
+		if v.Topic == "ledger" {
+			ledger = append(ledger, v.Reason)
+		}
+	}
+	if len(ledger) == 0 {
+		t.Fatalf("the unobserved topic ledger has no violation of its own; violations: %+v", res.Violations)
+	}
+	if res.Verdict == Proven {
+		t.Fatalf("verdict Proven with an unobserved topic")
+	}
+}

@@ -84,15 +84,14 @@ func gatherFacts(obs *Observation, p Policy, now time.Time) *facts {
 	return f
 }
 
-// Kafka APIs whose failure leaves some facts untouched. Failure.API is
-// free text from the observer; it is matched case-insensitively, and an
-// API not listed here (or none) is assumed to have cost every fact it
-// could have.
+// Kafka APIs whose failure leaves some facts untouched (the API* names the
+// observer reports, matched case-insensitively). An API not listed here (or
+// none) is assumed to have cost every fact it could have.
 var (
 	// groupAPIs read a group's state: never topics, watermarks or offsets.
-	groupAPIs = []string{"DescribeGroups", "DescribeConsumerGroups", "ConsumerGroupDescribe"}
+	groupAPIs = []string{APIDescribeGroups, APIConsumerGroupDescribe}
 	// configAPIs read configurations: never watermarks or offsets.
-	configAPIs = []string{"DescribeConfigs", "DescribeTopicConfigs", "DescribeBrokerConfigs"}
+	configAPIs = []string{APIDescribeConfigs}
 )
 
 func apiIn(api string, apis []string) bool {
@@ -111,18 +110,16 @@ func touchesOffsets(f Failure) bool {
 }
 
 // explainsMissingTopic reports whether a failure explains why a topic is
-// absent from the observation: it names the topic, or it names no topic
-// and was not merely about the group or the brokers' configuration.
+// absent from the observation: it names the topic, or it cost every fact
+// of the cluster. A failure about the group, one topic's offsets or only
+// configurations (a broker-config DescribeConfigs names no topic) does not.
 func explainsMissingTopic(f Failure, topic string) bool {
-	if f.Topic != "" {
-		return f.Topic == topic
-	}
-	return !apiIn(f.API, groupAPIs) && !strings.EqualFold(f.API, "DescribeBrokerConfigs")
+	return f.Topic == topic || clusterWide(f)
 }
 
 // Kafka APIs that read the facts of one topic or one group: a failure of
 // one that names no topic is still not cluster-wide.
-var topicOrGroupAPIs = []string{"OffsetFetch", "ListOffsets", "Fetch", "OffsetCommit", "FindCoordinator"}
+var topicOrGroupAPIs = []string{APIOffsetFetch, APIListOffsets, APIFetch}
 
 // clusterWide reports whether a failure cost every fact the observer reads
 // from the cluster: it names no topic, and its API (if any) reads neither

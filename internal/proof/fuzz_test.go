@@ -110,7 +110,7 @@ var (
 	fuzzOffsetsRet = []string{"43200", "10080", "14399", "14400", "0", "-5", "1", "9223372036854775807", "week"}
 	fuzzWindows    = []time.Duration{time.Millisecond, time.Hour, 240 * time.Hour, 720 * time.Hour, 0}
 	fuzzReasons    = []string{ReasonBrokerUnreachable, ReasonAuthenticationFailed, ReasonAuthorizationFailed, ReasonTopicNotFound, ReasonBootstrapServerNotAllowed, "", "Weird"}
-	fuzzAPIs       = []string{"", "OffsetFetch", "ListOffsets", "DescribeConfigs", "DescribeGroups", "Metadata", "describebrokerconfigs"}
+	fuzzAPIs       = []string{"", "OffsetFetch", "ListOffsets", "DescribeConfigs", "DescribeGroups", "Metadata", "consumergroupdescribe"}
 	fuzzStates     = []string{"", GroupStateEmpty, GroupStateStable, GroupStateDead}
 	fuzzProtocols  = []string{"", ProtocolClassic, ProtocolConsumer, "weird"}
 )
@@ -471,9 +471,9 @@ func countViolations(r Result, clause, reason, topic string) int {
 // a config request about no topic (the brokers) explains
 // offsets.retention.minutes.
 var (
-	oracleConfigAPIs = []string{"describeconfigs", "describetopicconfigs", "describebrokerconfigs"}
-	oracleScopedAPIs = []string{"describegroups", "describeconsumergroups", "consumergroupdescribe",
-		"offsetfetch", "listoffsets", "fetch", "offsetcommit", "findcoordinator"}
+	// The API names the observer reports (proof.API*), written out again.
+	oracleConfigAPIs = []string{"describeconfigs"}
+	oracleScopedAPIs = []string{"describegroups", "consumergroupdescribe", "offsetfetch", "listoffsets", "fetch"}
 )
 
 func oracleClusterWide(f Failure) bool {

@@ -89,7 +89,7 @@ func TestProofIDIgnoresInputOrder(t *testing.T) {
 	)
 	o.Failures = []Failure{
 		{Reason: ReasonAuthorizationFailed, API: "DescribeGroups", Partition: -1},
-		{Reason: ReasonBrokerUnreachable, API: "DescribeBrokerConfigs", Partition: -1},
+		{Reason: ReasonBrokerUnreachable, API: "DescribeConfigs", Partition: -1},
 	}
 	want := Evaluate(o, policy("a", "b"), now).ProofID
 

@@ -112,6 +112,19 @@ type Policy struct {
 	AllowSizeBoundedRetention bool
 }
 
+// Kafka API names the observer reports in Failure.API: a contract between
+// internal/kafka and the proof, which decides from them what facts a
+// failure cost.
+const (
+	APIMetadata              = "Metadata"
+	APIDescribeConfigs       = "DescribeConfigs" // topic configs (Topic set) or broker configs (Topic empty)
+	APIListOffsets           = "ListOffsets"
+	APIOffsetFetch           = "OffsetFetch"
+	APIDescribeGroups        = "DescribeGroups"
+	APIConsumerGroupDescribe = "ConsumerGroupDescribe"
+	APIFetch                 = "Fetch"
+)
+
 // Failure is a request the observer could not complete. Each becomes a
 // KafkaReachable violation; the verdict is at best Unknown.
 type Failure struct {
