@@ -53,6 +53,7 @@ func Evaluate(obs Observation, p Policy, now time.Time) Result {
 	if w != nil {
 		r.Warnings = append(r.Warnings, *w)
 	}
+	setOffsetExpiries(partitions, f.expiry.commits)
 	r.OffsetExpiry, w = offsetExpiry(f)
 	if w != nil {
 		r.Warnings = append(r.Warnings, *w)

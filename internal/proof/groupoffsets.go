@@ -287,6 +287,24 @@ func subscriptionDecides(g GroupObservation) bool {
 	return g.Protocol == ProtocolClassic && g.State == GroupStateStable && g.ProtocolType == ProtocolTypeConsumer && g.SubscriptionKnown
 }
 
+// setOffsetExpiries copies each dated per-commit offset's expiry into its
+// partition's result; both lists are sorted by topic and partition.
+func setOffsetExpiries(partitions []PartitionResult, commits []commitExpiry) {
+	i := 0
+	for j := range commits {
+		c := &commits[j]
+		for i < len(partitions) && comparePartitions(partitions[i], PartitionResult{Topic: c.topic, Partition: c.partition}) < 0 {
+			i++
+		}
+		if i == len(partitions) {
+			return
+		}
+		if pr := &partitions[i]; pr.Topic == c.topic && pr.Partition == c.partition && c.known {
+			pr.OffsetExpiresAt, pr.HasOffsetExpiry, pr.OffsetExpiryExact = c.expiry, true, c.exact
+		}
+	}
+}
+
 // earlierExpiry orders offsets by when they may expire: an undated one
 // first (it may expire any moment).
 func earlierExpiry(a, b *commitExpiry) bool {

@@ -362,8 +362,14 @@ type PartitionResult struct {
 	// retention or unknown timestamps).
 	Headroom    time.Duration
 	HasHeadroom bool
-	Verdict     Verdict
-	Reason      string // the failing reason, empty when in range
+	// OffsetExpiresAt is the earliest time the committed offset may expire,
+	// for offsets that expire per commit and whose commit is dated (exact
+	// when OffsetExpiryExact).
+	OffsetExpiresAt   time.Time
+	HasOffsetExpiry   bool
+	OffsetExpiryExact bool
+	Verdict           Verdict
+	Reason            string // the failing reason, empty when in range
 }
 
 // PartitionSummary counts partitions by outcome.
