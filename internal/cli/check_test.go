@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -421,7 +420,10 @@ func TestCheckKIP848IdlePartition(t *testing.T) {
 		&kgo.Record{Topic: "payments", Value: []byte("p")})
 	for _, topic := range []string{"orders", "payments"} {
 		cl := c.JoinGroup(t, "workers-"+topic, kafkatest.Consumer, topic)
-		if err := commitSync(cl, topic, 0, 1); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := kafkatest.CommitSync(ctx, cl, topic, map[int32]int64{0: 1})
+		cancel()
+		if err != nil {
 			t.Fatal(err)
 		}
 		c.WaitGroupState(t, "workers-"+topic, "Stable")
@@ -436,24 +438,4 @@ func TestCheckKIP848IdlePartition(t *testing.T) {
 		"--topic", "payments", "--recovery-window", "72h"); code != ExitProven {
 		t.Fatalf("busy KIP-848 partition: exit %d reasons %v, want 0", code, reasons(res))
 	}
-}
-
-func commitSync(cl *kgo.Client, topic string, p int32, at int64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var commitErr error
-	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{topic: {p: {Epoch: -1, Offset: at}}},
-		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			if err == nil {
-				for _, rt := range resp.Topics {
-					for _, rp := range rt.Partitions {
-						if err == nil {
-							err = kerr.ErrorForCode(rp.ErrorCode)
-						}
-					}
-				}
-			}
-			commitErr = err
-		})
-	return commitErr
 }

@@ -158,25 +158,22 @@ func deriveDefault(key string, b map[string]proof.ConfigValue) (brokerValue, boo
 		// negative is infinite (-1).
 		var ms int64
 		var src string
-		if v, ok := read(brokerLogRetentionMs); ok {
+		for _, u := range []struct {
+			key  string
+			unit int64
+		}{{brokerLogRetentionMs, 1}, {brokerLogRetentionMinutes, millisPerMinute}, {brokerLogRetentionHours, millisPerHr}} {
+			v, ok := read(u.key)
+			if !ok {
+				continue
+			}
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
 				return brokerValue{}, false
 			}
-			ms, src = n, brokerLogRetentionMs
-		} else if v, ok := read(brokerLogRetentionMinutes); ok {
-			n, err := strconv.ParseInt(v, 10, 32)
-			if err != nil {
-				return brokerValue{}, false
-			}
-			ms, src = n*millisPerMinute, brokerLogRetentionMinutes
-		} else if v, ok := read(brokerLogRetentionHours); ok {
-			n, err := strconv.ParseInt(v, 10, 32)
-			if err != nil {
-				return brokerValue{}, false
-			}
-			ms, src = n*millisPerHr, brokerLogRetentionHours
-		} else {
+			ms, src = n*u.unit, u.key
+			break
+		}
+		if src == "" {
 			return brokerValue{}, false
 		}
 		if ms < 0 {

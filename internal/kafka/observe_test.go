@@ -349,22 +349,8 @@ func TestObserveGroupProtocols(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, cl := range []*kgo.Client{nextGen, classic} {
-		var commitErr error
-		cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{"jobs": {0: {Epoch: -1, Offset: 3}}},
-			func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-				if err == nil {
-					for _, rt := range resp.Topics {
-						for _, rp := range rt.Partitions {
-							if rp.ErrorCode != 0 {
-								err = kerr.ErrorForCode(rp.ErrorCode)
-							}
-						}
-					}
-				}
-				commitErr = err
-			})
-		if commitErr != nil {
-			t.Fatalf("commit: %v", commitErr)
+		if err := kafkatest.CommitSync(ctx, cl, "jobs", map[int32]int64{0: 3}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	c.WaitGroupState(t, "workers-848", "Stable")

@@ -453,6 +453,13 @@ func CommitAsMember(ctx context.Context, opts []kgo.Opt, group, topic string, of
 		default:
 		}
 	}
+	return CommitSync(ctx, cl, topic, offsets)
+}
+
+// CommitSync commits offsets (partition to offset) of topic through a
+// group member's client, as the member itself does, and returns the first
+// error, partition errors included.
+func CommitSync(ctx context.Context, cl *kgo.Client, topic string, offsets map[int32]int64) error {
 	eos := make(map[int32]kgo.EpochOffset, len(offsets))
 	for p, at := range offsets {
 		eos[p] = kgo.EpochOffset{Epoch: -1, Offset: at}
@@ -472,7 +479,7 @@ func CommitAsMember(ctx context.Context, opts []kgo.Opt, group, topic string, of
 			commitErr = err
 		})
 	if commitErr != nil {
-		return fmt.Errorf("committing as a member of %s: %w", group, commitErr)
+		return fmt.Errorf("committing %s as a group member: %w", topic, commitErr)
 	}
 	return nil
 }
