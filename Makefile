@@ -10,8 +10,12 @@ GO ?= go
 CONTROLLER_GEN := $(GO) tool controller-gen
 STATICCHECK := $(GO) tool staticcheck
 BIN := bin/retention-guard
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/retentionguard/retention-guard/internal/version.Version=$(VERSION)
+# The version is the chart's appVersion: one source of truth for the binary,
+# the image tag and the chart (docs/release.md). A release tag is v$(VERSION).
+VERSION = $(shell awk '$$1 == "appVersion:" {gsub(/"/, "", $$2); print $$2}' charts/retention-guard/Chart.yaml)
+COMMIT = $(shell git rev-parse HEAD 2>/dev/null)$(shell git status --porcelain 2>/dev/null | grep -q . && echo -dirty)
+LDFLAGS = -X github.com/retentionguard/retention-guard/internal/version.Version=$(VERSION) \
+  -X github.com/retentionguard/retention-guard/internal/version.Commit=$(COMMIT)
 # Go test flags; CI may add -race or -v.
 GOTESTFLAGS ?=
 
@@ -91,3 +95,22 @@ fmt: ## gofmt the tree.
 .PHONY: build
 build: ## Build bin/retention-guard.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
+
+##@ Release (docs/release.md)
+
+.PHONY: image
+image: ## Build the image index (linux/amd64, linux/arm64) without a container engine into bin/image (OCI layout), reproducibly.
+	$(GO) run ./hack/image -out bin/image -digest-file bin/image.digests
+
+.PHONY: image-archive
+image-archive: ## Build the image; write this machine's platform as an OCI archive bin/retention-guard-image.tar (ctr -n k8s.io images import).
+	$(GO) run ./hack/image -out bin/image -digest-file bin/image.digests -archive bin/retention-guard-image.tar
+
+.PHONY: dist
+dist: ## Build retention-guard for linux and darwin (amd64, arm64) as .tar.gz archives with SHA-256 checksums into dist/.
+	rm -rf dist
+	$(GO) run ./hack/dist -out dist
+
+.PHONY: chart
+chart: image ## Package the chart with the image pinned by the digest of bin/image into bin/chart.
+	$(GO) run ./hack/chart package -digest $$(sed -n 's/^index=//p' bin/image.digests) -out bin/chart
