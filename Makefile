@@ -30,7 +30,7 @@ demo: ## Run the product on embedded defaults (local control plane, broker, mana
 	hack/demo.sh
 
 .PHONY: test
-test: deps verify lint test-go test-e2e ## Run every test: generated files, lint, unit, integration (envtest + kfake), end to end.
+test: deps verify lint test-go release-rehearsal test-e2e ## Run every test: generated files, lint, unit, integration (envtest + kfake), the release rehearsal, end to end.
 
 ##@ Pieces of `make test`
 
@@ -45,7 +45,13 @@ envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBE
 .PHONY: test-go
 test-go: ## Go tests against the real control plane from envtest-assets (all but the end-to-end ones).
 	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh); \
-	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$')
+	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$' -e '/test/release$$')
+
+.PHONY: release-rehearsal
+release-rehearsal: ## The release on loopback: push the image (+SBOM) and the chart to an in-process registry, then pull and run them as a user.
+	# -count=1: the image's binaries are built by `go build`, outside go
+	# test's cache. Go's build cache keeps the rebuild cheap.
+	$(GO) test $(GOTESTFLAGS) -count=1 -v -run TestReleaseRehearsal ./test/release
 
 .PHONY: test-e2e
 test-e2e: build-e2e ## End to end: control plane, broker and manager as processes, the chart's RBAC, seeds 003 and 000, faults, the demo (needs kcat: make deps).
