@@ -9,6 +9,7 @@ SHELL := /usr/bin/env bash
 GO ?= go
 CONTROLLER_GEN := $(GO) tool controller-gen
 STATICCHECK := $(GO) tool staticcheck
+ACTIONLINT := $(GO) tool actionlint
 BIN := bin/retention-guard
 # The version is the chart's appVersion: one source of truth for the binary,
 # the image tag and the chart (docs/release.md). A release tag is v$(VERSION).
@@ -35,8 +36,8 @@ test: deps verify lint test-go release-rehearsal test-e2e ## Run every test: gen
 ##@ Pieces of `make test`
 
 .PHONY: deps
-deps: ## Install what the tests need that Go does not bring (idempotent).
-	hack/install-deps.sh kcat
+deps: ## Install what the tests need that Go does not bring (idempotent): kcat, and shellcheck for actionlint.
+	hack/install-deps.sh kcat shellcheck
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBEBUILDER_ASSETS.
@@ -71,9 +72,11 @@ verify: ## Fail when generated files (CRD, RBAC, deepcopy) or formatting are out
 	hack/verify.sh
 
 .PHONY: lint
-lint: ## go vet and staticcheck.
+lint: ## go vet, staticcheck, and actionlint on the GitHub workflows.
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	@command -v shellcheck >/dev/null || { echo "lint: shellcheck is missing (make deps installs it); actionlint checks the workflows' scripts with it"; exit 1; }
+	$(ACTIONLINT) -no-color
 
 ##@ Generation and build
 
