@@ -186,7 +186,9 @@ func selects(p *rgv1.ConsumerRetentionPolicy, cj *batchv1.CronJob) bool {
 // their schedules' longest gaps from now, sorted by name.
 func (r *ConsumerRetentionPolicyReconciler) cronJobs(ctx context.Context, p *rgv1.ConsumerRetentionPolicy, now time.Time) ([]cronJobSchedule, error) {
 	var list batchv1.CronJobList
-	if err := r.Client.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+	// Read-only: no copies of the cached CronJobs (one list per policy per
+	// check).
+	if err := r.Client.List(ctx, &list, client.InNamespace(p.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing CronJobs: %w", err)
 	}
 	var out []cronJobSchedule

@@ -170,8 +170,10 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 		Logger:                 logger,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}},
+			// As the manager command sets it: only what decisions read.
+			DefaultTransform: cache.TransformStripManagedFields(), ByObject: CacheByObject()},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(mgr.Add(h.coalescer)).To(Succeed())

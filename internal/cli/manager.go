@@ -31,6 +31,14 @@ import (
 // with.
 const leaderElectionID = "retention-guard.retentionguard.io"
 
+// The Kubernetes client's default rate: enough to write 5,000 first proofs
+// and their events within about two minutes of a start, while a steady
+// state writes almost nothing (docs/scaling.md).
+const (
+	defaultKubeAPIQPS   = 100
+	defaultKubeAPIBurst = 200
+)
+
 // managerOptions are the manager's flags.
 type managerOptions struct {
 	logs                    logOptions
@@ -42,6 +50,9 @@ type managerOptions struct {
 	allowedBootstrapServers []string
 	kafkaRequestTimeout     time.Duration
 	watchNamespaces         []string
+	kubeAPIQPS              float32
+	kubeAPIBurst            int
+	pprofAddr               string
 
 	// The admission webhook.
 	webhookEnabled   bool
@@ -75,6 +86,16 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 			"configs and groups, then record timestamps) is bounded by three times this.")
 	fs.StringSliceVar(&o.watchNamespaces, "watch-namespaces", nil,
 		"Namespaces whose policies (and Secrets) the manager watches; repeatable or comma-separated. Default: all namespaces.")
+	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", defaultKubeAPIQPS,
+		"Requests per second the manager's Kubernetes client may send on average, whatever the kubeconfig's source "+
+			"(without it, client-go's default of 5 applies with --kubeconfig and none in a cluster); -1: no client-side limit, "+
+			"the API server's priority and fairness only. Starting on thousands of policies writes each first proof once "+
+			"(docs/scaling.md).")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst,
+		"Requests the manager's Kubernetes client may send in a burst above --kube-api-qps.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",
+		`Address to serve Go's pprof profiles on (/debug/pprof/), e.g. "127.0.0.1:8082"; empty: off. `+
+			"Profiles show internals: bind it to loopback and reach it with kubectl port-forward.")
 	fs.BoolVar(&o.webhookEnabled, "enable-webhook", true,
 		"Serve the admission webhook that refuses rollouts of consumers while their proof fails. Off: only the reconciler runs.")
 	fs.StringVar(&o.webhookHost, "webhook-host", "",
@@ -109,6 +130,12 @@ func (o *managerOptions) validate() error {
 		}
 	}
 	o.watchNamespaces = namespaces
+	switch {
+	case o.kubeAPIQPS < 0 && o.kubeAPIQPS != -1, o.kubeAPIQPS == 0:
+		return fmt.Errorf("--kube-api-qps %g: use a positive rate, or -1 for no client-side limit", o.kubeAPIQPS)
+	case o.kubeAPIQPS > 0 && float32(o.kubeAPIBurst) < o.kubeAPIQPS:
+		return fmt.Errorf("--kube-api-burst %d: use at least --kube-api-qps (%g)", o.kubeAPIBurst, o.kubeAPIQPS)
+	}
 	if o.webhookEnabled {
 		if o.webhookPort < 1 || o.webhookPort > 65535 {
 			return fmt.Errorf("--webhook-port %d: use a port between 1 and 65535", o.webhookPort)
@@ -182,6 +209,7 @@ func runManager(ctx context.Context, o *managerOptions) error {
 	if err != nil {
 		return fmt.Errorf("finding the Kubernetes API: %w", err)
 	}
+	cfg.QPS, cfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst
 	opts := ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
@@ -190,6 +218,12 @@ func runManager(ctx context.Context, o *managerOptions) error {
 		LeaderElectionID:              leaderElectionID,
 		LeaderElectionNamespace:       o.leaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		PprofBindAddress:              o.pprofAddr,
+		Cache: cache.Options{
+			// Only what decisions read (controllers/cache.go).
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject:         controllers.CacheByObject(),
+		},
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
 			Host:    o.webhookHost,
 			Port:    o.webhookPort,
