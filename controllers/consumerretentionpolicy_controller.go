@@ -62,6 +62,9 @@ type ConsumerRetentionPolicyReconciler struct {
 	Coalescer *Coalescer
 	// Recorder records events.k8s.io events on verdict transitions.
 	Recorder events.EventRecorder
+	// Heartbeats confirms unchanged proofs between status writes; nil:
+	// the status is written on every check.
+	Heartbeats *Heartbeats
 	// MaxConcurrentReconciles defaults to 4 (reconciles do no Kafka I/O).
 	MaxConcurrentReconciles int
 
@@ -243,6 +246,7 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching status: %w", err)})
 			return
 		}
+		r.confirm(req.NamespacedName, policy, in)
 		if outcome.Result == nil {
 			return
 		}
@@ -285,6 +289,7 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 	}
 	conn, err := r.Resolver.Resolve(ctx, policy)
 	var problem *SpecProblem
+	interval := r.interval(policy)
 	switch {
 	case errors.As(err, &problem):
 		// Nothing to observe until a person fixes it; Secret and policy
@@ -296,7 +301,10 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 		return in, ctrl.Result{}, err
 	}
 
-	interval := r.interval(policy)
+	in.Interval, in.Servers = interval, conn.BootstrapServers
+	if r.Heartbeats != nil {
+		in.Heartbeat = r.Heartbeats.Reference(conn.BootstrapServers, interval)
+	}
 	target := policyTarget(policy)
 	obs, age, fresh := r.Coalescer.Request(key, conn, target, maxObservationAge(interval))
 	if !fresh {
@@ -367,11 +375,28 @@ func (r *ConsumerRetentionPolicyReconciler) patchStatus(ctx context.Context, bef
 }
 
 // forget drops what this process holds for a deleted policy: its target in
-// the Coalescer, its metric series and its last verdict.
+// the Coalescer, its metric series, its last verdict and its heartbeat
+// confirmation.
 func (r *ConsumerRetentionPolicyReconciler) forget(key types.NamespacedName) {
 	r.Coalescer.Unregister(key)
 	metricsState.forget(key)
 	r.verdicts.forget(key)
+	if r.Heartbeats != nil {
+		r.Heartbeats.Forget(key)
+	}
+}
+
+// confirm tells the heartbeat that the policy's status (just written, or
+// found equal) holds the proof of this reconcile's observation; a policy
+// whose status names no heartbeat (a spec problem) is forgotten by it.
+func (r *ConsumerRetentionPolicyReconciler) confirm(key types.NamespacedName, p *rgv1.ConsumerRetentionPolicy, in statusInput) {
+	switch {
+	case r.Heartbeats == nil:
+	case p.Status.Heartbeat == nil:
+		r.Heartbeats.Forget(key)
+	case in.Observation != nil:
+		r.Heartbeats.Confirm(key, p.UID, p.Status.Heartbeat, in.Servers, in.Interval, in.Observation.ObservedAt)
+	}
 }
 
 // lastVerdicts remembers the verdict this process last wrote per policy.

@@ -15,6 +15,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -174,7 +175,7 @@ func (h *Handler) gather(ctx context.Context, namespace string, policies []*rgv1
 	for i, p := range policies {
 		e := &evals[i]
 		e.Policy = p
-		fresh, reason, detail := statusProofFreshness(p, now)
+		fresh, reason, detail := statusProofFreshness(p, h.heartbeat(ctx, p), now)
 		if start && h.opts.LiveChecker != nil {
 			fresh, reason, detail = false, ReasonLiveCheckFailed, "a start is judged on a live observation"
 		}
@@ -208,6 +209,22 @@ func (h *Handler) gather(ctx context.Context, namespace string, policies []*rgv1
 		evals[i].Consumer = consumers[i]
 	}
 	return evals
+}
+
+// heartbeat is the renewTime of the heartbeat Lease the policy's status
+// names, zero when there is none or it cannot be read (the proof is then
+// as fresh as its checkedAt).
+func (h *Handler) heartbeat(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) time.Time {
+	ref := p.Status.Heartbeat
+	if ref == nil || h.opts.Heartbeats == nil {
+		return time.Time{}
+	}
+	var l coordinationv1.Lease
+	if err := h.opts.Heartbeats.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &l); err != nil ||
+		l.Spec.RenewTime == nil {
+		return time.Time{}
+	}
+	return l.Spec.RenewTime.Time
 }
 
 // liveCheck asks the LiveChecker for a proof within LiveCheckTimeout; on

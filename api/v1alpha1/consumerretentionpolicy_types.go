@@ -242,6 +242,29 @@ type ConsumerRetentionPolicyStatus struct {
 	// proof is the last proof: the verdict and the facts behind it.
 	// +optional
 	Proof *ProofStatus `json:"proof,omitempty"`
+
+	// heartbeat names the Lease that confirms the proof between writes.
+	// The status is written when the proof changes, not on every check:
+	// the manager's leader re-proves every policy each checkInterval and,
+	// once every policy naming this Lease has been re-proved (its status
+	// written when it changed), sets the Lease's spec.renewTime to the
+	// oldest of those observations. A proof is as recent as the later of
+	// proof.checkedAt and that renewTime; the admission webhook judges
+	// freshness by it on every replica. Absent while the proof is not
+	// confirmed this way (a spec problem, or a manager without a
+	// namespace for its Leases, which then writes the status on every
+	// check).
+	// +optional
+	Heartbeat *HeartbeatReference `json:"heartbeat,omitempty"`
+}
+
+// HeartbeatReference names a coordination.k8s.io/v1 Lease in the
+// manager's namespace.
+type HeartbeatReference struct {
+	// namespace of the Lease: the manager's.
+	Namespace string `json:"namespace"`
+	// name of the Lease: one per Kafka cluster and checkInterval.
+	Name string `json:"name"`
 }
 
 // ProofStatus is the outcome of one check against the brokers.
@@ -257,7 +280,12 @@ type ProofStatus struct {
 	// +optional
 	ProofID string `json:"proofID,omitempty"`
 
-	// checkedAt is when the brokers were observed.
+	// checkedAt is when the brokers were observed for this proof. Later
+	// checks that find the same facts leave the status as it is (see
+	// status.heartbeat for when it was last confirmed); durations below
+	// (recoveryHeadroom, groupOffsetsExpireIn) are as of checkedAt, and
+	// are rewritten once they drift from the current value by more than
+	// 1% (at least a minute).
 	CheckedAt metav1.Time `json:"checkedAt"`
 
 	// groupState is the consumer group's state as Kafka reports it

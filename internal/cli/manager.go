@@ -9,12 +9,15 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -230,6 +233,14 @@ func runManager(ctx context.Context, o *managerOptions) error {
 			CertDir: o.webhookCertDir,
 		}),
 	}
+	heartbeatNS := o.certs.SecretNamespace // --namespace: the manager's
+	if heartbeatNS != "" {
+		// The heartbeat Leases, and nothing else of the namespace's Leases.
+		opts.Cache.ByObject[&coordinationv1.Lease{}] = cache.ByObject{
+			Namespaces: map[string]cache.Config{heartbeatNS: {}},
+			Label:      labels.SelectorFromSet(labels.Set{controllers.HeartbeatLabel: "true"}),
+		}
+	}
 	if len(o.watchNamespaces) > 0 {
 		opts.Cache.DefaultNamespaces = make(map[string]cache.Config, len(o.watchNamespaces))
 		for _, ns := range o.watchNamespaces {
@@ -273,6 +284,17 @@ func runManager(ctx context.Context, o *managerOptions) error {
 		Coalescer: coalescer,
 		Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
 	}
+	if heartbeatNS != "" {
+		// Statuses are written when proofs change; the leader's heartbeat
+		// Leases confirm them in between (controllers/heartbeat.go).
+		reconciler.Heartbeats = &controllers.Heartbeats{Client: mgr.GetClient(), Namespace: heartbeatNS,
+			Logger: ctrl.Log.WithName("heartbeat")}
+		if err := mgr.Add(reconciler.Heartbeats); err != nil {
+			return err
+		}
+	} else {
+		log.Info("no --namespace (or $POD_NAMESPACE): no heartbeat Leases; every check writes each policy's status")
+	}
 	if err := reconciler.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
 	}
@@ -281,7 +303,11 @@ func runManager(ctx context.Context, o *managerOptions) error {
 		return err
 	}
 	if o.webhookEnabled {
-		ready, err := setupWebhook(ctx, mgr, o, &controllers.LiveChecker{Resolver: resolver, Coalescer: coalescer})
+		var heartbeats client.Reader
+		if heartbeatNS != "" {
+			heartbeats = mgr.GetClient()
+		}
+		ready, err := setupWebhook(ctx, mgr, o, &controllers.LiveChecker{Resolver: resolver, Coalescer: coalescer}, heartbeats)
 		if err != nil {
 			return fmt.Errorf("setting up the webhook: %w", err)
 		}
@@ -304,12 +330,13 @@ func runManager(ctx context.Context, o *managerOptions) error {
 // files from cert-manager) and registers the admission handler once the
 // certificate is in place: the webhook server cannot start without it. The
 // returned channel closes when the certificate is ready.
-func setupWebhook(ctx context.Context, mgr ctrl.Manager, o *managerOptions, live webhook.LiveChecker) (<-chan struct{}, error) {
+func setupWebhook(ctx context.Context, mgr ctrl.Manager, o *managerOptions, live webhook.LiveChecker, heartbeats client.Reader) (<-chan struct{}, error) {
 	ready, err := certs.Setup(mgr, o.certs)
 	if err != nil {
 		return nil, err
 	}
-	opts := webhook.Options{LiveCheckTimeout: o.liveCheckTimeout, LiveChecker: live, Namespaces: o.watchNamespaces}
+	opts := webhook.Options{LiveCheckTimeout: o.liveCheckTimeout, LiveChecker: live, Namespaces: o.watchNamespaces,
+		Heartbeats: heartbeats}
 	log := ctrl.Log.WithName("webhook")
 	go func() {
 		select {
