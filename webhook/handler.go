@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	kjson "sigs.k8s.io/json"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 )
@@ -318,11 +319,13 @@ func (h *Handler) readScaled(ctx context.Context, kind, namespace, name string, 
 
 // workloadJSON decodes the fields admission needs of a Deployment, a
 // StatefulSet, a Job or a CronJob, skipping the rest (managedFields,
-// status).
+// status, and every annotation but the override: a kubectl-applied
+// object's last-applied-configuration repeats the whole object). It is
+// decoded case-sensitively, as the API server reads objects.
 type workloadJSON struct {
 	Metadata struct {
 		Name            string                  `json:"name"`
-		Annotations     map[string]string       `json:"annotations"`
+		Annotations     overrideAnnotationJSON  `json:"annotations"`
 		OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
 	} `json:"metadata"`
 	Spec struct {
@@ -338,11 +341,23 @@ type workloadJSON struct {
 // reads.
 type jobTemplateJSON struct {
 	Metadata struct {
-		Annotations map[string]string `json:"annotations"`
+		Annotations overrideAnnotationJSON `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
 		Template json.RawMessage `json:"template"`
 	} `json:"spec"`
+}
+
+// overrideAnnotationJSON decodes the one annotation admission reads.
+type overrideAnnotationJSON struct {
+	Override *string `json:"retentionguard.io/override-proof"`
+}
+
+func (a overrideAnnotationJSON) annotations() map[string]string {
+	if a.Override == nil {
+		return nil
+	}
+	return map[string]string{OverrideAnnotation: *a.Override}
 }
 
 // scaleJSON decodes an autoscaling/v1 Scale's spec.replicas (omitted when 0).
@@ -383,13 +398,13 @@ func decodeWorkload(kind string, raw []byte) (*workload, error) {
 		return nil, errors.New("the request carries no object")
 	}
 	var w workloadJSON
-	if err := json.Unmarshal(raw, &w); err != nil {
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &w); err != nil {
 		return nil, fmt.Errorf("decoding the workload: %w", err)
 	}
 	out := &workload{
 		Kind:        kind,
 		Name:        w.Metadata.Name,
-		Annotations: w.Metadata.Annotations,
+		Annotations: w.Metadata.Annotations.annotations(),
 		Replicas:    w.Spec.Replicas,
 		Paused:      w.Spec.Paused,
 		Suspended:   w.Spec.Suspend != nil && *w.Spec.Suspend,
@@ -405,10 +420,10 @@ func decodeWorkload(kind string, raw []byte) (*workload, error) {
 		out.RawJobTemplate = w.Spec.JobTemplate
 		if len(w.Spec.JobTemplate) > 0 {
 			var jt jobTemplateJSON
-			if err := json.Unmarshal(w.Spec.JobTemplate, &jt); err != nil {
+			if err := kjson.UnmarshalCaseSensitivePreserveInts(w.Spec.JobTemplate, &jt); err != nil {
 				return nil, fmt.Errorf("decoding the CronJob's job template: %w", err)
 			}
-			out.Annotations = jt.Metadata.Annotations
+			out.Annotations = jt.Metadata.Annotations.annotations()
 			out.RawTemplate = jt.Spec.Template
 		}
 	}
