@@ -69,6 +69,7 @@ type ConsumerRetentionPolicyReconciler struct {
 	MaxConcurrentReconciles int
 
 	verdicts lastVerdicts
+	gaps     scheduleGapCache
 
 	// intervalOverride replaces every policy's checkInterval (tests: the
 	// CRD's minimum is 10s).
@@ -205,7 +206,7 @@ func (r *ConsumerRetentionPolicyReconciler) cronJobs(ctx context.Context, p *rgv
 			c.TimeZone = *cj.Spec.TimeZone
 		}
 		if !c.Suspended {
-			c.Gap, c.Err = longestScheduleGap(cj.Spec.Schedule, cj.Spec.TimeZone, cj.Spec.StartingDeadlineSeconds, now)
+			c.Gap, c.Err = r.gaps.gap(cj.Spec.Schedule, cj.Spec.TimeZone, cj.Spec.StartingDeadlineSeconds, now)
 		}
 		out = append(out, c)
 	}

@@ -38,8 +38,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,6 +77,7 @@ type options struct {
 	dir            string
 	waitLoad       float64
 	maxLoadWaiting time.Duration
+	profileDir     string
 }
 
 func main() {
@@ -97,6 +100,7 @@ func main() {
 	flag.Var(&envKV, "manager-env", "KEY=VALUE in the manager's environment (repeatable)")
 	flag.StringVar(&o.out, "out", "", "also write the results as Markdown to this file")
 	flag.StringVar(&o.dir, "dir", "", "keep the stack's files (logs, kubeconfigs) in this directory instead of a temporary one")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "write the manager's CPU profile of each steady state and its heap profile at the end into this directory (--pprof-bind-address)")
 	flag.Float64Var(&o.waitLoad, "wait-load", 0, "before each step, wait until the 1-minute load average is at most this (0: do not wait)")
 	flag.DurationVar(&o.maxLoadWaiting, "max-load-wait", 30*time.Minute, "give up waiting for -wait-load after this long (the step runs anyway, the load is printed)")
 	flag.Parse()
@@ -128,6 +132,16 @@ func main() {
 			usage(fmt.Errorf("-manager-flag %q: use --flag=value", f))
 		}
 		o.managerFlags[k] = v
+	}
+	if o.profileDir != "" {
+		port, err := stack.FreePort()
+		if err != nil {
+			usage(err)
+		}
+		o.managerFlags["--pprof-bind-address"] = "127.0.0.1:" + strconv.Itoa(port)
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			usage(err)
+		}
 	}
 	for _, e := range envKV {
 		if !strings.Contains(e, "=") {
@@ -261,29 +275,33 @@ var _ io.Writer = logWriter{}
 
 // stepResult is what one step measured.
 type stepResult struct {
-	policies      int
-	load          string // load averages at the start and end of the step
-	rssPeak       float64
-	rssSteady     float64
-	heapSteady    float64
-	allProven     time.Duration // 0: not within -proven-timeout
-	proofs        int
-	verdicts      map[rgv1.Verdict]int
-	intervals     float64
-	cpuPerInt     float64 // CPU seconds per interval
-	cores         float64
-	kafkaPerInt   []float64 // per cluster
-	kafkaByAPI    []map[string]float64
-	writesPerInt  float64
-	writesByVerb  map[string]float64
-	readsPerInt   float64
-	admStartP99   float64
-	admStartBound float64
-	admStartN     float64
-	admSteadyP99  float64
-	admSteadyBnd  float64
-	admSteadyN    float64
-	admFailed     int64
+	policies     int
+	load         string // load averages at the start and end of the step
+	rssPeak      float64
+	rssSteady    float64
+	heapSteady   float64
+	allProven    time.Duration // 0: not within -proven-timeout
+	proofs       int
+	verdicts     map[rgv1.Verdict]int
+	intervals    float64
+	cpuPerInt    float64 // CPU seconds per interval
+	cores        float64
+	kafkaPerInt  []float64 // per cluster
+	kafkaByAPI   []map[string]float64
+	writesPerInt float64
+	writesByVerb map[string]float64
+	// writesByResource are all writes the API server served in the
+	// steady state (the manager's and the bench's non-dry-run ones: none
+	// but the manager's), by verb and resource.
+	writesByResource map[string]float64
+	readsPerInt      float64
+	admStartP99      float64
+	admStartBound    float64
+	admStartN        float64
+	admSteadyP99     float64
+	admSteadyBnd     float64
+	admSteadyN       float64
+	admFailed        int64
 }
 
 // measureStep clears every policy's status, starts the manager, waits for
@@ -357,11 +375,26 @@ func measureStep(ctx context.Context, o options, stk *stack.Stack, c client.With
 	if err != nil {
 		return r, err
 	}
+	a0, err := apiserverMetrics(ctx, stk)
+	if err != nil {
+		return r, err
+	}
 	t0 := time.Now()
 	loadCtx, stopLoad = context.WithCancel(stepCtx)
 	steadyLoad := &admissionLoad{}
 	go steadyLoad.run(loadCtx, c, o.shape, tracker.pick, o.admissionRate)
 	var rss, heap []float64
+	profiled := make(chan struct{})
+	if o.profileDir != "" {
+		go func() {
+			defer close(profiled)
+			secs := strconv.Itoa(int(o.steady.Seconds()) - 5)
+			saveProfile(ctx, o.managerFlags["--pprof-bind-address"], "profile?seconds="+secs,
+				filepath.Join(o.profileDir, fmt.Sprintf("cpu-%d.pprof", n)))
+		}()
+	} else {
+		close(profiled)
+	}
 	tick := time.NewTicker(2 * time.Second)
 	scrapeEvery := 15 // one /metrics scrape every 30s, as Prometheus would
 	for i := 0; time.Since(t0) < o.steady; i++ {
@@ -384,11 +417,19 @@ func measureStep(ctx context.Context, o options, stk *stack.Stack, c client.With
 	tick.Stop()
 	stopLoad()
 	elapsed := time.Since(t0)
+	<-profiled
+	if o.profileDir != "" {
+		saveProfile(ctx, o.managerFlags["--pprof-bind-address"], "heap", filepath.Join(o.profileDir, fmt.Sprintf("heap-%d.pprof", n)))
+	}
 	m1, err := getMetrics(ctx, stk.MetricsAddr)
 	if err != nil {
 		return r, err
 	}
 	k1, err := kafkaRequests(ctx, stk)
+	if err != nil {
+		return r, err
+	}
+	a1, err := apiserverMetrics(ctx, stk)
 	if err != nil {
 		return r, err
 	}
@@ -429,6 +470,31 @@ func measureStep(ctx context.Context, o options, stk *stack.Stack, c client.With
 			r.readsPerInt += d
 		}
 	}
+	// The same writes as the API server counts them, by resource (dry
+	// runs, the bench's own, excluded).
+	r.writesByResource = map[string]float64{}
+	for _, x := range a1["apiserver_request_total"] {
+		switch x.labels["verb"] {
+		case "POST", "PUT", "PATCH", "DELETE", "CREATE", "UPDATE", "APPLY":
+		default:
+			continue
+		}
+		if x.labels["dry_run"] != "" {
+			continue
+		}
+		key := x.labels["verb"] + " " + x.labels["resource"]
+		if sub := x.labels["subresource"]; sub != "" {
+			key += "/" + sub
+		}
+		match := map[string]string{}
+		for k, v := range x.labels {
+			match[k] = v
+		}
+		d := x.value - a0.sum("apiserver_request_total", match)
+		if d > 0 {
+			r.writesByResource[key] += d / r.intervals
+		}
+	}
 	hs := m1.histogramOf("retentionguard_admission_duration_seconds", admission).
 		minus(m0.histogramOf("retentionguard_admission_duration_seconds", admission))
 	r.admSteadyP99, r.admSteadyBnd = hs.quantile(0.99)
@@ -444,6 +510,47 @@ func measureStep(ctx context.Context, o options, stk *stack.Stack, c client.With
 		return r, err
 	}
 	return r, nil
+}
+
+// saveProfile fetches one pprof profile from the manager into file; a
+// failure is logged, not fatal.
+func saveProfile(ctx context.Context, addr, what, file string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/"+what, nil)
+	if err == nil {
+		var resp *http.Response
+		if resp, err = http.DefaultClient.Do(req); err == nil {
+			defer resp.Body.Close()
+			var b []byte
+			if b, err = io.ReadAll(resp.Body); err == nil {
+				err = os.WriteFile(file, b, 0o644)
+			}
+		}
+	}
+	if err != nil {
+		logf("profile %s: %v", what, err)
+	}
+}
+
+// apiserverMetrics scrapes the kube-apiserver's /metrics with the admin
+// credentials.
+func apiserverMetrics(ctx context.Context, stk *stack.Stack) (scrape, error) {
+	hc, err := rest.HTTPClientFor(stk.Env.Config)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(stk.Env.Config.Host, "/")+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("kube-apiserver /metrics: %s", resp.Status)
+	}
+	return parseMetrics(resp.Body)
 }
 
 // kafkaRequests reads every cluster's request counts.
@@ -476,8 +583,8 @@ func (r stepResult) detail() string {
 	} else {
 		fmt.Fprintf(&b, "only %d proofs within the timeout; ", r.proofs)
 	}
-	fmt.Fprintf(&b, "verdicts %v; CPU %.2f s per interval (%.3f cores); API writes %.1f per interval %v, reads %.1f; ",
-		r.verdicts, r.cpuPerInt, r.cores, r.writesPerInt, roundMap(r.writesByVerb), r.readsPerInt)
+	fmt.Fprintf(&b, "verdicts %v; CPU %.2f s per interval (%.3f cores); API writes %.1f per interval %v (API server: %v), reads %.1f; ",
+		r.verdicts, r.cpuPerInt, r.cores, r.writesPerInt, roundMap(r.writesByVerb), roundMap(r.writesByResource), r.readsPerInt)
 	for i, k := range r.kafkaPerInt {
 		fmt.Fprintf(&b, "Kafka cluster %d: %.1f requests per interval %v; ", i, k, roundMap(r.kafkaByAPI[i]))
 	}

@@ -132,7 +132,7 @@ func (s shape) cronJob(g int) *batchv1.CronJob {
 	return &batchv1.CronJob{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace(g), Labels: map[string]string{"team": s.namespace(g)}},
 		Spec: batchv1.CronJobSpec{
-			Schedule:                   schedules[g%len(schedules)],
+			Schedule:                   schedules[(g/5)%len(schedules)],
 			ConcurrencyPolicy:          batchv1.ForbidConcurrent,
 			StartingDeadlineSeconds:    ptr.To[int64](300),
 			SuccessfulJobsHistoryLimit: ptr.To[int32](3),
