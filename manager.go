@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/controllers"
 	"github.com/retentionguard/retention-guard/internal/certs"
+	"github.com/retentionguard/retention-guard/internal/cli"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/webhook"
 )
@@ -33,7 +34,7 @@ const leaderElectionID = "retention-guard.retentionguard.io"
 
 // managerOptions are the manager's flags.
 type managerOptions struct {
-	logs                    logOptions
+	logs                    cli.LogOptions
 	kubeconfig              string
 	metricsAddr             string
 	probeAddr               string
@@ -88,7 +89,7 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 		"Deadline of the live Kafka re-check the webhook makes when a policy's proof in status is stale; keep it well under the "+
 			"webhook's timeoutSeconds (5s). On timeout the verdict is Unknown, which Deny policies refuse.")
 	o.certs.BindFlags(fs)
-	o.logs.bind(fs)
+	o.logs.Bind(fs)
 }
 
 // validate checks the flags and derives what they imply. Its errors are
@@ -140,10 +141,10 @@ one batched observation per check interval. SIGTERM shuts down gracefully.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
-				return usageError{err}
+				return cli.UsageError(err)
 			}
 			if err := runManager(ctrl.SetupSignalHandler(), o); err != nil {
-				return exitError{code: ExitFailure, err: err}
+				return cli.ExitError(cli.ExitFailure, err)
 			}
 			return nil
 		},
