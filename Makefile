@@ -32,7 +32,7 @@ test: deps verify lint test-go test-e2e ## Run every test: generated files, lint
 
 .PHONY: deps
 deps: ## Install what the tests need that Go does not bring (idempotent).
-	hack/install-deps.sh kcat
+	hack/install-deps.sh kcat postgresql mariadb-server
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBEBUILDER_ASSETS.
