@@ -95,6 +95,46 @@ func TestSampleIsAcceptedAndDefaulted(t *testing.T) {
 	}
 }
 
+// cursorSpec is a spec.cursor as unstructured data.
+func cursorSpec(driver, query string) map[string]any {
+	sql := map[string]any{"driver": driver, "secretRef": map[string]any{"name": "settle-db", "key": "dsn"}}
+	if query != "" {
+		sql["query"] = query
+	}
+	return map[string]any{"sql": sql}
+}
+
+// A business cursor with the default query is valid and resumes from the
+// group's offsets by default; a query with a topic column covers several
+// topics.
+func TestCursorSpecAcceptedAndDefaulted(t *testing.T) {
+	ns := namespace(t, "cursor")
+	for name, edit := range map[string]func(map[string]any){
+		"default-query": func(s map[string]any) { s["cursor"] = cursorSpec("postgres", "") },
+		"two-topics": func(s map[string]any) {
+			s["topics"] = []any{"settle-task", "refund-task"}
+			s["cursor"] = cursorSpec("mysql", "SELECT topic, partition_id AS `partition`, last_offset + 1 AS next_offset FROM cursors WHERE group_id = ?")
+		},
+	} {
+		spec := validSpec()
+		edit(spec)
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": rgv1.GroupVersion.String(), "kind": "ConsumerRetentionPolicy",
+			"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec,
+		}}
+		if err := env.Client.Create(ctx(t), u); err != nil {
+			t.Fatalf("%s: refused: %v", name, err)
+		}
+		got := &rgv1.ConsumerRetentionPolicy{}
+		if err := env.Client.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: name}, got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Spec.Cursor == nil || got.Spec.Cursor.ResumeFrom != rgv1.ResumeFromGroupOffsets {
+			t.Errorf("%s: cursor %+v, want resumeFrom defaulted to GroupOffsets", name, got.Spec.Cursor)
+		}
+	}
+}
+
 // validSpec is a policy spec as unstructured data, to be broken one field at
 // a time (typed structs cannot omit required fields).
 func validSpec() map[string]any {
@@ -145,6 +185,28 @@ func TestInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
 		{"missing group", func(s map[string]any) { delete(s, "groupID") }, "spec.groupID", "Required"},
 		{"unknown enforcement", func(s map[string]any) { s["enforcement"] = "Block" }, "spec.enforcement", "Deny"},
 		{"consumer without offsetResetEnv", func(s map[string]any) { s["consumer"] = map[string]any{"container": "app"} }, "spec.consumer.offsetResetEnv", "Required"},
+		{"cursor with an unknown driver", func(s map[string]any) { s["cursor"] = cursorSpec("oracle", "") }, "spec.cursor.sql.driver", "postgres"},
+		{"cursor with an unknown resumeFrom", func(s map[string]any) {
+			c := cursorSpec("postgres", "")
+			c["resumeFrom"] = "Earliest"
+			s["cursor"] = c
+		}, "spec.cursor.resumeFrom", "GroupOffsets"},
+		{"cursor without secretRef key", func(s map[string]any) {
+			s["cursor"] = map[string]any{"sql": map[string]any{"driver": "postgres", "secretRef": map[string]any{"name": "settle-db"}}}
+		}, "spec.cursor.sql.secretRef.key", "Required"},
+		{"postgres cursor query without $1", func(s map[string]any) {
+			s["cursor"] = cursorSpec("postgres", "SELECT partition_id AS partition, last_offset + 1 AS next_offset FROM consumer_cursor WHERE group_id = ?")
+		}, "spec.cursor.sql", "$1 for postgres, ? for mysql"},
+		{"mysql cursor query without ?", func(s map[string]any) {
+			s["cursor"] = cursorSpec("mysql", "SELECT partition_id AS `partition`, last_offset + 1 AS next_offset FROM consumer_cursor WHERE group_id = $1")
+		}, "spec.cursor.sql", "$1 for postgres, ? for mysql"},
+		{"cursor query that is not a SELECT", func(s map[string]any) {
+			s["cursor"] = cursorSpec("postgres", "DELETE FROM consumer_cursor WHERE group_id = $1")
+		}, "spec.cursor.sql", "must be a SELECT"},
+		{"cursor on several topics without a query", func(s map[string]any) {
+			s["topics"] = []any{"settle-task", "refund-task"}
+			s["cursor"] = cursorSpec("postgres", "")
+		}, "spec", "required with several topics"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
