@@ -73,6 +73,9 @@ func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
 			}
 		}
 	}
+	if c := res.Cursor; c != nil {
+		ps.Cursor = &rgv1.CursorStatus{ResumeFrom: rgv1.ResumeFrom(c.ResumeFrom), ReplayRecords: c.ReplayRecords, AheadRecords: c.AheadRecords}
+	}
 	for i, v := range res.Violations {
 		if i == MaxViolations {
 			ps.ViolationsOmitted = int32(len(res.Violations) - MaxViolations)
