@@ -175,8 +175,8 @@ type CursorSpec struct {
 }
 
 // CursorSQL reads a business cursor from PostgreSQL, MySQL or MariaDB.
-// +kubebuilder:validation:XValidation:rule="!has(self.query) || self.query == ” || (self.driver == 'postgres' ? self.query.contains('$1') : self.query.contains('?'))",message="spec.cursor.sql.query must take the group ID as its one parameter: $1 for postgres, ? for mysql"
-// +kubebuilder:validation:XValidation:rule="!has(self.query) || self.query == ” || self.query.trim().lowerAscii().startsWith('select') || self.query.trim().lowerAscii().startsWith('with')",message="spec.cursor.sql.query must be a SELECT (it runs in a read-only transaction)"
+// +kubebuilder:validation:XValidation:rule="!has(self.query) || size(self.query) == 0 || (self.driver == 'postgres' ? self.query.contains('$1') : self.query.contains('?'))",message="spec.cursor.sql.query must take the group ID as its one parameter: $1 for postgres, ? for mysql"
+// +kubebuilder:validation:XValidation:rule="!has(self.query) || size(self.query) == 0 || self.query.trim().lowerAscii().startsWith('select') || self.query.trim().lowerAscii().startsWith('with')",message="spec.cursor.sql.query must be a SELECT (it runs in a read-only transaction)"
 type CursorSQL struct {
 	// driver is postgres, or mysql (MySQL and MariaDB).
 	// +required

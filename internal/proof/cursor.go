@@ -299,7 +299,7 @@ func judgeCursor(pr *PartitionResult, compacts, fromCursor bool) (cursorJudgemen
 		cj.verdict, cj.reason = Violated, ReasonGroupAheadOfCursor
 		m.text("committed offset ").int(pr.Committed).text(" is ahead of cursor ").int(cur).text(" on ").partition(pr.Topic, pr.Partition).
 			text(": resuming from the group's offsets skips ").count(pr.AheadRecords, "record").
-			text(" the business never processed (auto commit ran ahead) — resume from the cursor (seek to it, or reset the group's offsets to it)")
+			text(" the business never processed — resume from the cursor")
 	}
 	v := cursorViolation(pr, cj.reason, cj.expired, m.String())
 	return cj, &v
