@@ -103,7 +103,7 @@ func TestSeed003ResumeFromCursor(t *testing.T) {
 	offsets := condition(p.Status, proof.ClauseOffsetsInRange)
 	g.Expect(offsets.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(offsets.Message).To(HavePrefix("not deciding (spec.cursor.resumeFrom Cursor"))
-	g.Expect(strings.Join(p.Status.Proof.Warnings, "\n")).To(ContainSubstring("the consumer must seek to its business cursor"))
+	g.Expect(strings.Join(p.Status.Proof.Warnings, "\n")).To(ContainSubstring("seek to the cursor on start: group offsets NoCommittedOffset"))
 	g.Expect(kstatusOf(g, h.ns, "settle").Status).To(Equal(status.CurrentStatus))
 
 	// Partition 1's cursor falls behind the log start: 10 records were

@@ -45,8 +45,12 @@ func namespace(t *testing.T, name string) string {
 
 // loadSample reads config/samples' policy as an unstructured object.
 func loadSample(t *testing.T) *unstructured.Unstructured {
+	return loadSampleFile(t, "retentionguard_v1alpha1_consumerretentionpolicy.yaml")
+}
+
+func loadSampleFile(t *testing.T, name string) *unstructured.Unstructured {
 	t.Helper()
-	path := filepath.Join(testenv.RepoRoot(), "config", "samples", "retentionguard_v1alpha1_consumerretentionpolicy.yaml")
+	path := filepath.Join(testenv.RepoRoot(), "config", "samples", name)
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +106,15 @@ func cursorSpec(driver, query string) map[string]any {
 		sql["query"] = query
 	}
 	return map[string]any{"sql": sql}
+}
+
+// The sample with seed 003's business cursor is valid as written.
+func TestCursorSampleIsAccepted(t *testing.T) {
+	u := loadSampleFile(t, "retentionguard_v1alpha1_consumerretentionpolicy_cursor.yaml")
+	u.SetNamespace(namespace(t, "cursor-sample"))
+	if err := env.Client.Create(ctx(t), u); err != nil {
+		t.Fatalf("the cursor sample was refused: %v", err)
+	}
 }
 
 // A business cursor with the default query is valid and resumes from the

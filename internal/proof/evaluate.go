@@ -43,8 +43,9 @@ func Evaluate(obs Observation, p Policy, now time.Time) Result {
 			if decides(p, c.Type) || c.Status == ConditionTrue {
 				continue
 			}
-			advisory = append(advisory, Warning{Type: WarningGroupOffsets, Message: "the consumer must seek to its business cursor: " +
-				"the group's offsets fail " + c.Type + " (" + c.Reason + ": " + c.Message + ")"})
+			// Short first words: admission warnings are cut at 120 bytes.
+			advisory = append(advisory, Warning{Type: WarningGroupOffsets, Message: "seek to the cursor on start: group offsets " +
+				c.Reason + " (" + c.Type + ", not deciding: " + c.Message + ")"})
 			c.Message = "not deciding (spec.cursor.resumeFrom Cursor: the consumer resumes from its cursor): " + c.Message
 		}
 		offsetsRetainedV, inRangeV = nil, nil
