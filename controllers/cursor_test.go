@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/cursor/cursortest"
@@ -202,7 +203,9 @@ func TestCursorSourceProblems(t *testing.T) {
 		return condition(getPolicy(g, h.ns, "missing").Status, ConditionStalled)
 	}, eventually, poll).Should(BeNil())
 
-	texts := map[string]string{"logs": h.logs.String()}
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	texts := map[string]string{"logs": h.logs.String(), "metrics": fmt.Sprint(families)}
 	for _, name := range []string{"missing", "far", "bad"} {
 		p := getPolicy(g, h.ns, name)
 		texts["status of "+name] = fmt.Sprintf("%+v", p.Status)
