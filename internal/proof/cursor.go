@@ -287,7 +287,7 @@ func judgeCursor(pr *PartitionResult, compacts, fromCursor bool) (cursorJudgemen
 	default:
 		cj.verdict = Proven
 		switch c := pr.Committed; {
-		case c == NoOffset || c < NoOffset:
+		case c < 0: // no committed offset (or not an offset): nothing to compare
 		case c > cur:
 			pr.AheadRecords = c - cur
 		case c < cur:
