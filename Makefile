@@ -36,8 +36,8 @@ test: deps verify lint test-go release-rehearsal test-e2e ## Run every test: gen
 ##@ Pieces of `make test`
 
 .PHONY: deps
-deps: ## Install what the tests need that Go does not bring (idempotent): kcat, and shellcheck for actionlint.
-	hack/install-deps.sh kcat shellcheck
+deps: ## Install what the tests need that Go does not bring (idempotent): kcat, shellcheck for actionlint, PostgreSQL and MariaDB for business cursors.
+	hack/install-deps.sh kcat shellcheck postgresql mariadb-server
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBEBUILDER_ASSETS.

@@ -24,6 +24,7 @@ import (
 	"github.com/retentionguard/retention-guard/controllers"
 	"github.com/retentionguard/retention-guard/internal/certs"
 	"github.com/retentionguard/retention-guard/internal/cli"
+	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/webhook"
 )
@@ -42,6 +43,8 @@ type managerOptions struct {
 	leaderElectionNamespace string
 	allowedBootstrapServers []string
 	kafkaRequestTimeout     time.Duration
+	allowedCursorHosts      []string
+	cursorTimeout           time.Duration
 	watchNamespaces         []string
 
 	// The admission webhook.
@@ -53,7 +56,8 @@ type managerOptions struct {
 	certs            certs.Options
 
 	// Derived by validate.
-	allowlist controllers.BootstrapAllowlist
+	allowlist   controllers.BootstrapAllowlist
+	cursorHosts controllers.BootstrapAllowlist
 }
 
 func (o *managerOptions) bind(fs *pflag.FlagSet) {
@@ -74,6 +78,13 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.kafkaRequestTimeout, "kafka-request-timeout", 10*time.Second,
 		"How long one Kafka request may take, retries included. One observation of a cluster (metadata, then offsets, "+
 			"configs and groups, then record timestamps) is bounded by three times this.")
+	fs.StringSliceVar(&o.allowedCursorHosts, "allowed-cursor-hosts", nil,
+		"Glob patterns (path.Match, case-insensitive, over host:port, or a unix socket path) of the database hosts that "+
+			`spec.cursor connection strings may name, e.g. "*.db.svc:5432,mariadb-?.prod:3306"; repeatable. A policy naming any `+
+			"other host is Stalled (reason DatabaseHostNotAllowed), its cursor unreadable, and no connection is opened. Empty: every host is allowed.")
+	fs.DurationVar(&o.cursorTimeout, "cursor-timeout", cursor.DefaultStatementTimeout,
+		"Statement timeout of one business cursor read (spec.cursor), on the database server; connecting has as long again. "+
+			"Cursors are read within the Kafka observation of their cluster, so keep it well under --kafka-request-timeout.")
 	fs.StringSliceVar(&o.watchNamespaces, "watch-namespaces", nil,
 		"Namespaces whose policies (and Secrets) the manager watches; repeatable or comma-separated. Default: all namespaces.")
 	fs.BoolVar(&o.webhookEnabled, "enable-webhook", true,
@@ -100,6 +111,15 @@ func (o *managerOptions) validate() error {
 		return fmt.Errorf("--allowed-bootstrap-servers: %w", err)
 	}
 	o.allowlist = allow
+	if o.cursorHosts, err = controllers.NewBootstrapAllowlist(o.allowedCursorHosts); err != nil {
+		return fmt.Errorf("--allowed-cursor-hosts: %w", err)
+	}
+	switch {
+	case o.cursorTimeout == 0:
+		o.cursorTimeout = cursor.DefaultStatementTimeout
+	case o.cursorTimeout < 0:
+		return errors.New("--cursor-timeout must be positive, e.g. 5s")
+	}
 	if o.kafkaRequestTimeout <= 0 {
 		return errors.New("--kafka-request-timeout must be positive")
 	}
@@ -229,10 +249,23 @@ func runManager(ctx context.Context, o *managerOptions) error {
 	if err := mgr.Add(coalescer); err != nil {
 		return err
 	}
+	if patterns := o.cursorHosts.Patterns(); len(patterns) == 0 {
+		log.Info("--allowed-cursor-hosts is empty: policies may name any cursor database host")
+	} else {
+		log.Info("policies may name only these cursor database hosts", "patterns", patterns)
+	}
+	cursors := cursor.NewReader(
+		cursor.WithStatementTimeout(o.cursorTimeout),
+		cursor.WithConnectTimeout(o.cursorTimeout),
+		cursor.WithLogger(ctrl.Log.WithName("cursor")),
+	)
+	defer cursors.Close()
 	resolver := &controllers.ConnectionResolver{
-		Metadata:  mgr.GetClient(),
-		Secrets:   mgr.GetAPIReader(),
-		Allowlist: o.allowlist,
+		Metadata:    mgr.GetClient(),
+		Secrets:     mgr.GetAPIReader(),
+		Allowlist:   o.allowlist,
+		Cursors:     cursors,
+		CursorHosts: o.cursorHosts,
 	}
 	reconciler := &controllers.ConsumerRetentionPolicyReconciler{
 		Client:    mgr.GetClient(),

@@ -433,12 +433,16 @@ func (c *Coalescer) runPass(cs *connState, p *observationPass, keys []string, ta
 }
 
 // targetKey identifies a target: its group, its sorted, deduplicated
-// topics, and whether it reads __consumer_offsets.
+// topics, whether it reads __consumer_offsets, and its business cursor
+// (the cursor's own key: database, query and group, no secrets).
 func targetKey(t kafka.Target) string {
 	n := normalizeTarget(t)
 	k := n.Group + "\x00" + strings.Join(n.Topics, "\x00")
 	if n.ReadOffsetsTopic {
 		k += "\x00\x01offsets-topic"
+	}
+	if n.Cursor != nil {
+		k += "\x00\x02cursor\x00" + n.Cursor.Key()
 	}
 	return k
 }
@@ -446,5 +450,5 @@ func targetKey(t kafka.Target) string {
 func normalizeTarget(t kafka.Target) kafka.Target {
 	topics := slices.Clone(t.Topics)
 	slices.Sort(topics)
-	return kafka.Target{Group: t.Group, Topics: slices.Compact(topics), ReadOffsetsTopic: t.ReadOffsetsTopic}
+	return kafka.Target{Group: t.Group, Topics: slices.Compact(topics), ReadOffsetsTopic: t.ReadOffsetsTopic, Cursor: t.Cursor}
 }

@@ -145,6 +145,9 @@ func secretRefs(p *rgv1.ConsumerRetentionPolicy) []string {
 	if s := p.Spec.Kafka.SASL; s != nil && s.SecretRef.Name != "" && !slices.Contains(names, s.SecretRef.Name) {
 		names = append(names, s.SecretRef.Name)
 	}
+	if c := p.Spec.Cursor; c != nil && c.SQL.SecretRef.Name != "" && !slices.Contains(names, c.SQL.SecretRef.Name) {
+		names = append(names, c.SQL.SecretRef.Name)
+	}
 	return names
 }
 

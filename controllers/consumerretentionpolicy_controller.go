@@ -296,6 +296,9 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 
 	interval := r.interval(policy)
 	target := policyTarget(policy)
+	if in.CursorProblem, err = r.Resolver.cursorTarget(ctx, policy, &target); err != nil {
+		return in, ctrl.Result{}, err
+	}
 	obs, age, fresh := r.Coalescer.Request(key, conn, target, maxObservationAge(interval))
 	if !fresh {
 		// The Coalescer requeues the policy as soon as the pass that serves

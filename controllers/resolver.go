@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 )
 
@@ -30,6 +31,11 @@ type ConnectionResolver struct {
 	Secrets client.Reader
 	// Allowlist restricts the bootstrap servers (empty: all allowed).
 	Allowlist BootstrapAllowlist
+	// Cursors reads business cursors (spec.cursor); CursorHosts restricts
+	// the database hosts their connection strings may name (empty: all
+	// allowed).
+	Cursors     *cursor.Reader
+	CursorHosts BootstrapAllowlist
 
 	mu    sync.Mutex
 	cache map[types.NamespacedName]cachedSecret
@@ -45,6 +51,16 @@ type cachedSecret struct {
 // unusable PEM); any other error is transient.
 func (r *ConnectionResolver) Resolve(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (kafka.Connection, error) {
 	return resolveConnection(p, r.Allowlist, func(name string) (map[string][]byte, error) {
+		return r.secretData(ctx, types.NamespacedName{Namespace: p.Namespace, Name: name})
+	})
+}
+
+// ResolveCursor returns the policy's business cursor reader (nil without
+// spec.cursor). A *SpecProblem error is a problem a person must fix
+// (Secret or key missing, connection string unparsable, host not
+// allowed); any other error is transient.
+func (r *ConnectionResolver) ResolveCursor(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (kafka.CursorReader, error) {
+	return resolveCursor(p, r.Cursors, r.CursorHosts, func(name string) (map[string][]byte, error) {
 		return r.secretData(ctx, types.NamespacedName{Namespace: p.Namespace, Name: name})
 	})
 }

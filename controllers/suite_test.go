@@ -30,6 +30,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/testenv"
@@ -44,7 +45,9 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Main(m, &env))
+	code := testenv.Main(m, &env)
+	pg.Stop() // started by the business cursor tests, on first use
+	os.Exit(code)
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -123,10 +126,11 @@ func (o *countingObserver) Observe(ctx context.Context, conn kafka.Connection, t
 }
 
 type harnessOptions struct {
-	namespace string   // default: a new one
-	allow     []string // --allowed-bootstrap-servers
-	interval  time.Duration
-	logLevel  int // zap verbosity: 0 info, 5 everything (franz-go debug included)
+	namespace   string   // default: a new one
+	allow       []string // --allowed-bootstrap-servers
+	cursorHosts []string // --allowed-cursor-hosts
+	interval    time.Duration
+	logLevel    int // zap verbosity: 0 info, 5 everything (franz-go debug included)
 }
 
 // harness is a running manager with the reconciler, watching one
@@ -164,6 +168,10 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 	})
 	allow, err := NewBootstrapAllowlist(o.allow)
 	g.Expect(err).NotTo(HaveOccurred())
+	cursorHosts, err := NewBootstrapAllowlist(o.cursorHosts)
+	g.Expect(err).NotTo(HaveOccurred())
+	cursors := cursor.NewReader(cursor.WithStatementTimeout(2*time.Second), cursor.WithConnectTimeout(2*time.Second),
+		cursor.WithLogger(logger.WithName("cursor")))
 
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
@@ -176,8 +184,9 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(mgr.Add(h.coalescer)).To(Succeed())
 	r := &ConsumerRetentionPolicyReconciler{
-		Client:           mgr.GetClient(),
-		Resolver:         &ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow},
+		Client: mgr.GetClient(),
+		Resolver: &ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow,
+			Cursors: cursors, CursorHosts: cursorHosts},
 		Coalescer:        h.coalescer,
 		Recorder:         mgr.GetEventRecorder(ControllerName),
 		intervalOverride: o.interval,
@@ -200,6 +209,7 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 				t.Errorf("the manager did not stop within a minute")
 			}
 			h.observer.Close()
+			cursors.Close()
 		})
 	}
 	t.Cleanup(h.stop)
@@ -215,6 +225,8 @@ type policyOptions struct {
 	interval time.Duration
 	// readOffsetsTopic: exact commit times from __consumer_offsets.
 	readOffsetsTopic bool
+	// cursor: a business cursor (spec.cursor).
+	cursor *rgv1.CursorSpec
 }
 
 func createPolicy(t *testing.T, ns, name, group string, topics []string, o policyOptions) *rgv1.ConsumerRetentionPolicy {
@@ -242,6 +254,7 @@ func createPolicy(t *testing.T, ns, name, group string, topics []string, o polic
 	if o.tls != "" {
 		p.Spec.Kafka.TLS = &rgv1.KafkaTLS{SecretRef: rgv1.SecretReference{Name: o.tls}}
 	}
+	p.Spec.Cursor = o.cursor
 	if err := env.Client.Create(testCtx(t), p); err != nil {
 		t.Fatalf("creating policy %s: %v", name, err)
 	}

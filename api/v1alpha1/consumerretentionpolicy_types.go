@@ -41,9 +41,33 @@ const (
 	VerdictUnknown  Verdict = "Unknown"
 )
 
+// ResumeFrom is where a consumer with a business cursor restarts from.
+// +kubebuilder:validation:Enum=Cursor;GroupOffsets
+type ResumeFrom string
+
+const (
+	// ResumeFromCursor: the consumer seeks to its business cursor on
+	// start; the group's offsets are a cache and do not decide.
+	ResumeFromCursor ResumeFrom = "Cursor"
+	// ResumeFromGroupOffsets: the consumer resumes from the group's
+	// committed offsets; the cursor says what was really processed.
+	ResumeFromGroupOffsets ResumeFrom = "GroupOffsets"
+)
+
+// CursorDriver is the database a business cursor lives in.
+// +kubebuilder:validation:Enum=postgres;mysql
+type CursorDriver string
+
+const (
+	CursorDriverPostgres CursorDriver = "postgres"
+	// CursorDriverMySQL is MySQL or MariaDB.
+	CursorDriverMySQL CursorDriver = "mysql"
+)
+
 // ConsumerRetentionPolicySpec declares one consumer group, the topics it
 // reads, how long it must be able to stay down, and which workloads consume
 // as that group.
+// +kubebuilder:validation:XValidation:rule="!has(self.cursor) || size(self.topics) == 1 || (has(self.cursor.sql.query) && self.cursor.sql.query.contains('topic'))",message="spec.cursor.sql.query is required with several topics, and must return a topic column: the default query reads seed 003's table, which has no topic to tell their partitions apart"
 type ConsumerRetentionPolicySpec struct {
 	// groupID is the Kafka consumer group id (group.id) whose committed
 	// offsets are proven, exactly as the consumers configure it.
@@ -120,6 +144,82 @@ type ConsumerRetentionPolicySpec struct {
 	// kafka is how to reach the cluster that holds the group and topics.
 	// +required
 	Kafka KafkaConnection `json:"kafka"`
+
+	// cursor, when set, also proves the consumer's own record of progress:
+	// a business cursor table in its database, written in the same
+	// transaction as the effect (the authority on what was processed;
+	// __consumer_offsets is a cache with a TTL). Every partition's cursor
+	// must lie inside the retained log (condition CursorInRange), and the
+	// group's committed offsets are compared with it: records a restart
+	// from the group would skip, or replay, are reported.
+	// +optional
+	Cursor *CursorSpec `json:"cursor,omitempty"`
+}
+
+// CursorSpec declares where the consumer keeps its business cursor and
+// where it restarts from.
+type CursorSpec struct {
+	// resumeFrom is where the consumer restarts: GroupOffsets (the
+	// default: it resumes from the group's committed offsets, so a group
+	// offset ahead of the cursor is a violation, GroupAheadOfCursor) or
+	// Cursor (it seeks to its cursor on start: the group's offsets then do
+	// not decide the verdict, retention still does, and recoveryHeadroom
+	// is measured from the cursor).
+	// +optional
+	// +kubebuilder:default=GroupOffsets
+	ResumeFrom ResumeFrom `json:"resumeFrom,omitempty"`
+
+	// sql is the database and query the cursor is read with.
+	// +required
+	SQL CursorSQL `json:"sql"`
+}
+
+// CursorSQL reads a business cursor from PostgreSQL, MySQL or MariaDB.
+// +kubebuilder:validation:XValidation:rule="!has(self.query) || size(self.query) == 0 || (self.driver == 'postgres' ? self.query.contains('$1') : self.query.contains('?'))",message="spec.cursor.sql.query must take the group ID as its one parameter: $1 for postgres, ? for mysql"
+// +kubebuilder:validation:XValidation:rule="!has(self.query) || size(self.query) == 0 || self.query.trim().lowerAscii().startsWith('select') || self.query.trim().lowerAscii().startsWith('with')",message="spec.cursor.sql.query must be a SELECT (it runs in a read-only transaction)"
+type CursorSQL struct {
+	// driver is postgres, or mysql (MySQL and MariaDB).
+	// +required
+	Driver CursorDriver `json:"driver"`
+
+	// secretRef names the key of a Secret in the policy's namespace that
+	// holds the connection string: a postgres URL
+	// (postgres://user:password@host:5432/db?sslmode=require) or key=value
+	// string, or a MySQL DSN (user:password@tcp(host:3306)/db). The manager
+	// may restrict the hosts it names (--allowed-cursor-hosts). It never
+	// appears in status, events, logs or metrics.
+	// +required
+	SecretRef SecretKeyReference `json:"secretRef"`
+
+	// query reads the cursor, with the group ID as its one parameter ($1
+	// for postgres, ? for mysql), one row per partition, in columns named
+	// partition (integer), next_offset (integer: the next offset the
+	// consumer will process, a Kafka committed offset's meaning),
+	// optionally topic (required with several topics) and updated_at
+	// (timestamp). It runs in a read-only transaction with a statement
+	// timeout and a row limit. Default: seed 003's table,
+	// SELECT partition_id AS partition, last_offset + 1 AS next_offset,
+	// updated_at FROM consumer_cursor WHERE group_id = $1 (partition
+	// quoted with backticks for mysql).
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Query string `json:"query,omitempty"`
+}
+
+// SecretKeyReference names a key of a Secret in the policy's own namespace.
+type SecretKeyReference struct {
+	// name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// key in the Secret's data.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
 }
 
 // ConsumerClientSpec names the environment variables through which the
@@ -231,9 +331,12 @@ type ConsumerRetentionPolicyStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: one per clause of the proof (KafkaReachable,
-	// RetentionCoversWindow, GroupOffsetsRetained, OffsetsInRange) and
-	// Ready, which is True only when the proof holds. Reconciling is
-	// present while the first proof is pending.
+	// RetentionCoversWindow, GroupOffsetsRetained, OffsetsInRange, and
+	// CursorInRange with spec.cursor) and Ready, which is True only when
+	// the proof holds. With spec.cursor.resumeFrom Cursor the group offset
+	// clauses keep the facts but do not decide (their message says so).
+	// Reconciling is present while the first proof is pending; Stalled
+	// while a person must fix the spec or a Secret.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -337,6 +440,12 @@ type ProofStatus struct {
 	// +listType=atomic
 	Warnings []string `json:"warnings,omitempty"`
 
+	// cursor is the business cursor against the group's offsets, with
+	// spec.cursor (per-partition cursors: retention-guard check --output
+	// json).
+	// +optional
+	Cursor *CursorStatus `json:"cursor,omitempty"`
+
 	// configWarnings are configuration advice that never denies and is not
 	// repeated on admission: topics that accept record timestamps old
 	// enough to be deleted sooner than the window, exact commit times that
@@ -344,6 +453,20 @@ type ProofStatus struct {
 	// +optional
 	// +listType=atomic
 	ConfigWarnings []string `json:"configWarnings,omitempty"`
+}
+
+// CursorStatus sums the business cursor against the group's committed
+// offsets, over the partitions whose cursor lies in the retained log.
+type CursorStatus struct {
+	// resumeFrom is Cursor or GroupOffsets (spec.cursor.resumeFrom).
+	ResumeFrom ResumeFrom `json:"resumeFrom"`
+	// replayRecords: records a restart from the group's offsets reads
+	// again (the group behind the cursor, seed 002: harmless with an
+	// idempotent inbox).
+	ReplayRecords int64 `json:"replayRecords"`
+	// aheadRecords: records a restart from the group's offsets skips (the
+	// group ahead of the cursor, auto commit, seed 003).
+	AheadRecords int64 `json:"aheadRecords"`
 }
 
 // Offset expiry clocks (OffsetExpiryStatus.clock).

@@ -45,8 +45,12 @@ func namespace(t *testing.T, name string) string {
 
 // loadSample reads config/samples' policy as an unstructured object.
 func loadSample(t *testing.T) *unstructured.Unstructured {
+	return loadSampleFile(t, "retentionguard_v1alpha1_consumerretentionpolicy.yaml")
+}
+
+func loadSampleFile(t *testing.T, name string) *unstructured.Unstructured {
 	t.Helper()
-	path := filepath.Join(testenv.RepoRoot(), "config", "samples", "retentionguard_v1alpha1_consumerretentionpolicy.yaml")
+	path := filepath.Join(testenv.RepoRoot(), "config", "samples", name)
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +96,55 @@ func TestSampleIsAcceptedAndDefaulted(t *testing.T) {
 	}
 	if got.Spec.CheckInterval == nil || got.Spec.CheckInterval.Duration != time.Minute {
 		t.Errorf("checkInterval defaulted to %v, want 1m", got.Spec.CheckInterval)
+	}
+}
+
+// cursorSpec is a spec.cursor as unstructured data.
+func cursorSpec(driver, query string) map[string]any {
+	sql := map[string]any{"driver": driver, "secretRef": map[string]any{"name": "settle-db", "key": "dsn"}}
+	if query != "" {
+		sql["query"] = query
+	}
+	return map[string]any{"sql": sql}
+}
+
+// The sample with seed 003's business cursor is valid as written.
+func TestCursorSampleIsAccepted(t *testing.T) {
+	u := loadSampleFile(t, "retentionguard_v1alpha1_consumerretentionpolicy_cursor.yaml")
+	u.SetNamespace(namespace(t, "cursor-sample"))
+	if err := env.Client.Create(ctx(t), u); err != nil {
+		t.Fatalf("the cursor sample was refused: %v", err)
+	}
+}
+
+// A business cursor with the default query is valid and resumes from the
+// group's offsets by default; a query with a topic column covers several
+// topics.
+func TestCursorSpecAcceptedAndDefaulted(t *testing.T) {
+	ns := namespace(t, "cursor")
+	for name, edit := range map[string]func(map[string]any){
+		"default-query": func(s map[string]any) { s["cursor"] = cursorSpec("postgres", "") },
+		"two-topics": func(s map[string]any) {
+			s["topics"] = []any{"settle-task", "refund-task"}
+			s["cursor"] = cursorSpec("mysql", "SELECT topic, partition_id AS `partition`, last_offset + 1 AS next_offset FROM cursors WHERE group_id = ?")
+		},
+	} {
+		spec := validSpec()
+		edit(spec)
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": rgv1.GroupVersion.String(), "kind": "ConsumerRetentionPolicy",
+			"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec,
+		}}
+		if err := env.Client.Create(ctx(t), u); err != nil {
+			t.Fatalf("%s: refused: %v", name, err)
+		}
+		got := &rgv1.ConsumerRetentionPolicy{}
+		if err := env.Client.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: name}, got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Spec.Cursor == nil || got.Spec.Cursor.ResumeFrom != rgv1.ResumeFromGroupOffsets {
+			t.Errorf("%s: cursor %+v, want resumeFrom defaulted to GroupOffsets", name, got.Spec.Cursor)
+		}
 	}
 }
 
@@ -145,6 +198,28 @@ func TestInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
 		{"missing group", func(s map[string]any) { delete(s, "groupID") }, "spec.groupID", "Required"},
 		{"unknown enforcement", func(s map[string]any) { s["enforcement"] = "Block" }, "spec.enforcement", "Deny"},
 		{"consumer without offsetResetEnv", func(s map[string]any) { s["consumer"] = map[string]any{"container": "app"} }, "spec.consumer.offsetResetEnv", "Required"},
+		{"cursor with an unknown driver", func(s map[string]any) { s["cursor"] = cursorSpec("oracle", "") }, "spec.cursor.sql.driver", "postgres"},
+		{"cursor with an unknown resumeFrom", func(s map[string]any) {
+			c := cursorSpec("postgres", "")
+			c["resumeFrom"] = "Earliest"
+			s["cursor"] = c
+		}, "spec.cursor.resumeFrom", "GroupOffsets"},
+		{"cursor without secretRef key", func(s map[string]any) {
+			s["cursor"] = map[string]any{"sql": map[string]any{"driver": "postgres", "secretRef": map[string]any{"name": "settle-db"}}}
+		}, "spec.cursor.sql.secretRef.key", "Required"},
+		{"postgres cursor query without $1", func(s map[string]any) {
+			s["cursor"] = cursorSpec("postgres", "SELECT partition_id AS partition, last_offset + 1 AS next_offset FROM consumer_cursor WHERE group_id = ?")
+		}, "spec.cursor.sql", "$1 for postgres, ? for mysql"},
+		{"mysql cursor query without ?", func(s map[string]any) {
+			s["cursor"] = cursorSpec("mysql", "SELECT partition_id AS `partition`, last_offset + 1 AS next_offset FROM consumer_cursor WHERE group_id = $1")
+		}, "spec.cursor.sql", "$1 for postgres, ? for mysql"},
+		{"cursor query that is not a SELECT", func(s map[string]any) {
+			s["cursor"] = cursorSpec("postgres", "DELETE FROM consumer_cursor WHERE group_id = $1")
+		}, "spec.cursor.sql", "must be a SELECT"},
+		{"cursor on several topics without a query", func(s map[string]any) {
+			s["topics"] = []any{"settle-task", "refund-task"}
+			s["cursor"] = cursorSpec("postgres", "")
+		}, "spec", "required with several topics"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,6 +19,10 @@ type Target struct {
 	// offsets from __consumer_offsets (the principal needs Read on it);
 	// see offsetstopic.go.
 	ReadOffsetsTopic bool
+	// Cursor, when set, is the consumer's business cursor: read once per
+	// pass, after the committed offsets and before the log end (see
+	// readCursors), with the record timestamps at it.
+	Cursor CursorReader
 }
 
 // Observer observes Kafka clusters. It pools one client per Connection.Key,

@@ -46,6 +46,9 @@ type pass struct {
 
 	// From __consumer_offsets, for targets that ask (offsetstopic.go).
 	offsetsTopic offsetsTopicResult
+
+	// Business cursors, by target index (cursor.go).
+	cursors []cursorRead
 }
 
 type topicState struct {
@@ -107,6 +110,7 @@ func newPass(o *Observer, cl *kgo.Client, conn Connection, targets []Target, now
 		groupTopics: make(map[string][]string),
 		groupInfo:   make(map[string]*groupState),
 		recall:      make(map[string]groupRecall),
+		cursors:     make([]cursorRead, len(targets)),
 	}
 	for _, t := range targets {
 		if _, ok := p.groupInfo[t.Group]; !ok {
@@ -167,13 +171,15 @@ func (p *pass) run(ctx context.Context) {
 	// it (it never moves back but by truncation), so a busy topic never
 	// reads as "committed beyond log end". Log start read first can only
 	// be lower than the truth when the committed offset is read: never a
-	// false "expired" either.
+	// false "expired" either. Business cursors are read between the
+	// committed offsets and the log end, for the same reasons.
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); p.describeConfigs(ctx) }()
 	go func() { defer wg.Done(); p.describeGroups(ctx) }()
 	p.listStartOffsets(ctx)
 	p.fetchCommittedOffsets(ctx)
+	p.readCursors(ctx)
 	p.listEndOffsets(ctx)
 	wg.Wait()
 
@@ -213,13 +219,13 @@ func (p *pass) log(start time.Time) {
 // observations splits the pass into one Observation per target.
 func (p *pass) observations() []proof.Observation {
 	out := make([]proof.Observation, 0, len(p.targets))
-	for _, t := range p.targets {
-		out = append(out, p.observation(t))
+	for i, t := range p.targets {
+		out = append(out, p.observation(i, t))
 	}
 	return out
 }
 
-func (p *pass) observation(t Target) proof.Observation {
+func (p *pass) observation(i int, t Target) proof.Observation {
 	obs := proof.Observation{
 		ObservedAt:              p.now,
 		OffsetsRetentionMinutes: p.offsetsRetention,
@@ -271,10 +277,18 @@ func (p *pass) observation(t Target) proof.Observation {
 					po.PrecedingTimestamp = gs.preceding[tp]
 				}
 				po.CommittedAfter = recall.committedAfter[tp]
+				if t.Cursor != nil {
+					po.CursorTimestamp = p.cursors[i].timestamps[tp]
+				}
 				to.Partitions = append(to.Partitions, po)
 			}
 		}
 		obs.Topics = append(obs.Topics, to)
+	}
+
+	if t.Cursor != nil && p.cursors[i].read {
+		obs.Cursor = p.cursors[i].obs
+		obs.Cursor.Rows = slices.Clone(obs.Cursor.Rows)
 	}
 
 	if t.ReadOffsetsTopic {

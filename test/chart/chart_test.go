@@ -518,6 +518,7 @@ func TestWebhookURL(t *testing.T) {
 func TestValuesReachTheManager(t *testing.T) {
 	m := render(t, set(
 		"allowedBootstrapServers", []any{"*.kafka.svc:9093", "kafka-?.prod:9092"},
+		"allowedCursorHosts", []any{"*.db.svc:5432", "mariadb-?.prod:3306"},
 		"watchNamespaces", []any{"orders", "payments"},
 		"logLevel", "debug", "logEncoder", "console", "kafkaRequestTimeout", "20s",
 		"webhook.failurePolicy", "Ignore", "webhook.timeoutSeconds", 3, "webhook.liveCheckTimeout", "2s",
@@ -526,7 +527,8 @@ func TestValuesReachTheManager(t *testing.T) {
 	d, c := managerDeployment(t, m)
 	for flag, want := range map[string]string{
 		"--allowed-bootstrap-servers": "*.kafka.svc:9093,kafka-?.prod:9092", "--watch-namespaces": "orders,payments",
-		"--zap-log-level": "debug", "--zap-encoder": "console", "--kafka-request-timeout": "20s",
+		"--allowed-cursor-hosts": "*.db.svc:5432,mariadb-?.prod:3306",
+		"--zap-log-level":        "debug", "--zap-encoder": "console", "--kafka-request-timeout": "20s",
 		"--webhook-live-check-timeout": "2s",
 	} {
 		if got := mustArg(t, c.Args, flag); got != want {

@@ -65,6 +65,7 @@ func run(m *testing.M) int {
 	defer kafka.Close()
 	fmt.Fprintf(os.Stderr, "e2e: stack up in %s (logs in %s)\n", time.Since(start).Round(100*time.Millisecond), stk.Dir)
 	code := m.Run()
+	pg.Stop() // the business cursor database, when a test started it
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "e2e: manager log (tail):\n%s\nbroker log (tail):\n%s\n", stk.Manager.Tail(), stk.Broker.Tail())
 	}

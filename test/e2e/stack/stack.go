@@ -144,6 +144,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	vals := map[string]any{
 		"allowedBootstrapServers": []any{"127.0.0.1:*"},
+		"allowedCursorHosts":      []any{"127.0.0.1:*"},
 		"kafkaRequestTimeout":     "2s",
 		"logEncoder":              "console",
 		"webhook": map[string]any{
