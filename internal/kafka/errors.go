@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
@@ -146,4 +147,47 @@ func (f failure) appliesTo(t Target, topics map[string]bool) bool {
 	default:
 		return f.group == t.Group
 	}
+}
+
+// requestCoordinated sends a request served by group coordinators
+// (OffsetFetch, DescribeGroups, ConsumerGroupDescribe, StreamsGroupDescribe)
+// through the client's sharder, and sends each shard that could not reach
+// a broker once more. The client finds a group's coordinator by asking any
+// broker, without retrying: with one broker down — a rolling restart — a
+// lookup that picked it fails the group's shard although its coordinator is
+// up. Asked again, the lookup likely goes elsewhere; a shard whose
+// coordinator is the down broker keeps failing, as it should.
+func (p *pass) requestCoordinated(ctx context.Context, req kmsg.Request) []kgo.ResponseShard {
+	shards := p.cl.RequestSharded(ctx, req)
+	// Any broker is picked at random: as many tries as there are brokers
+	// (at most 5) make a lookup that keeps picking the down one unlikely.
+	for try := 1; try < min(len(p.brokers), 5); try++ {
+		var retry []kmsg.Request
+		out := shards[:0]
+		for _, sh := range shards {
+			if sh.Err != nil && unreachable(sh.Err) {
+				retry = append(retry, sh.Req)
+				continue
+			}
+			out = append(out, sh)
+		}
+		if len(retry) == 0 || ctx.Err() != nil {
+			break
+		}
+		for _, r := range retry {
+			out = append(out, p.cl.RequestSharded(ctx, r)...)
+		}
+		shards = out
+	}
+	return shards
+}
+
+// unreachable reports whether err is a broker that could not be reached:
+// not a Kafka error code, nor the pass's own deadline.
+func unreachable(err error) bool {
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	_, isKafka := asKerr(err)
+	return !isKafka
 }
