@@ -32,19 +32,19 @@ test: deps verify lint test-go test-e2e ## Run every test: generated files, lint
 
 .PHONY: deps
 deps: ## Install what the tests need that Go does not bring (idempotent).
-	hack/install-deps.sh kcat
+	hack/install-deps.sh kcat prometheus
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBEBUILDER_ASSETS.
 	@dir=$$(hack/build-control-plane.sh); echo "KUBEBUILDER_ASSETS=$$dir"
 
 .PHONY: test-go
-test-go: ## Go tests against the real control plane from envtest-assets (all but the end-to-end ones).
+test-go: ## Go tests against the real control plane from envtest-assets (all but the end-to-end ones; the alert tests need promtool: make deps).
 	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh); \
 	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$')
 
 .PHONY: test-e2e
-test-e2e: build-e2e ## End to end: control plane, broker and manager as processes, the chart's RBAC, seeds 003 and 000, faults, the demo (needs kcat: make deps).
+test-e2e: build-e2e ## End to end: control plane, broker, manager and Prometheus as processes, the chart's RBAC and alerts, seeds 003 and 000, faults, the demo (needs kcat and prometheus: make deps).
 	# -count=1: the suites run binaries built outside go test, which Go's
 	# test cache cannot see. -p 1: each package starts a whole stack.
 	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh) \

@@ -16,8 +16,11 @@ if [ "$(printf '%s\n%s\n' "$need_go" "$have_go" | sort -V | head -1)" != "$need_
   log "Go $have_go is too old: retention-guard needs Go $need_go or newer"; exit 1
 fi
 
-# Debian packages the tests use (kcat: librdkafka's command-line client, a
-# real consumer that shows auto.offset.reset skipping expired records).
+# Debian packages the tests use, named by the Makefile (kcat: librdkafka's
+# command-line client, a real consumer that shows auto.offset.reset skipping
+# expired records; prometheus: the server the end-to-end suite scrapes the
+# manager and the API server with, and promtool, which checks and unit-tests
+# the chart's alerts).
 apt_pkgs=()
 for spec in "$@"; do apt_pkgs+=("$spec"); done
 missing=()
