@@ -244,14 +244,22 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 		if outcome.Result == nil {
 			return
 		}
-		metricsState.record(req.NamespacedName, outcome.Result)
+		ready := meta.FindStatusCondition(policy.Status.Conditions, proof.ClauseReady)
+		facts := policyFacts{GroupID: policy.Spec.GroupID, Enforcement: string(policy.Spec.Enforcement),
+			RecoveryWindow: in.Policy.RecoveryWindow}
+		if facts.Enforcement == "" {
+			facts.Enforcement = string(rgv1.EnforcementDeny) // the CRD's default
+		}
+		if ready != nil {
+			facts.ReadyReason = ready.Reason
+		}
+		metricsState.record(req.NamespacedName, facts, outcome.Result)
 		metricsState.recordSchedules(req.NamespacedName, in.CronJobs)
 		var prev rgv1.Verdict
 		if before.Status.Proof != nil {
 			prev = before.Status.Proof.Verdict
 		}
 		prev = r.verdicts.swap(req.NamespacedName, policy.UID, rgv1.Verdict(outcome.Result.Verdict), prev)
-		ready := meta.FindStatusCondition(policy.Status.Conditions, proof.ClauseReady)
 		if ready == nil {
 			return
 		}

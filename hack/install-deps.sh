@@ -18,10 +18,13 @@ fi
 
 # Debian packages the tests use, named by the caller (make deps): kcat
 # (librdkafka's command-line client, a real consumer that shows
-# auto.offset.reset skipping expired records), postgresql and
-# mariadb-server (real databases holding business cursors; the tests start
-# their own servers in temporary directories, so the packages' services
-# are kept from starting at install).
+# auto.offset.reset skipping expired records), shellcheck (actionlint checks
+# workflow scripts with it), postgresql and mariadb-server (real databases
+# holding business cursors), prometheus (the server the end-to-end suite
+# scrapes the manager and the API server with, and promtool, which checks
+# and unit-tests the chart's alerts). The tests start their own servers in
+# temporary directories, so the packages' services are kept from starting
+# at install.
 apt_pkgs=()
 for spec in "$@"; do apt_pkgs+=("$spec"); done
 missing=()

@@ -588,6 +588,12 @@ var externalMetrics = []string{
 	// controller-runtime answers HTTP 200 even when the handler errs, so
 	// only the API server sees that it got no answer.
 	"apiserver_admission_webhook_rejection_count",
+	// kube-apiserver: with failurePolicy Ignore, a failed call lets the
+	// request through; only this counts it.
+	"apiserver_admission_webhook_fail_open_count",
+	// kube-apiserver: every call to the webhook, by HTTP code (the
+	// dashboard's view of the webhook from the API server's side).
+	"apiserver_admission_webhook_request_total",
 	// Prometheus: whether the manager's metrics target was scraped.
 	"up",
 }
@@ -638,6 +644,12 @@ func TestMonitoring(t *testing.T) {
 	if len(eps) != 1 || eps[0].(map[string]any)["port"] != "metrics" {
 		t.Errorf("ServiceMonitor endpoints %v, want the metrics port", eps)
 	}
+	// The policies' series have their own namespace label; without
+	// honorLabels the Prometheus Operator's target label (the release's
+	// namespace) replaces it and every alert's namespace is wrong.
+	if len(eps) == 1 && eps[0].(map[string]any)["honorLabels"] != true {
+		t.Errorf("ServiceMonitor endpoint %v lacks honorLabels: true", eps[0])
+	}
 
 	pr := m.get(t, "PrometheusRule", fullname)
 	groups := slice(pr.Object, "spec", "groups")
@@ -654,8 +666,9 @@ func TestMonitoring(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"RetentionGuardPolicyViolated", "RetentionGuardRecoveryHeadroomLow", "RetentionGuardGroupOffsetsExpireWithinADay",
-		"RetentionGuardEmptyGroupNearingOffsetsRetention", "RetentionGuardWebhookDenying", "RetentionGuardWebhookErrors",
+		"RetentionGuardPolicyViolated", "RetentionGuardPolicyUnknown", "RetentionGuardRecoveryHeadroomLow",
+		"RetentionGuardGroupOffsetsExpireWithinADay", "RetentionGuardEmptyGroupNearingOffsetsRetention",
+		"RetentionGuardWebhookDenying", "RetentionGuardWebhookFailingClosed", "RetentionGuardWebhookErrors",
 		"RetentionGuardManagerDown",
 	} {
 		expr, ok := alerts[want]
@@ -672,7 +685,12 @@ func TestMonitoring(t *testing.T) {
 		`apiserver_admission_webhook_rejection_count{name="workloads.retentionguard.io", error_type=~"calling_webhook_error|apiserver_internal_error"}`, "> 0")
 	// The ServiceMonitor's job label is the Service's name.
 	mustContainAll(t, "alert RetentionGuardManagerDown", alerts["RetentionGuardManagerDown"],
-		`absent(up{job="`+fullname+`-webhook", namespace="`+releaseNS+`"} == 1)`)
+		`up{job="`+fullname+`-webhook", namespace="`+releaseNS+`"}`)
+	// The headroom and expiry alerts compare with the policy's own window.
+	for _, a := range []string{"RetentionGuardRecoveryHeadroomLow", "RetentionGuardEmptyGroupNearingOffsetsRetention",
+		"RetentionGuardGroupOffsetsExpireWithinADay"} {
+		mustContainAll(t, "alert "+a, alerts[a], "retentionguard_policy_recovery_window_seconds")
+	}
 	for name, expr := range alerts {
 		if strings.Contains(expr, "controller_runtime_webhook_requests_total") {
 			t.Errorf("alert %s watches controller_runtime_webhook_requests_total, whose code is always 200: %s", name, expr)
@@ -693,6 +711,9 @@ func TestMonitoring(t *testing.T) {
 		t.Errorf("dashboard ConfigMap labels %v lack grafana_dashboard: \"1\"", cm.Labels)
 	}
 	var dash struct {
+		Templating struct {
+			List []struct{ Name, Query string }
+		}
 		Panels []struct {
 			Title   string
 			Targets []struct{ Expr string }
@@ -701,20 +722,51 @@ func TestMonitoring(t *testing.T) {
 	if err := json.Unmarshal([]byte(cm.Data["retention-guard.json"]), &dash); err != nil {
 		t.Fatalf("dashboard JSON: %v", err)
 	}
-	titles := map[string]bool{}
+	whName := generated[admissionv1.ValidatingWebhookConfiguration](t, "config/webhook/manifests.yaml").Webhooks[0].Name
+	for _, v := range dash.Templating.List {
+		if v.Name == "namespace" {
+			checkMetrics(t, "dashboard variable namespace", strings.NewReplacer("label_values(", "", ",", "{").Replace(v.Query), known)
+		}
+	}
 	for _, p := range dash.Panels {
-		titles[p.Title] = true
+		if len(p.Targets) == 0 {
+			t.Errorf("dashboard panel %q has no query", p.Title)
+		}
 		for _, tg := range p.Targets {
 			checkMetrics(t, "dashboard panel "+p.Title, tg.Expr, known)
 			if strings.Contains(tg.Expr, "controller_runtime_webhook_requests_total") {
 				t.Errorf("dashboard panel %s watches controller_runtime_webhook_requests_total, whose code is always 200", p.Title)
 			}
+			if strings.Contains(tg.Expr, "apiserver_admission_webhook") && !strings.Contains(tg.Expr, `name="`+whName+`"`) {
+				t.Errorf("dashboard panel %s reads the API server's webhook metrics without name=%q: %s", p.Title, whName, tg.Expr)
+			}
 		}
 	}
-	for _, want := range []string{"Verdict per policy", "Recovery headroom", "Expired records", "Admission decisions"} {
-		if !titles[want] {
-			t.Errorf("dashboard has no panel %q", want)
+	// What the dashboard answers at a glance: which groups can lose data
+	// (verdict per policy), how soon (headroom and offsets expiry against
+	// the window), what was lost, what is refused.
+	exprs := map[string]string{}
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs[p.Title] += tg.Expr + "\n"
 		}
+	}
+	for title, metrics := range map[string][]string{
+		"Which groups can lose data, and how soon": {"retentionguard_policy_verdict", "retentionguard_recovery_headroom_seconds",
+			"retentionguard_policy_recovery_window_seconds", "retentionguard_group_offsets_expiry_seconds", "retentionguard_expired_records",
+			"retentionguard_policy_info"},
+		"Headroom against the window (below 1: data at risk)": {"retentionguard_recovery_headroom_seconds", "retentionguard_policy_recovery_window_seconds"},
+		"Offsets expiry against the window (below 1: offsets at risk)": {"retentionguard_group_offsets_expiry_seconds",
+			"retentionguard_policy_recovery_window_seconds"},
+		"Expired records by topic":        {"retentionguard_expired_records"},
+		"Admission decisions on rollouts": {"retentionguard_admission_decisions_total"},
+	} {
+		expr, ok := exprs[title]
+		if !ok {
+			t.Errorf("dashboard has no panel %q", title)
+			continue
+		}
+		mustContainAll(t, "dashboard panel "+title, expr, metrics...)
 	}
 }
 
