@@ -233,7 +233,7 @@ func createPolicy(t *testing.T, ns, name, group string, topics []string, o polic
 			RecoveryWindow: metav1.Duration{Duration: o.window},
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			CheckInterval:  &metav1.Duration{Duration: o.interval},
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: o.servers, ReadOffsetsTopic: o.readOffsetsTopic},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: o.servers, ReadOffsetsTopic: o.readOffsetsTopic},
 		},
 	}
 	if o.sasl != "" {

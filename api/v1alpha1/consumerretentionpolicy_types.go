@@ -119,7 +119,7 @@ type ConsumerRetentionPolicySpec struct {
 
 	// kafka is how to reach the cluster that holds the group and topics.
 	// +required
-	Kafka KafkaConnection `json:"kafka"`
+	Kafka PolicyKafka `json:"kafka"`
 }
 
 // ConsumerClientSpec names the environment variables through which the
@@ -151,8 +151,8 @@ type ConsumerClientSpec struct {
 	AutoCommitEnv string `json:"autoCommitEnv,omitempty"`
 }
 
-// KafkaConnection is how to reach a Kafka cluster.
-type KafkaConnection struct {
+// PolicyKafka is how a policy reaches its Kafka cluster.
+type PolicyKafka struct {
 	// bootstrapServers are host:port addresses of brokers, e.g.
 	// "kafka-0.kafka:9092". The manager may restrict which servers policies
 	// may name (--allowed-bootstrap-servers).

@@ -77,7 +77,7 @@ func TestSampleIsAcceptedAndDefaulted(t *testing.T) {
 			Topics:         []string{"outbox"},
 			RecoveryWindow: metav1.Duration{Duration: 72 * time.Hour},
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": "fanout"}},
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: []string{"kafka:9092"}},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: []string{"kafka:9092"}},
 		},
 	}
 	if err := env.Client.Create(ctx(t), minimal); err != nil {
@@ -190,7 +190,7 @@ func TestStatusSubresourceStoresProof(t *testing.T) {
 		Spec: rgv1.ConsumerRetentionPolicySpec{
 			GroupID: "g", Topics: []string{"t"}, RecoveryWindow: metav1.Duration{Duration: time.Hour},
 			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
-			Kafka:    rgv1.KafkaConnection{BootstrapServers: []string{"[::1]:9092"}},
+			Kafka:    rgv1.PolicyKafka{BootstrapServers: []string{"[::1]:9092"}},
 		},
 	}
 	if err := env.Client.Create(ctx(t), p); err != nil {

@@ -197,7 +197,7 @@ func (d *demo) applySamplePolicy(ctx context.Context) error {
 	if err := yaml.UnmarshalStrict(b, &p); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	p.Spec.Kafka = rgv1.KafkaConnection{BootstrapServers: []string{d.stk.BrokerAddr}}
+	p.Spec.Kafka = rgv1.PolicyKafka{BootstrapServers: []string{d.stk.BrokerAddr}}
 	p.Spec.CheckInterval = &metav1.Duration{Duration: 10 * time.Second}
 	adapted, err := yaml.Marshal(&p)
 	if err != nil {
