@@ -61,7 +61,7 @@ func TestResolveConnection(t *testing.T) {
 	allowAll := BootstrapAllowlist{}
 	onlySvc, _ := NewBootstrapAllowlist([]string{"*.kafka.svc:9093"})
 	servers := []string{"b-0.kafka.svc:9093"}
-	sasl := &rgv1.KafkaSASL{Mechanism: rgv1.SASLScramSHA512, SecretRef: rgv1.SecretReference{Name: "user"}}
+	sasl := &rgv1.KafkaSASL{Mechanism: rgv1.SASLScramSHA512, SecretRef: &rgv1.SecretReference{Name: "user"}}
 	tlsRef := &rgv1.KafkaTLS{SecretRef: rgv1.SecretReference{Name: "tls"}, ServerName: "kafka"}
 
 	cases := []struct {

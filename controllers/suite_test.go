@@ -237,7 +237,7 @@ func createPolicy(t *testing.T, ns, name, group string, topics []string, o polic
 		},
 	}
 	if o.sasl != "" {
-		p.Spec.Kafka.SASL = &rgv1.KafkaSASL{Mechanism: rgv1.SASLScramSHA512, SecretRef: rgv1.SecretReference{Name: o.sasl}}
+		p.Spec.Kafka.SASL = &rgv1.KafkaSASL{Mechanism: rgv1.SASLScramSHA512, SecretRef: &rgv1.SecretReference{Name: o.sasl}}
 	}
 	if o.tls != "" {
 		p.Spec.Kafka.TLS = &rgv1.KafkaTLS{SecretRef: rgv1.SecretReference{Name: o.tls}}
