@@ -99,10 +99,9 @@ func (p *pass) clusterObservation(req ClusterRequest) ClusterObservation {
 		if len(d.topics) > 0 {
 			dg.Observation = p.observation(Target{Group: d.group, Topics: d.topics})
 		} else {
+			// Not described (no topics to read): as ListGroups said.
 			dg.Observation = p.observation(Target{Group: d.group})
-			if gs := p.groupInfo[d.group]; gs == nil {
-				dg.Observation.Group.State = d.state
-			}
+			dg.Observation.Group.State, dg.Observation.Group.Protocol, dg.Observation.Group.ProtocolType = d.state, d.typ, d.protocolType
 		}
 		if d.failure != nil {
 			dg.Observation.Failures = append(dg.Observation.Failures, *d.failure)

@@ -12,30 +12,11 @@ import (
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
-// DiscoveryCluster builds the cluster the discovery tests share: a healthy
-// classic consumer group, one whose committed offset expired, one without
-// committed offsets (a member joined, never committed) and a simple group
-// (commits without joining). It returns the member client of the
-// offset-less group, which must stay open for the group to exist.
-func discoveryCluster(t *testing.T) *kafkatest.Cluster {
-	t.Helper()
-	c := kafkatest.NewCluster(t)
-	c.CreateTopic(t, "orders", 1, nil)
-	c.CreateTopic(t, "payments", 1, nil)
-	c.Produce(t, "orders", 10)
-	c.Produce(t, "payments", 10)
-	c.CommitAsMember(t, "healthy", "orders", map[int32]int64{0: 8})
-	c.CommitOffsets(t, "expired", "payments", map[int32]int64{0: 2})
-	c.DeleteRecords(t, "payments", 0, 6)
-	c.CommitOffsets(t, "simple", "orders", map[int32]int64{0: 10})
-	c.JoinGroup(t, "offsetless", kafkatest.Classic, "orders")
-	return c
-}
-
 // Discovery finds every group and the topics each committed on, and
 // observes them in the same pass as the targets.
 func TestObserveClusterDiscovers(t *testing.T) {
-	c := discoveryCluster(t)
+	c := kafkatest.NewCluster(t)
+	c.SeedGroupKinds(t)
 	o, _ := newTestObserver(t)
 	conn := Connection{BootstrapServers: c.Addrs}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
