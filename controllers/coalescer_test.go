@@ -29,6 +29,10 @@ func newFakeObserver() *fakeObserver {
 	return &fakeObserver{started: make(chan struct{}, 100)}
 }
 
+func (f *fakeObserver) ObserveCluster(ctx context.Context, conn kafka.Connection, req kafka.ClusterRequest) kafka.ClusterObservation {
+	return kafka.ClusterObservation{ObservedAt: time.Now(), Observations: f.Observe(ctx, conn, req.Targets)}
+}
+
 func (f *fakeObserver) Observe(ctx context.Context, conn kafka.Connection, targets []kafka.Target) []proof.Observation {
 	f.mu.Lock()
 	f.passes = append(f.passes, targets)

@@ -44,6 +44,9 @@ type statusInput struct {
 	// CronJobs are the CronJobs the policy selects, with their schedules'
 	// longest gaps (gathered with an observation).
 	CronJobs []cronJobSchedule
+	// HandledRequestedAt is the retentionguard.io/requestedAt value this
+	// reconcile answers (with a fresh observation or a spec problem).
+	HandledRequestedAt string
 }
 
 // statusOutcome is the computed status and the proof result behind it (nil
@@ -102,6 +105,9 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
 		st.ObservedGeneration = in.Generation
 		st.Proof = keepCheckedAt(cur.Proof, proofStatus(obs, res))
+		if in.HandledRequestedAt != "" {
+			st.LastHandledRequestedAt = in.HandledRequestedAt
+		}
 		return statusOutcome{Status: st, Result: &res}
 
 	case in.Observation != nil:
@@ -113,6 +119,9 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 		st.Proof = proofStatus(*in.Observation, res)
 		for _, w := range cronJobWarnings(in.CronJobs, in.Policy.RecoveryWindow, st.Proof.OffsetsRetentionMinutes) {
 			st.Proof.Warnings = append(st.Proof.Warnings, truncate(w, maxWarningLength))
+		}
+		if in.HandledRequestedAt != "" {
+			st.LastHandledRequestedAt = in.HandledRequestedAt
 		}
 		return statusOutcome{Status: st, Result: &res}
 	}

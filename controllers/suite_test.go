@@ -116,10 +116,10 @@ type countingObserver struct {
 	targets atomic.Int64
 }
 
-func (o *countingObserver) Observe(ctx context.Context, conn kafka.Connection, targets []kafka.Target) []proof.Observation {
+func (o *countingObserver) ObserveCluster(ctx context.Context, conn kafka.Connection, req kafka.ClusterRequest) kafka.ClusterObservation {
 	o.passes.Add(1)
-	o.targets.Add(int64(len(targets)))
-	return o.Observer.Observe(ctx, conn, targets)
+	o.targets.Add(int64(len(req.Targets)))
+	return o.Observer.ObserveCluster(ctx, conn, req)
 }
 
 type harnessOptions struct {
