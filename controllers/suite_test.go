@@ -123,10 +123,15 @@ func (o *countingObserver) ObserveCluster(ctx context.Context, conn kafka.Connec
 }
 
 type harnessOptions struct {
-	namespace string   // default: a new one
-	allow     []string // --allowed-bootstrap-servers
-	interval  time.Duration
-	logLevel  int // zap verbosity: 0 info, 5 everything (franz-go debug included)
+	namespace string // default: a new one
+	// managerNamespace holds ClusterKafkaConnections' Secrets; extra are
+	// more namespaces the manager watches. With either, the connection
+	// reconcilers run too.
+	managerNamespace string
+	extra            []string
+	allow            []string // --allowed-bootstrap-servers
+	interval         time.Duration
+	logLevel         int // zap verbosity: 0 info, 5 everything (franz-go debug included)
 }
 
 // harness is a running manager with the reconciler, watching one
@@ -157,6 +162,12 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 		kafka.WithRequestHook(h.requests.hook),
 		kafka.WithTimeouts(time.Second, 2*time.Second, 2*time.Second),
 	)}
+	namespaces := map[string]cache.Config{h.ns: {}}
+	for _, ns := range append([]string{o.managerNamespace}, o.extra...) {
+		if ns != "" {
+			namespaces[ns] = cache.Config{}
+		}
+	}
 	h.coalescer = NewCoalescer(h.observer, CoalescerOptions{
 		PassTimeout: 6 * time.Second,
 		Linger:      50 * time.Millisecond,
@@ -170,20 +181,29 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 		Logger:                 logger,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
+		Cache:                  cache.Options{DefaultNamespaces: namespaces},
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(mgr.Add(h.coalescer)).To(Succeed())
+	resolver := &ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow,
+		ManagerNamespace: o.managerNamespace}
 	r := &ConsumerRetentionPolicyReconciler{
 		Client:           mgr.GetClient(),
-		Resolver:         &ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow},
+		Resolver:         resolver,
 		Coalescer:        h.coalescer,
 		Recorder:         mgr.GetEventRecorder(ControllerName),
 		intervalOverride: o.interval,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.Expect(r.SetupWithManager(ctx, mgr)).To(Succeed())
+	if o.managerNamespace != "" || len(o.extra) > 0 {
+		for _, kind := range []string{rgv1.KindClusterKafkaConnection, rgv1.KindKafkaConnection} {
+			cr := &KafkaConnectionReconciler{Resolver: resolver, Coalescer: h.coalescer,
+				Recorder: mgr.GetEventRecorder(ControllerName), Kind: kind, intervalOverride: o.interval}
+			g.Expect(cr.SetupWithManager(mgr)).To(Succeed())
+		}
+	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 
