@@ -315,6 +315,21 @@ func TestConnectionValidation(t *testing.T) {
 			t.Errorf("%s %s was refused: %v", v.kind, v.name, err)
 		}
 	}
+	// The sample in config/samples is valid as written.
+	path := filepath.Join(testenv.RepoRoot(), "config", "samples", "retentionguard_v1alpha1_clusterkafkaconnection.yaml")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sample := &unstructured.Unstructured{}
+	if err := yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&sample.Object); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx(t), sample); err != nil {
+		t.Errorf("the ClusterKafkaConnection sample was refused: %v", err)
+	}
+
 	ckc := &rgv1.ClusterKafkaConnection{}
 	if err := env.Client.Get(ctx(t), client.ObjectKey{Name: "strimzi"}, ckc); err != nil {
 		t.Fatal(err)
