@@ -280,16 +280,39 @@ func TestObserveShardFailureNamesItsPartitions(t *testing.T) {
 			seeds = append(seeds, a)
 		}
 	}
-	var d net.Dialer
+	// The broker goes down after a first pass, as in production, where the
+	// client already knows every group's coordinator: otherwise the first
+	// FindCoordinator may go to the down broker (a client asks any broker
+	// it knows), and the group's state and offsets would fail too.
+	var (
+		d      net.Dialer
+		mu     sync.Mutex
+		isDown bool
+		open   []net.Conn
+	)
 	dial := kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
-		if host == downAddr {
+		mu.Lock()
+		defer mu.Unlock()
+		if host == downAddr && isDown {
 			return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("connection refused (broker down)")}
 		}
-		return d.DialContext(ctx, network, host)
+		conn, err := d.DialContext(ctx, network, host)
+		if err == nil && host == downAddr {
+			open = append(open, conn)
+		}
+		return conn, err
 	})
 
 	o, _ := newTestObserver(t, WithTimeouts(time.Second, time.Second, 500*time.Millisecond), WithClientOpts(dial))
-	obs := observe(t, o, Connection{BootstrapServers: seeds}, Target{Group: "billing", Topics: []string{"orders"}})[0]
+	conn := Connection{BootstrapServers: seeds}
+	requireNoFailures(t, observe(t, o, conn, Target{Group: "billing", Topics: []string{"orders"}})[0])
+	mu.Lock()
+	isDown = true
+	for _, c := range open {
+		_ = c.Close()
+	}
+	mu.Unlock()
+	obs := observe(t, o, conn, Target{Group: "billing", Topics: []string{"orders"}})[0]
 	t.Logf("broker %d down: %s", down, describeFailures(obs.Failures))
 	failed := make(map[int32]int)
 	for _, f := range obs.Failures {
