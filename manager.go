@@ -218,8 +218,12 @@ func runManager(ctx context.Context, o *managerOptions) error {
 		}),
 	}
 	if len(o.watchNamespaces) > 0 {
-		opts.Cache.DefaultNamespaces = make(map[string]cache.Config, len(o.watchNamespaces))
+		opts.Cache.DefaultNamespaces = make(map[string]cache.Config, len(o.watchNamespaces)+1)
 		for _, ns := range o.watchNamespaces {
+			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+		if ns := o.certs.SecretNamespace; ns != "" {
+			// ClusterKafkaConnections' Secrets live here.
 			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
@@ -261,11 +265,13 @@ func runManager(ctx context.Context, o *managerOptions) error {
 	)
 	defer cursors.Close()
 	resolver := &controllers.ConnectionResolver{
-		Metadata:    mgr.GetClient(),
-		Secrets:     mgr.GetAPIReader(),
-		Allowlist:   o.allowlist,
-		Cursors:     cursors,
-		CursorHosts: o.cursorHosts,
+		Metadata:         mgr.GetClient(),
+		Secrets:          mgr.GetAPIReader(),
+		Objects:          mgr.GetClient(),
+		Allowlist:        o.allowlist,
+		ManagerNamespace: o.certs.SecretNamespace,
+		Cursors:          cursors,
+		CursorHosts:      o.cursorHosts,
 	}
 	reconciler := &controllers.ConsumerRetentionPolicyReconciler{
 		Client:    mgr.GetClient(),
@@ -275,6 +281,22 @@ func runManager(ctx context.Context, o *managerOptions) error {
 	}
 	if err := reconciler.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
+	}
+	for _, kind := range []string{rgv1.KindClusterKafkaConnection, rgv1.KindKafkaConnection} {
+		cr := &controllers.KafkaConnectionReconciler{
+			Client:    mgr.GetClient(),
+			Resolver:  resolver,
+			Coalescer: coalescer,
+			Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
+			Kind:      kind,
+		}
+		if err := cr.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the %s reconciler: %w", kind, err)
+		}
+	}
+	if o.certs.SecretNamespace == "" {
+		log.Info("--namespace (or $POD_NAMESPACE) is empty: ClusterKafkaConnections that reference Secrets cannot be used, " +
+			"and allowedNamespaces from: Same allows no namespace")
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -157,7 +157,7 @@ func TestManagerRunsTheReconciler(t *testing.T) {
 			Topics:         []string{"orders"},
 			RecoveryWindow: metav1.Duration{Duration: 72 * time.Hour},
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": "billing"}},
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: c.Addrs},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: c.Addrs},
 		},
 	}
 	g.Expect(env.Client.Create(bg, policy)).To(Succeed())

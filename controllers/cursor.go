@@ -29,7 +29,7 @@ func resolveCursor(p *rgv1.ConsumerRetentionPolicy, reader *cursor.Reader, allow
 		return nil, nil
 	}
 	ref := spec.SQL.SecretRef
-	data, err := readSecret(get, ref.Name, "spec.cursor.sql.secretRef")
+	data, err := readSecret(get, ref.Name, "spec.cursor.sql.secretRef", "the policy's namespace")
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,9 @@ type statusInput struct {
 	// proof says CursorUnreadable, and the policy is Stalled while it
 	// lasts.
 	CursorProblem *SpecProblem
+	// HandledRequestedAt is the retentionguard.io/requestedAt value this
+	// reconcile answers (with a fresh observation or a spec problem).
+	HandledRequestedAt string
 }
 
 // statusOutcome is the computed status and the proof result behind it (nil
@@ -107,6 +110,9 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
 		st.ObservedGeneration = in.Generation
 		st.Proof = keepCheckedAt(cur.Proof, proofStatus(obs, res))
+		if in.HandledRequestedAt != "" {
+			st.LastHandledRequestedAt = in.HandledRequestedAt
+		}
 		return statusOutcome{Status: st, Result: &res}
 
 	case in.Observation != nil:
@@ -127,6 +133,9 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 		st.Proof = proofStatus(*in.Observation, res)
 		for _, w := range cronJobWarnings(in.CronJobs, in.Policy.RecoveryWindow, st.Proof.OffsetsRetentionMinutes) {
 			st.Proof.Warnings = append(st.Proof.Warnings, truncate(w, maxWarningLength))
+		}
+		if in.HandledRequestedAt != "" {
+			st.LastHandledRequestedAt = in.HandledRequestedAt
 		}
 		return statusOutcome{Status: st, Result: &res}
 	}

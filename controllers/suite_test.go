@@ -119,18 +119,23 @@ type countingObserver struct {
 	targets atomic.Int64
 }
 
-func (o *countingObserver) Observe(ctx context.Context, conn kafka.Connection, targets []kafka.Target) []proof.Observation {
+func (o *countingObserver) ObserveCluster(ctx context.Context, conn kafka.Connection, req kafka.ClusterRequest) kafka.ClusterObservation {
 	o.passes.Add(1)
-	o.targets.Add(int64(len(targets)))
-	return o.Observer.Observe(ctx, conn, targets)
+	o.targets.Add(int64(len(req.Targets)))
+	return o.Observer.ObserveCluster(ctx, conn, req)
 }
 
 type harnessOptions struct {
-	namespace   string   // default: a new one
-	allow       []string // --allowed-bootstrap-servers
-	cursorHosts []string // --allowed-cursor-hosts
-	interval    time.Duration
-	logLevel    int // zap verbosity: 0 info, 5 everything (franz-go debug included)
+	namespace string // default: a new one
+	// managerNamespace holds ClusterKafkaConnections' Secrets; extra are
+	// more namespaces the manager watches. With either, the connection
+	// reconcilers run too.
+	managerNamespace string
+	extra            []string
+	allow            []string // --allowed-bootstrap-servers
+	cursorHosts      []string // --allowed-cursor-hosts
+	interval         time.Duration
+	logLevel         int // zap verbosity: 0 info, 5 everything (franz-go debug included)
 }
 
 // harness is a running manager with the reconciler, watching one
@@ -161,6 +166,12 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 		kafka.WithRequestHook(h.requests.hook),
 		kafka.WithTimeouts(time.Second, 2*time.Second, 2*time.Second),
 	)}
+	namespaces := map[string]cache.Config{h.ns: {}}
+	for _, ns := range append([]string{o.managerNamespace}, o.extra...) {
+		if ns != "" {
+			namespaces[ns] = cache.Config{}
+		}
+	}
 	h.coalescer = NewCoalescer(h.observer, CoalescerOptions{
 		PassTimeout: 6 * time.Second,
 		Linger:      50 * time.Millisecond,
@@ -178,21 +189,29 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 		Logger:                 logger,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
+		Cache:                  cache.Options{DefaultNamespaces: namespaces},
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(mgr.Add(h.coalescer)).To(Succeed())
+	resolver := &ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow,
+		ManagerNamespace: o.managerNamespace, Cursors: cursors, CursorHosts: cursorHosts}
 	r := &ConsumerRetentionPolicyReconciler{
-		Client: mgr.GetClient(),
-		Resolver: &ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow,
-			Cursors: cursors, CursorHosts: cursorHosts},
+		Client:           mgr.GetClient(),
+		Resolver:         resolver,
 		Coalescer:        h.coalescer,
 		Recorder:         mgr.GetEventRecorder(ControllerName),
 		intervalOverride: o.interval,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.Expect(r.SetupWithManager(ctx, mgr)).To(Succeed())
+	if o.managerNamespace != "" || len(o.extra) > 0 {
+		for _, kind := range []string{rgv1.KindClusterKafkaConnection, rgv1.KindKafkaConnection} {
+			cr := &KafkaConnectionReconciler{Resolver: resolver, Coalescer: h.coalescer,
+				Recorder: mgr.GetEventRecorder(ControllerName), Kind: kind, intervalOverride: o.interval}
+			g.Expect(cr.SetupWithManager(mgr)).To(Succeed())
+		}
+	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 
@@ -245,11 +264,11 @@ func createPolicy(t *testing.T, ns, name, group string, topics []string, o polic
 			RecoveryWindow: metav1.Duration{Duration: o.window},
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			CheckInterval:  &metav1.Duration{Duration: o.interval},
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: o.servers, ReadOffsetsTopic: o.readOffsetsTopic},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: o.servers, ReadOffsetsTopic: o.readOffsetsTopic},
 		},
 	}
 	if o.sasl != "" {
-		p.Spec.Kafka.SASL = &rgv1.KafkaSASL{Mechanism: rgv1.SASLScramSHA512, SecretRef: rgv1.SecretReference{Name: o.sasl}}
+		p.Spec.Kafka.SASL = &rgv1.KafkaSASL{Mechanism: rgv1.SASLScramSHA512, SecretRef: &rgv1.SecretReference{Name: o.sasl}}
 	}
 	if o.tls != "" {
 		p.Spec.Kafka.TLS = &rgv1.KafkaTLS{SecretRef: rgv1.SecretReference{Name: o.tls}}

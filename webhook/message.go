@@ -681,8 +681,12 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 		topicFlags += " --topic " + t
 	}
 	server := ""
-	if len(p.Spec.Kafka.BootstrapServers) > 0 {
+	switch ref := p.Spec.Kafka.ConnectionRef; {
+	case len(p.Spec.Kafka.BootstrapServers) > 0:
 		server = p.Spec.Kafka.BootstrapServers[0]
+	case ref != nil:
+		// The servers are the connection's (status.bootstrapServers).
+		server = "<" + ref.Kind + "/" + ref.Name + ">"
 	}
 	window := humanDuration(p.Spec.RecoveryWindow.Duration)
 	if compact {

@@ -22,13 +22,18 @@ const (
 )
 
 // SASLMechanism is a SASL mechanism supported for Kafka authentication.
-// +kubebuilder:validation:Enum=PLAIN;SCRAM-SHA-256;SCRAM-SHA-512
+// +kubebuilder:validation:Enum=PLAIN;SCRAM-SHA-256;SCRAM-SHA-512;OAUTHBEARER;AWS_MSK_IAM
 type SASLMechanism string
 
 const (
 	SASLPlain       SASLMechanism = "PLAIN"
 	SASLScramSHA256 SASLMechanism = "SCRAM-SHA-256"
 	SASLScramSHA512 SASLMechanism = "SCRAM-SHA-512"
+	// SASLOAuthBearer authenticates with an OAuth 2 bearer token (KIP-255):
+	// from a token endpoint (client credentials) or from a file.
+	SASLOAuthBearer SASLMechanism = "OAUTHBEARER"
+	// SASLAWSMSKIAM authenticates to Amazon MSK with AWS IAM credentials.
+	SASLAWSMSKIAM SASLMechanism = "AWS_MSK_IAM"
 )
 
 // Verdict is the outcome of a retention proof.
@@ -143,7 +148,7 @@ type ConsumerRetentionPolicySpec struct {
 
 	// kafka is how to reach the cluster that holds the group and topics.
 	// +required
-	Kafka KafkaConnection `json:"kafka"`
+	Kafka PolicyKafka `json:"kafka"`
 
 	// cursor, when set, also proves the consumer's own record of progress:
 	// a business cursor table in its database, written in the same
@@ -251,18 +256,32 @@ type ConsumerClientSpec struct {
 	AutoCommitEnv string `json:"autoCommitEnv,omitempty"`
 }
 
-// KafkaConnection is how to reach a Kafka cluster.
-type KafkaConnection struct {
+// PolicyKafka is how a policy reaches its Kafka cluster: a connection
+// declared once (connectionRef), or the connection written inline.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.connectionRef) != has(self.bootstrapServers)",message="spec.kafka: set exactly one of connectionRef (a KafkaConnection or ClusterKafkaConnection) and bootstrapServers (an inline connection)"
+// +kubebuilder:validation:XValidation:rule="!has(self.connectionRef) || (!has(self.tls) && !has(self.sasl))",message="spec.kafka: tls and sasl belong to the connection named by connectionRef; remove them from the policy"
+// +kubebuilder:validation:XValidation:rule="!has(self.sasl) || !has(self.sasl.oauthBearer) || !has(self.sasl.oauthBearer.tokenFile)",message="spec.kafka.sasl.oauthBearer.tokenFile reads a file of the manager's pod (its identity): only a ClusterKafkaConnection may use it; use tokenEndpoint with a Secret, or a connectionRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.sasl) || self.sasl.mechanism != 'AWS_MSK_IAM' || has(self.sasl.secretRef)",message="spec.kafka.sasl: AWS_MSK_IAM without a secretRef would use the manager's own AWS identity: only a ClusterKafkaConnection may; name a Secret with accessKeyID and secretAccessKey, or use a connectionRef"
+type PolicyKafka struct {
+	// connectionRef names a ClusterKafkaConnection (declared once by the
+	// platform team, its Secrets out of the policy's reach) or a
+	// KafkaConnection in the policy's namespace. Instead of
+	// bootstrapServers, tls and sasl.
+	// +optional
+	ConnectionRef *ConnectionReference `json:"connectionRef,omitempty"`
+
 	// bootstrapServers are host:port addresses of brokers, e.g.
-	// "kafka-0.kafka:9092". The manager may restrict which servers policies
-	// may name (--allowed-bootstrap-servers).
-	// +required
+	// "kafka-0.kafka:9092", for a connection written inline. The manager
+	// may restrict which servers policies may name
+	// (--allowed-bootstrap-servers).
+	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=261
 	// +kubebuilder:validation:XValidation:rule="self.all(s, s.matches('^(\\\\[[0-9a-fA-F:.]+\\\\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):[0-9]{1,5}$'))",message="spec.kafka.bootstrapServers: each entry must be host:port, e.g. kafka-0.kafka:9092"
-	BootstrapServers []string `json:"bootstrapServers"`
+	BootstrapServers []string `json:"bootstrapServers,omitempty"`
 
 	// tls enables TLS. The Secret, in the policy's namespace, may hold
 	// ca.crt (the CA that signed the brokers' certificates; the system
@@ -271,8 +290,8 @@ type KafkaConnection struct {
 	// +optional
 	TLS *KafkaTLS `json:"tls,omitempty"`
 
-	// sasl enables SASL authentication with the username and password
-	// keys of a Secret in the policy's namespace.
+	// sasl enables SASL authentication with a Secret in the policy's
+	// namespace.
 	// +optional
 	SASL *KafkaSASL `json:"sasl,omitempty"`
 
@@ -288,10 +307,32 @@ type KafkaConnection struct {
 	ReadOffsetsTopic bool `json:"readOffsetsTopic,omitempty"`
 }
 
+// Kinds a connectionRef may name.
+const (
+	KindClusterKafkaConnection = "ClusterKafkaConnection"
+	KindKafkaConnection        = "KafkaConnection"
+)
+
+// ConnectionReference names a ClusterKafkaConnection, or a KafkaConnection
+// in the policy's own namespace.
+type ConnectionReference struct {
+	// kind is ClusterKafkaConnection or KafkaConnection.
+	// +required
+	// +kubebuilder:validation:Enum=ClusterKafkaConnection;KafkaConnection
+	Kind string `json:"kind"`
+
+	// name of the connection.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
 // KafkaTLS configures TLS to the brokers.
 type KafkaTLS struct {
-	// secretRef names a Secret in the policy's namespace with keys ca.crt,
-	// tls.crt and tls.key (each optional).
+	// secretRef names a Secret with keys ca.crt, tls.crt and tls.key (each
+	// optional; Strimzi's user.crt and user.key are read when tls.crt and
+	// tls.key are absent).
 	// +required
 	SecretRef SecretReference `json:"secretRef"`
 
@@ -303,19 +344,81 @@ type KafkaTLS struct {
 }
 
 // KafkaSASL configures SASL authentication.
+//
+// +kubebuilder:validation:XValidation:rule="!(self.mechanism in ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512']) || has(self.secretRef)",message="sasl: PLAIN and SCRAM need a secretRef (keys username and password)"
+// +kubebuilder:validation:XValidation:rule="(self.mechanism == 'OAUTHBEARER') == has(self.oauthBearer)",message="sasl: oauthBearer is required with mechanism OAUTHBEARER, and only with it"
+// +kubebuilder:validation:XValidation:rule="self.mechanism != 'OAUTHBEARER' || !has(self.oauthBearer.tokenEndpoint) || has(self.secretRef)",message="sasl: oauthBearer.tokenEndpoint needs a secretRef (keys clientID and clientSecret)"
 type KafkaSASL struct {
-	// mechanism is the SASL mechanism: PLAIN, SCRAM-SHA-256 or
-	// SCRAM-SHA-512. Use PLAIN only together with TLS.
+	// mechanism is the SASL mechanism: PLAIN, SCRAM-SHA-256,
+	// SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM. Use PLAIN only together
+	// with TLS.
 	// +required
 	Mechanism SASLMechanism `json:"mechanism"`
 
-	// secretRef names a Secret in the policy's namespace with keys
-	// username and password.
-	// +required
-	SecretRef SecretReference `json:"secretRef"`
+	// secretRef names a Secret holding the credentials: username and
+	// password (PLAIN, SCRAM); clientID and clientSecret (OAUTHBEARER with
+	// a tokenEndpoint); accessKeyID, secretAccessKey and optionally
+	// sessionToken (AWS_MSK_IAM with static keys; without a secretRef, a
+	// ClusterKafkaConnection uses the AWS SDK's default credential chain:
+	// IRSA, EKS Pod Identity, environment). The Secret lives in the
+	// policy's or KafkaConnection's namespace, or in the manager's
+	// namespace for a ClusterKafkaConnection.
+	// +optional
+	SecretRef *SecretReference `json:"secretRef,omitempty"`
+
+	// oauthBearer says where OAUTHBEARER tokens come from.
+	// +optional
+	OAuthBearer *OAuthBearer `json:"oauthBearer,omitempty"`
 }
 
-// SecretReference names a Secret in the policy's own namespace.
+// OAuthBearer says where OAUTHBEARER tokens come from: a token endpoint
+// (the OAuth 2 client credentials grant, RFC 6749 section 4.4) or a file
+// the manager's pod holds, such as a projected ServiceAccount token.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.tokenEndpoint) != has(self.tokenFile)",message="oauthBearer: set exactly one of tokenEndpoint and tokenFile"
+type OAuthBearer struct {
+	// tokenEndpoint is the identity provider's token URL, e.g.
+	// https://login.example.com/oauth2/token. Tokens are requested with
+	// the client credentials grant (clientID and clientSecret from the
+	// secretRef), kept until they expire, and sent to the brokers.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^ ]+$`
+	TokenEndpoint string `json:"tokenEndpoint,omitempty"`
+
+	// scopes are requested from the token endpoint.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	Scopes []string `json:"scopes,omitempty"`
+
+	// audience, when set, is sent to the token endpoint as the audience
+	// parameter (some identity providers require it).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Audience string `json:"audience,omitempty"`
+
+	// tokenFile is an absolute path, in the manager's pod, to a file
+	// holding the token (a projected ServiceAccount token, or one written
+	// by a sidecar). It is read again for every authentication, so
+	// rotations take effect. Only ClusterKafkaConnections may use it: the
+	// file is the manager's own identity.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:Pattern=`^/`
+	TokenFile string `json:"tokenFile,omitempty"`
+
+	// extensions are SASL extensions sent with the token (KIP-342), e.g.
+	// Confluent Cloud's logicalCluster and identityPoolId.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	Extensions map[string]string `json:"extensions,omitempty"`
+}
+
+// SecretReference names a Secret: in the policy's own namespace for an
+// inline connection, in the connection's namespace for a KafkaConnection,
+// in the manager's namespace for a ClusterKafkaConnection.
 type SecretReference struct {
 	// name of the Secret.
 	// +required
@@ -345,6 +448,12 @@ type ConsumerRetentionPolicyStatus struct {
 	// proof is the last proof: the verdict and the facts behind it.
 	// +optional
 	Proof *ProofStatus `json:"proof,omitempty"`
+
+	// lastHandledRequestedAt is the value of the
+	// retentionguard.io/requestedAt annotation the last fresh observation
+	// answered.
+	// +optional
+	LastHandledRequestedAt string `json:"lastHandledRequestedAt,omitempty"`
 }
 
 // ProofStatus is the outcome of one check against the brokers.

@@ -81,7 +81,7 @@ func TestSampleIsAcceptedAndDefaulted(t *testing.T) {
 			Topics:         []string{"outbox"},
 			RecoveryWindow: metav1.Duration{Duration: 72 * time.Hour},
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": "fanout"}},
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: []string{"kafka:9092"}},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: []string{"kafka:9092"}},
 		},
 	}
 	if err := env.Client.Create(ctx(t), minimal); err != nil {
@@ -189,7 +189,34 @@ func TestInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
 		}, "spec.kafka.sasl.mechanism", "SCRAM-SHA-512"},
 		{"SASL without secretRef", func(s map[string]any) {
 			s["kafka"].(map[string]any)["sasl"] = map[string]any{"mechanism": "SCRAM-SHA-512"}
-		}, "spec.kafka.sasl.secretRef", "Required"},
+		}, "spec.kafka.sasl", "need a secretRef"},
+		{"both connectionRef and bootstrapServers", func(s map[string]any) {
+			s["kafka"].(map[string]any)["connectionRef"] = map[string]any{"kind": "ClusterKafkaConnection", "name": "prod"}
+		}, "spec.kafka", "exactly one of connectionRef"},
+		{"neither connectionRef nor bootstrapServers", func(s map[string]any) {
+			s["kafka"] = map[string]any{"readOffsetsTopic": true}
+		}, "spec.kafka", "exactly one of connectionRef"},
+		{"connectionRef with its own sasl", func(s map[string]any) {
+			s["kafka"] = map[string]any{"connectionRef": map[string]any{"kind": "KafkaConnection", "name": "prod"},
+				"sasl": map[string]any{"mechanism": "PLAIN", "secretRef": map[string]any{"name": "u"}}}
+		}, "spec.kafka", "belong to the connection"},
+		{"connectionRef of an unknown kind", func(s map[string]any) {
+			s["kafka"] = map[string]any{"connectionRef": map[string]any{"kind": "Secret", "name": "prod"}}
+		}, "spec.kafka.connectionRef.kind", "ClusterKafkaConnection"},
+		{"a policy using the manager's token file", func(s map[string]any) {
+			s["kafka"].(map[string]any)["sasl"] = map[string]any{"mechanism": "OAUTHBEARER",
+				"oauthBearer": map[string]any{"tokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token"}}
+		}, "spec.kafka", "only a ClusterKafkaConnection"},
+		{"a policy using the manager's AWS identity", func(s map[string]any) {
+			s["kafka"].(map[string]any)["sasl"] = map[string]any{"mechanism": "AWS_MSK_IAM"}
+		}, "spec.kafka", "only a ClusterKafkaConnection"},
+		{"OAUTHBEARER without oauthBearer", func(s map[string]any) {
+			s["kafka"].(map[string]any)["sasl"] = map[string]any{"mechanism": "OAUTHBEARER", "secretRef": map[string]any{"name": "u"}}
+		}, "spec.kafka.sasl", "oauthBearer is required"},
+		{"token endpoint without a Secret", func(s map[string]any) {
+			s["kafka"].(map[string]any)["sasl"] = map[string]any{"mechanism": "OAUTHBEARER",
+				"oauthBearer": map[string]any{"tokenEndpoint": "https://idp.example.com/token"}}
+		}, "spec.kafka.sasl", "clientID and clientSecret"},
 		{"duplicate topic", func(s map[string]any) { s["topics"] = []any{"settle-task", "settle-task"} }, "spec.topics[1]", "Duplicate"},
 		{"no topics", func(s map[string]any) { s["topics"] = []any{} }, "spec.topics", ""},
 		{"invalid topic name", func(s map[string]any) { s["topics"] = []any{"settle task"} }, "spec.topics[0]", ""},
@@ -265,7 +292,7 @@ func TestStatusSubresourceStoresProof(t *testing.T) {
 		Spec: rgv1.ConsumerRetentionPolicySpec{
 			GroupID: "g", Topics: []string{"t"}, RecoveryWindow: metav1.Duration{Duration: time.Hour},
 			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
-			Kafka:    rgv1.KafkaConnection{BootstrapServers: []string{"[::1]:9092"}},
+			Kafka:    rgv1.PolicyKafka{BootstrapServers: []string{"[::1]:9092"}},
 		},
 	}
 	if err := env.Client.Create(ctx(t), p); err != nil {
@@ -322,3 +349,99 @@ func TestKubectlExplainShowsFieldDocs(t *testing.T) {
 }
 
 var _ runtime.Object = &rgv1.ConsumerRetentionPolicy{}
+
+// A ClusterKafkaConnection and a KafkaConnection are validated by the API
+// server as the contract says, and the platform team's two-line Strimzi
+// connection is accepted.
+func TestConnectionValidation(t *testing.T) {
+	ns := namespace(t, "connections")
+	create := func(kind, name string, spec map[string]any) error {
+		meta := map[string]any{"name": name}
+		if kind == "KafkaConnection" {
+			meta["namespace"] = ns
+		}
+		return env.Client.Create(ctx(t), &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": rgv1.GroupVersion.String(), "kind": kind, "metadata": meta, "spec": spec,
+		}})
+	}
+	valid := []struct {
+		kind, name string
+		spec       map[string]any
+	}{
+		{"ClusterKafkaConnection", "strimzi", map[string]any{
+			"strimzi": map[string]any{"kafkaRef": map[string]any{"namespace": "kafka", "name": "prod"}, "listener": "tls"}}},
+		{"ClusterKafkaConnection", "msk", map[string]any{
+			"bootstrapServers": []any{"b-1.prod.abc123.c2.kafka.eu-west-1.amazonaws.com:9098"},
+			"tls":              map[string]any{"secretRef": map[string]any{"name": "msk-ca"}},
+			"sasl":             map[string]any{"mechanism": "AWS_MSK_IAM"},
+			"allowedNamespaces": map[string]any{"from": "Selector",
+				"selector": map[string]any{"matchLabels": map[string]any{"kafka": "prod"}}},
+			"discovery": map[string]any{"enabled": true, "recoveryWindow": "168h"}}},
+		{"ClusterKafkaConnection", "confluent", map[string]any{
+			"bootstrapServers": []any{"pkc-12345.eu-west-1.aws.confluent.cloud:9092"},
+			"sasl": map[string]any{"mechanism": "OAUTHBEARER", "secretRef": map[string]any{"name": "confluent-client"},
+				"oauthBearer": map[string]any{"tokenEndpoint": "https://idp.example.com/oauth2/token",
+					"extensions": map[string]any{"logicalCluster": "lkc-abc123", "identityPoolId": "pool-x1"}}},
+			"allowedNamespaces": map[string]any{"from": "All"}}},
+		{"KafkaConnection", "team", map[string]any{"bootstrapServers": []any{"kafka:9092"}}},
+	}
+	for _, v := range valid {
+		if err := create(v.kind, v.name, v.spec); err != nil {
+			t.Errorf("%s %s was refused: %v", v.kind, v.name, err)
+		}
+	}
+	// The sample in config/samples is valid as written.
+	path := filepath.Join(testenv.RepoRoot(), "config", "samples", "retentionguard_v1alpha1_clusterkafkaconnection.yaml")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sample := &unstructured.Unstructured{}
+	if err := yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&sample.Object); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx(t), sample); err != nil {
+		t.Errorf("the ClusterKafkaConnection sample was refused: %v", err)
+	}
+
+	ckc := &rgv1.ClusterKafkaConnection{}
+	if err := env.Client.Get(ctx(t), client.ObjectKey{Name: "strimzi"}, ckc); err != nil {
+		t.Fatal(err)
+	}
+	if ckc.Spec.AllowedNamespaces.From != rgv1.NamespacesFromSame || ckc.Spec.CheckInterval == nil || ckc.Spec.CheckInterval.Duration != time.Minute {
+		t.Errorf("defaults: allowedNamespaces %+v, checkInterval %v; want Same and 1m", ckc.Spec.AllowedNamespaces, ckc.Spec.CheckInterval)
+	}
+
+	invalid := []struct {
+		kind, name string
+		spec       map[string]any
+		want       string
+	}{
+		{"ClusterKafkaConnection", "both", map[string]any{"bootstrapServers": []any{"k:9092"},
+			"strimzi": map[string]any{"kafkaRef": map[string]any{"namespace": "kafka", "name": "prod"}, "listener": "tls"}},
+			"exactly one of bootstrapServers and strimzi"},
+		{"ClusterKafkaConnection", "neither", map[string]any{}, "exactly one of bootstrapServers and strimzi"},
+		{"ClusterKafkaConnection", "strimzi-no-ns", map[string]any{
+			"strimzi": map[string]any{"kafkaRef": map[string]any{"name": "prod"}, "listener": "tls"}}, "kafkaRef.namespace is required"},
+		{"ClusterKafkaConnection", "selector-missing", map[string]any{"bootstrapServers": []any{"k:9092"},
+			"allowedNamespaces": map[string]any{"from": "Selector"}}, "selector is required"},
+		{"ClusterKafkaConnection", "discovery-no-window", map[string]any{"bootstrapServers": []any{"k:9092"},
+			"discovery": map[string]any{"enabled": true}}, "recoveryWindow is required"},
+		{"ClusterKafkaConnection", "token-both", map[string]any{"bootstrapServers": []any{"k:9092"},
+			"sasl": map[string]any{"mechanism": "OAUTHBEARER", "secretRef": map[string]any{"name": "c"},
+				"oauthBearer": map[string]any{"tokenEndpoint": "https://idp/t", "tokenFile": "/t"}}},
+			"exactly one of tokenEndpoint and tokenFile"},
+		{"KafkaConnection", "team-token-file", map[string]any{"bootstrapServers": []any{"k:9092"},
+			"sasl": map[string]any{"mechanism": "OAUTHBEARER", "oauthBearer": map[string]any{"tokenFile": "/t"}}},
+			"only a ClusterKafkaConnection"},
+		{"KafkaConnection", "team-aws-chain", map[string]any{"bootstrapServers": []any{"k:9092"},
+			"sasl": map[string]any{"mechanism": "AWS_MSK_IAM"}}, "only a ClusterKafkaConnection"},
+	}
+	for _, tc := range invalid {
+		err := create(tc.kind, tc.name, tc.spec)
+		if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s: want Invalid saying %q, got %v", tc.kind, tc.name, tc.want, err)
+		}
+	}
+}

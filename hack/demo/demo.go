@@ -348,7 +348,7 @@ func (d *demo) applySample(ctx context.Context, name string, edit func(*rgv1.Con
 	if err := yaml.UnmarshalStrict(b, &p); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	p.Spec.Kafka = rgv1.KafkaConnection{BootstrapServers: []string{d.stk.BrokerAddr}}
+	p.Spec.Kafka = rgv1.PolicyKafka{BootstrapServers: []string{d.stk.BrokerAddr}}
 	p.Spec.CheckInterval = &metav1.Duration{Duration: 10 * time.Second}
 	note := ""
 	if edit != nil {

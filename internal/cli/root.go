@@ -79,6 +79,7 @@ offsets retention cover the longest downtime it must survive.
 
   manager   run the Kubernetes controller and admission webhook
   check     prove one consumer group against a live cluster (no Kubernetes)
+  scan      judge every consumer group on a cluster (no Kubernetes, no policy)
   version   print the version`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -88,7 +89,7 @@ offsets retention cover the longest downtime it must survive.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w\nRun '%s --help' for usage", err, c.CommandPath())}
 	})
-	root.AddCommand(newVersionCommand(), newCheckCommand())
+	root.AddCommand(newVersionCommand(), newCheckCommand(), newScanCommand())
 	root.AddCommand(commands...)
 	return root
 }

@@ -31,6 +31,10 @@ const (
 // reasonForError maps an error from a request (transport, TLS, SASL, or a
 // Kafka error code) to one of the KafkaReachable reasons.
 func reasonForError(err error) string {
+	var ce *credentialError
+	if errors.As(err, &ce) {
+		return proof.ReasonAuthenticationFailed
+	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
 		switch ke {
@@ -73,10 +77,15 @@ func isAuthorization(err error) bool {
 // describeError turns err into a short, credential-free explanation.
 // Callers still pass the result through Connection.redact.
 func describeError(err error) string {
-	var ke *kerr.Error
+	var (
+		ke *kerr.Error
+		ce *credentialError
+	)
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &ce):
+		return ce.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		return "no answer before the deadline (context deadline exceeded)"
 	case errors.Is(err, context.Canceled):
@@ -132,12 +141,15 @@ func tlsProblem(err error) (string, bool) {
 // many targets hands each target only what is its business.
 type failure struct {
 	proof.Failure
-	group  string // "" when not group-specific
-	global bool   // concerns every target (connection, brokers)
+	group     string // "" when not group-specific
+	global    bool   // concerns every target (connection, brokers)
+	discovery bool   // concerns only the discovery of groups
 }
 
 func (f failure) appliesTo(t Target, topics map[string]bool) bool {
 	switch {
+	case f.discovery:
+		return false
 	case f.global:
 		return true
 	case f.group != "" && f.group != t.Group:

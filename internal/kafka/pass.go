@@ -37,6 +37,11 @@ type pass struct {
 
 	// From DescribeConfigs.
 	offsetsRetention proof.ConfigValue
+	brokerRetention  map[int32]proof.ConfigValue
+
+	// Discovery (discovery.go), when asked.
+	discover   *Discovery
+	discovered []discoveredGroup
 
 	// Per group.
 	groups      []string            // unique, sorted
@@ -113,28 +118,38 @@ func newPass(o *Observer, cl *kgo.Client, conn Connection, targets []Target, now
 		cursors:     make([]cursorRead, len(targets)),
 	}
 	for _, t := range targets {
-		if _, ok := p.groupInfo[t.Group]; !ok {
-			p.groups = append(p.groups, t.Group)
-			p.groupInfo[t.Group] = &groupState{
-				committed:  make(map[topicPartition]int64),
-				timestamps: make(map[topicPartition]time.Time),
-				preceding:  make(map[topicPartition]time.Time),
-			}
-		}
-		for _, name := range t.Topics {
-			if _, ok := p.topics[name]; !ok {
-				p.topics[name] = &topicState{name: name, partitions: make(map[int32]*partitionState)}
-			}
-			if !slices.Contains(p.groupTopics[t.Group], name) {
-				p.groupTopics[t.Group] = append(p.groupTopics[t.Group], name)
-			}
+		p.addTarget(t)
+	}
+	p.sortGroups()
+	return p
+}
+
+// addTarget adds a target's group and topics to what the pass reads.
+func (p *pass) addTarget(t Target) {
+	if _, ok := p.groupInfo[t.Group]; !ok {
+		p.groups = append(p.groups, t.Group)
+		p.groupInfo[t.Group] = &groupState{
+			committed:  make(map[topicPartition]int64),
+			timestamps: make(map[topicPartition]time.Time),
+			preceding:  make(map[topicPartition]time.Time),
 		}
 	}
+	for _, name := range t.Topics {
+		if _, ok := p.topics[name]; !ok {
+			p.topics[name] = &topicState{name: name, partitions: make(map[int32]*partitionState)}
+		}
+		if !slices.Contains(p.groupTopics[t.Group], name) {
+			p.groupTopics[t.Group] = append(p.groupTopics[t.Group], name)
+		}
+	}
+}
+
+func (p *pass) sortGroups() {
 	slices.Sort(p.groups)
+	p.groups = slices.Compact(p.groups)
 	for g := range p.groupTopics {
 		slices.Sort(p.groupTopics[g])
 	}
-	return p
 }
 
 // fail records a failure, its message redacted.
@@ -158,6 +173,10 @@ func (p *pass) failErr(api, group, topic string, partition int32, what string, e
 
 func (p *pass) run(ctx context.Context) {
 	start := time.Now()
+	if p.discover != nil && !p.discoverGroups(ctx) {
+		p.log(start)
+		return
+	}
 	if !p.metadata(ctx) {
 		p.log(start)
 		return

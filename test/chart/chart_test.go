@@ -360,12 +360,21 @@ func TestRBACMatchesGenerated(t *testing.T) {
 	}
 }
 
-// TestCRDMatchesGenerated: the chart's CRD is config/crd/bases' spec.
+// crdFiles are the CRDs controller-gen generates, all in the chart.
+var crdFiles = []string{
+	"config/crd/bases/retentionguard.io_consumerretentionpolicies.yaml",
+	"config/crd/bases/retentionguard.io_clusterkafkaconnections.yaml",
+	"config/crd/bases/retentionguard.io_kafkaconnections.yaml",
+}
+
+// TestCRDMatchesGenerated: the chart's CRDs are config/crd/bases' specs.
 func TestCRDMatchesGenerated(t *testing.T) {
-	gen := generated[apiextensionsv1.CustomResourceDefinition](t, "config/crd/bases/retentionguard.io_consumerretentionpolicies.yaml")
-	crd := into[apiextensionsv1.CustomResourceDefinition](t, render(t, nil).get(t, "CustomResourceDefinition", gen.Name))
-	if !reflect.DeepEqual(crd.Spec, gen.Spec) {
-		t.Error("the chart's CRD spec differs from config/crd/bases: run make manifests")
+	for _, f := range crdFiles {
+		gen := generated[apiextensionsv1.CustomResourceDefinition](t, f)
+		crd := into[apiextensionsv1.CustomResourceDefinition](t, render(t, nil).get(t, "CustomResourceDefinition", gen.Name))
+		if !reflect.DeepEqual(crd.Spec, gen.Spec) {
+			t.Errorf("the chart's CRD %s differs from config/crd/bases: run make manifests", gen.Name)
+		}
 	}
 }
 
@@ -373,9 +382,19 @@ func TestCRDsToggles(t *testing.T) {
 	if crds := render(t, set("crds.enabled", false)).all("CustomResourceDefinition"); len(crds) != 0 {
 		t.Errorf("crds.enabled=false rendered %d CRDs", len(crds))
 	}
-	crd := render(t, set("crds.keep", false)).all("CustomResourceDefinition")
-	if len(crd) != 1 || crd[0].GetAnnotations()["helm.sh/resource-policy"] != "" {
-		t.Errorf("crds.keep=false: CRD annotations %v", crd[0].GetAnnotations())
+	crds := render(t, set("crds.keep", false)).all("CustomResourceDefinition")
+	if len(crds) != len(crdFiles) {
+		t.Errorf("crds.keep=false rendered %d CRDs, want %d", len(crds), len(crdFiles))
+	}
+	for _, crd := range crds {
+		if crd.GetAnnotations()["helm.sh/resource-policy"] != "" {
+			t.Errorf("crds.keep=false: CRD %s annotations %v", crd.GetName(), crd.GetAnnotations())
+		}
+	}
+	for _, crd := range render(t, nil).all("CustomResourceDefinition") {
+		if crd.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("defaults: CRD %s is not kept on uninstall", crd.GetName())
+		}
 	}
 }
 
@@ -558,6 +577,19 @@ func TestValuesReachTheManager(t *testing.T) {
 	}
 	if render(t, nil).find("ClusterRoleBinding", fullname+"-manager") == nil {
 		t.Error("defaults: the manager ClusterRole is not bound")
+	}
+	// ClusterKafkaConnections are cluster-scoped and keep their Secrets in
+	// the release namespace: read whatever namespaces are watched.
+	if m.find("ClusterRoleBinding", fullname+"-cluster-connections") == nil {
+		t.Error("watchNamespaces set: ClusterKafkaConnections and namespaces cannot be read")
+	}
+	var inRelease bool
+	for _, rb := range m.all("RoleBinding") {
+		b := into[rbacv1.RoleBinding](t, rb)
+		inRelease = inRelease || (b.Name == fullname+"-manager" && b.RoleRef.Name == fullname+"-manager" && !slices.Contains([]string{"orders", "payments"}, b.Namespace))
+	}
+	if !inRelease {
+		t.Error("watchNamespaces set: no RoleBinding of the manager ClusterRole in the release namespace, where ClusterKafkaConnections' Secrets live")
 	}
 }
 

@@ -50,7 +50,7 @@ func cursorPolicy(t *testing.T, ns, name, group, topic, app string, resume rgv1.
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
 			Enforcement:    rgv1.EnforcementDeny,
 			CheckInterval:  &metav1.Duration{Duration: 10 * time.Second},
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: []string{stk.BrokerAddr}},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: []string{stk.BrokerAddr}},
 			Cursor: &rgv1.CursorSpec{ResumeFrom: resume, SQL: rgv1.CursorSQL{
 				Driver: rgv1.CursorDriverPostgres, SecretRef: rgv1.SecretKeyReference{Name: "settle-db", Key: "dsn"}}},
 		},

@@ -66,7 +66,7 @@ func policyWithWindow(t *testing.T, ns, name, group, topic, app string, window t
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
 			Enforcement:    rgv1.Enforcement("Deny"),
 			CheckInterval:  &metav1.Duration{Duration: 10 * time.Second},
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: []string{stk.BrokerAddr}},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: []string{stk.BrokerAddr}},
 		},
 	}
 	must(t, admin().Create(bg(t), p))
