@@ -93,7 +93,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookName, "webhook-configuration-name", DefaultWebhookConfigurationName,
 		"ValidatingWebhookConfiguration whose caBundle --cert-rotation keeps current.")
 	fs.StringVar(&o.SecretNamespace, "namespace", os.Getenv("POD_NAMESPACE"),
-		"The manager's namespace: of the certificate Secret, the webhook Service and the heartbeat Leases that confirm unchanged proofs. Default: $POD_NAMESPACE.")
+		"The manager's namespace: the certificate Secret, the webhook Service, ClusterKafkaConnections' Secrets and the heartbeat Leases that confirm unchanged proofs live there. Default: $POD_NAMESPACE.")
 }
 
 // Validate reports what rotation cannot work without.

@@ -189,7 +189,7 @@ func (s shape) policy(g int, bootstrap []string, interval time.Duration) *rgv1.C
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": policyName(g)}},
 			Enforcement:    rgv1.EnforcementDeny,
 			CheckInterval:  &metav1.Duration{Duration: interval},
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: bootstrap},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: bootstrap},
 		},
 	}
 	if g%2 == 0 {
