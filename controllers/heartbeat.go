@@ -89,6 +89,8 @@ type Heartbeats struct {
 	Identity string
 	// Logger logs renewals at V(1) and failures.
 	Logger logr.Logger
+	// Tick is how often due Leases are renewed. Default 5s.
+	Tick time.Duration
 
 	mu        sync.Mutex
 	confirmed map[types.NamespacedName]confirmation
@@ -134,7 +136,7 @@ func (h *Heartbeats) Forget(key types.NamespacedName) {
 // leader proves, so only it may renew.
 func (h *Heartbeats) NeedLeaderElection() bool { return true }
 
-// Start renews due Leases every heartbeatTick until ctx ends.
+// Start renews due Leases every Tick until ctx ends.
 func (h *Heartbeats) Start(ctx context.Context) error {
 	if h.Identity == "" {
 		h.Identity, _ = os.Hostname()
@@ -142,7 +144,10 @@ func (h *Heartbeats) Start(ctx context.Context) error {
 	if h.Logger.GetSink() == nil {
 		h.Logger = logr.Discard()
 	}
-	t := time.NewTicker(heartbeatTick)
+	if h.Tick <= 0 {
+		h.Tick = heartbeatTick
+	}
+	t := time.NewTicker(h.Tick)
 	defer t.Stop()
 	for {
 		select {
@@ -247,7 +252,9 @@ func (h *Heartbeats) renew(ctx context.Context) error {
 
 // write creates or renews one Lease when what it says is behind d.
 func (h *Heartbeats) write(ctx context.Context, name string, d leaseDue, cur *coordinationv1.Lease) error {
-	renew := metav1.NewMicroTime(d.renew)
+	// A Lease keeps microseconds: compare what it can hold, or every tick
+	// would write the same time again.
+	renew := metav1.NewMicroTime(d.renew.Truncate(time.Microsecond))
 	duration := int32(freshnessWindow(d.interval).Seconds())
 	if cur != nil && cur.Spec.RenewTime != nil && cur.Spec.RenewTime.Equal(&renew) &&
 		ptr.Deref(cur.Spec.HolderIdentity, "") == h.Identity {

@@ -304,7 +304,10 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 	if !o.noHeartbeats {
 		// As the manager runs: heartbeat Leases (here in the test's
 		// namespace) confirm unchanged proofs.
-		r.Heartbeats = &Heartbeats{Client: mgr.GetClient(), Namespace: h.ns, Logger: logger.WithName("heartbeat")}
+		// A tick well under the test intervals: a Lease is written only
+		// when what it says moves, however often it is looked at.
+		r.Heartbeats = &Heartbeats{Client: mgr.GetClient(), Namespace: h.ns, Logger: logger.WithName("heartbeat"),
+			Tick: 200 * time.Millisecond}
 		g.Expect(mgr.Add(r.Heartbeats)).To(Succeed())
 	}
 

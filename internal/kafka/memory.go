@@ -31,8 +31,9 @@ import (
 // credentials: rotating a password must not forget a group's history) and
 // the group. Entries not observed for memoryTTL are dropped.
 type groupMemory struct {
-	mu     sync.Mutex
-	groups map[memoryKey]*groupEntry
+	mu       sync.Mutex
+	groups   map[memoryKey]*groupEntry
+	prunedAt time.Time
 }
 
 type memoryKey struct{ cluster, group string }
@@ -59,6 +60,12 @@ type topicPartition struct {
 
 const memoryTTL = 24 * time.Hour
 
+// pruneEvery is how often the memory is swept for entries past memoryTTL:
+// a sweep walks every group and partition of every cluster (120,000
+// offsets for 5,000 groups on two topics of 12 partitions), so sweeping on
+// every record made a pass cost quadratic in its groups.
+const pruneEvery = time.Hour
+
 // groupFacts is what one pass learned about a group: its state when it was
 // read, and the committed offsets that were read (failed ones are absent).
 type groupFacts struct {
@@ -81,10 +88,16 @@ func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.T
 	if m.groups == nil {
 		m.groups = make(map[memoryKey]*groupEntry)
 	}
-	m.prune(now)
+	if now.Sub(m.prunedAt) >= pruneEvery || now.Before(m.prunedAt) {
+		m.prune(now)
+		m.prunedAt = now
+	}
 
 	k := memoryKey{cluster, group}
 	e := m.groups[k]
+	if e != nil && now.Sub(e.lastSeen) > memoryTTL {
+		e = nil // past its TTL, not swept yet: forgotten all the same
+	}
 	if e == nil {
 		e = &groupEntry{partitions: make(map[topicPartition]*partitionEntry)}
 		m.groups[k] = e
@@ -108,6 +121,9 @@ func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.T
 	recall := groupRecall{emptySince: e.emptySince, committedAfter: make(map[topicPartition]time.Time)}
 	for tp, c := range facts.committed {
 		pe := e.partitions[tp]
+		if pe != nil && now.Sub(pe.lastSeen) > memoryTTL {
+			pe = nil
+		}
 		switch {
 		case pe == nil:
 			pe = &partitionEntry{committed: c} // first sight: unknown
