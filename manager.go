@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -215,10 +218,30 @@ func managerScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// setMemoryLimit sets the Go runtime's soft memory limit to 90% of the
+// container's (its cgroup's) memory limit. Without it the heap may grow to
+// twice what is live before the garbage collector runs (GOGC=100), and a
+// manager whose live heap is half its limit is killed at the limit
+// instead of collecting sooner (make bench-scale: 140 MiB live, 548 MiB
+// peak RSS at 5,000 policies). GOMEMLIMIT in the environment wins, and
+// AUTOMEMLIMIT=off or a ratio such as 0.8 changes it (KimMachineGun's
+// automemlimit, as many Kubernetes controllers do). Without a cgroup limit
+// (outside a container) the runtime's default, no limit, stays.
+func setMemoryLimit(log logr.Logger) {
+	limit, err := memlimit.Set(memlimit.WithRatio(0.9))
+	switch {
+	case err != nil:
+		log.Info("Go memory limit not set from the container's", "reason", err.Error())
+	case limit > 0 && limit < math.MaxInt64:
+		log.Info("Go memory limit", "GOMEMLIMIT", limit)
+	}
+}
+
 // runManager runs until ctx ends (SIGTERM, SIGINT).
 func runManager(ctx context.Context, o *managerOptions) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.logs.Options)))
 	log := ctrl.Log.WithName("manager")
+	setMemoryLimit(log)
 
 	scheme, err := managerScheme()
 	if err != nil {

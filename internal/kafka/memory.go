@@ -44,7 +44,7 @@ type groupEntry struct {
 	stateSeenAt time.Time // the last observation that read the state
 	emptySince  time.Time // lower bound; zero unless a transition to Empty was seen
 	lastSeen    time.Time
-	partitions  map[topicPartition]*partitionEntry
+	partitions  map[topicPartition]partitionEntry // by value: 120,000 of them at 5,000 groups
 }
 
 type partitionEntry struct {
@@ -99,7 +99,7 @@ func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.T
 		e = nil // past its TTL, not swept yet: forgotten all the same
 	}
 	if e == nil {
-		e = &groupEntry{partitions: make(map[topicPartition]*partitionEntry)}
+		e = &groupEntry{partitions: make(map[topicPartition]partitionEntry)}
 		m.groups[k] = e
 	}
 	e.lastSeen = now
@@ -120,14 +120,10 @@ func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.T
 
 	recall := groupRecall{emptySince: e.emptySince, committedAfter: make(map[topicPartition]time.Time)}
 	for tp, c := range facts.committed {
-		pe := e.partitions[tp]
-		if pe != nil && now.Sub(pe.lastSeen) > memoryTTL {
-			pe = nil
-		}
+		pe, ok := e.partitions[tp]
 		switch {
-		case pe == nil:
-			pe = &partitionEntry{committed: c} // first sight: unknown
-			e.partitions[tp] = pe
+		case !ok || now.Sub(pe.lastSeen) > memoryTTL:
+			pe = partitionEntry{committed: c} // first sight: unknown
 		case pe.committed != c:
 			// Witnessed a commit: after the last observation that saw
 			// the old offset.
@@ -138,6 +134,7 @@ func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.T
 			pe.committed = c
 		}
 		pe.lastSeen = now
+		e.partitions[tp] = pe
 	}
 	for tp, pe := range e.partitions {
 		if !pe.committedAfter.IsZero() {

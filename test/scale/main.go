@@ -48,9 +48,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,6 +108,9 @@ func main() {
 	flag.Float64Var(&o.waitLoad, "wait-load", 0, "before each step, wait until the 1-minute load average is at most this (0: do not wait)")
 	flag.DurationVar(&o.maxLoadWaiting, "max-load-wait", 30*time.Minute, "give up waiting for -wait-load after this long (the step runs anyway, the load is printed)")
 	flag.Parse()
+	// The harness's clients log nothing worth reading (the manager's log is
+	// in -dir); without a logger controller-runtime prints a stack trace.
+	ctrllog.SetLogger(logr.Discard())
 
 	o.shape = fullShape
 	o.shape.Clusters, o.shape.Brokers = max(1, *clusters), max(1, *brokers)
@@ -189,6 +196,19 @@ func run(ctx context.Context, o options) error {
 	}
 	defer stk.Stop()
 	stk.ManagerEnv = o.managerEnv
+	if !slices.ContainsFunc(o.managerEnv, func(e string) bool { return strings.HasPrefix(e, "GOMEMLIMIT=") }) {
+		// In a pod the manager sets GOMEMLIMIT to 90% of its container's
+		// memory limit (setMemoryLimit); here it runs outside a cgroup,
+		// so the bench gives it the same from the chart's limit.
+		limit, err := chartMemoryLimit(stk)
+		if err != nil {
+			return err
+		}
+		if limit > 0 {
+			stk.ManagerEnv = append(stk.ManagerEnv, "GOMEMLIMIT="+strconv.FormatInt(limit*9/10, 10))
+			logf("the chart's memory limit is %d MiB: the manager runs with GOMEMLIMIT=%d MiB, as in its pod", limit>>20, limit*9/10>>20)
+		}
+	}
 	logf("manager: %s %s", stk.Binary, strings.Join(stk.ManagerArgs, " "))
 
 	// The bench's own client has no client-side rate limit.
@@ -607,4 +627,29 @@ func roundMap(m map[string]float64) map[string]string {
 		out[k] = strconv.FormatFloat(v, 'f', 1, 64)
 	}
 	return out
+}
+
+// chartMemoryLimit is the manager container's resources.limits.memory in
+// the Deployment the chart rendered, in bytes (0: none).
+func chartMemoryLimit(stk *stack.Stack) (int64, error) {
+	for _, obj := range stk.Chart {
+		if obj.GetKind() != "Deployment" {
+			continue
+		}
+		cs, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+		if len(cs) == 0 {
+			break
+		}
+		c, _ := cs[0].(map[string]any)
+		v, ok, _ := unstructured.NestedString(c, "resources", "limits", "memory")
+		if !ok {
+			return 0, nil
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return 0, fmt.Errorf("the chart's memory limit %q: %w", v, err)
+		}
+		return q.Value(), nil
+	}
+	return 0, errors.New("the chart rendered no Deployment with a container")
 }
