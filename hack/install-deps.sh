@@ -16,10 +16,18 @@ if [ "$(printf '%s\n%s\n' "$need_go" "$have_go" | sort -V | head -1)" != "$need_
   log "Go $have_go is too old: retention-guard needs Go $need_go or newer"; exit 1
 fi
 
-# Debian packages the tests use (kcat: librdkafka's command-line client, a
-# real consumer that shows auto.offset.reset skipping expired records).
+# Debian packages the tests use, named on the command line (kcat:
+# librdkafka's command-line client, a real consumer that shows
+# auto.offset.reset skipping expired records). "node" stands for what the
+# real-node tier (test/node) runs besides the binaries hack/build-node.sh
+# builds: containerd, runc, the CNI plugins, iptables and conntrack.
 apt_pkgs=()
-for spec in "$@"; do apt_pkgs+=("$spec"); done
+for spec in "$@"; do
+  case "$spec" in
+    node) apt_pkgs+=(containerd runc containernetworking-plugins iptables conntrack) ;;
+    *) apt_pkgs+=("$spec") ;;
+  esac
+done
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
