@@ -170,7 +170,9 @@ func managerScheme() (*runtime.Scheme, error) {
 
 // runManager runs until ctx ends (SIGTERM, SIGINT).
 func runManager(ctx context.Context, o *managerOptions) error {
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.logs.Options)))
+	// The certificate rotator's expected race between replicas on a fresh
+	// install is logged at info, not error (see certs.QuietRaces).
+	ctrl.SetLogger(certs.QuietRaces(zap.New(zap.UseFlagOptions(&o.logs.Options))))
 	log := ctrl.Log.WithName("manager")
 
 	scheme, err := managerScheme()
