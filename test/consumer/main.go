@@ -13,6 +13,8 @@
 //	KAFKA_AUTO_OFFSET_RESET   earliest | latest (Kafka's default) | none | error
 //	KAFKA_ENABLE_AUTO_COMMIT  true (Kafka's default) | false: commit after each processed batch
 //	KAFKA_AUTO_COMMIT_INTERVAL_MS   default 5000, as Kafka's auto.commit.interval.ms
+//	CONSUMER_EXIT_AFTER_IDLE  a Go duration: exit 0 (after a last commit) once no record came
+//	                          for that long — a batch consumer (a Job) that runs and exits
 //
 // auto.offset.reset follows Kafka: it decides where a partition starts when
 // the group has no committed offset for it, and where it resumes when the
@@ -59,6 +61,7 @@ type Config struct {
 	Reset          string // earliest, latest, none
 	AutoCommit     bool
 	CommitInterval time.Duration
+	ExitAfterIdle  time.Duration // 0: run until SIGTERM
 }
 
 func configFromEnv(getenv func(string) string) (Config, error) {
@@ -103,6 +106,14 @@ func configFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("KAFKA_AUTO_COMMIT_INTERVAL_MS=%q: use a positive number of milliseconds", v))
 		} else {
 			c.CommitInterval = time.Duration(ms) * time.Millisecond
+		}
+	}
+	if v := strings.TrimSpace(getenv("CONSUMER_EXIT_AFTER_IDLE")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("CONSUMER_EXIT_AFTER_IDLE=%q: use a positive Go duration such as 5s", v))
+		} else {
+			c.ExitAfterIdle = d
 		}
 	}
 	return c, errors.Join(errs...)
@@ -211,7 +222,6 @@ func run(ctx context.Context, cfg Config, o *out) error {
 		"latest":   kgo.NewOffset().AtEnd(),
 		"none":     kgo.NoResetOffset(),
 	}[cfg.Reset]
-	noCommit := make(chan tp, 1)
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(cfg.Group),
@@ -233,10 +243,10 @@ func run(ctx context.Context, cfg Config, o *out) error {
 					delete(t.resetOOR, key)
 					o.log("assigned", "topic", topic, "partition", p, "committed", committed, "autoOffsetReset", cfg.Reset)
 					if committed < 0 && cfg.Reset == "none" {
-						select {
-						case noCommit <- key:
-						default:
-						}
+						// Kafka's "none": refuse to start without a
+						// position, before the client fetches anything.
+						o.log("fatal", "error", fmt.Sprintf("no committed offset for %s[%d] and auto.offset.reset=none: refusing to guess where to start", topic, p))
+						os.Exit(1)
 					}
 				}
 			}
@@ -256,18 +266,26 @@ func run(ctx context.Context, cfg Config, o *out) error {
 	o.log("started", "brokers", cfg.Brokers, "group", cfg.Group, "topics", cfg.Topics,
 		"autoOffsetReset", cfg.Reset, "enableAutoCommit", cfg.AutoCommit)
 
+	lastRecord := time.Now()
+	reason := "signal"
 	for {
-		select {
-		case key := <-noCommit:
-			return fmt.Errorf("no committed offset for %s[%d] and auto.offset.reset=none: refusing to guess where to start", key.topic, key.partition)
-		default:
+		pollCtx, cancel := ctx, context.CancelFunc(func() {})
+		if cfg.ExitAfterIdle > 0 {
+			pollCtx, cancel = context.WithTimeout(ctx, time.Second)
 		}
-		fetches := cl.PollFetches(ctx)
+		fetches := cl.PollFetches(pollCtx)
+		cancel()
 		if ctx.Err() != nil {
 			break
 		}
+		if fetches.NumRecords() > 0 {
+			lastRecord = time.Now()
+		} else if cfg.ExitAfterIdle > 0 && time.Since(lastRecord) >= cfg.ExitAfterIdle {
+			reason = fmt.Sprintf("no record for %s", cfg.ExitAfterIdle)
+			break
+		}
 		for _, fe := range fetches.Errors() {
-			if errors.Is(fe.Err, context.Canceled) {
+			if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded) {
 				continue
 			}
 			if cfg.Reset == "none" && errors.Is(fe.Err, kerr.OffsetOutOfRange) {
@@ -285,7 +303,7 @@ func run(ctx context.Context, cfg Config, o *out) error {
 			}
 			t.record(o, p.Topic, p.Partition, p.Records)
 		})
-		if !cfg.AutoCommit {
+		if !cfg.AutoCommit && fetches.NumRecords() > 0 {
 			if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
 				o.log("commit error", "error", err.Error())
 			} else if ctx.Err() == nil {
@@ -293,13 +311,15 @@ func run(ctx context.Context, cfg Config, o *out) error {
 			}
 		}
 	}
-	o.log("stopping", "reason", "signal")
-	if !cfg.AutoCommit {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := cl.CommitUncommittedOffsets(cctx); err != nil {
-			o.log("commit error", "error", err.Error())
-		}
+	o.log("stopping", "reason", reason)
+	// A last commit of what was consumed, as the Java client does on close
+	// (auto commit) and as a manual committer does on shutdown.
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := cl.CommitUncommittedOffsets(cctx); err != nil {
+		o.log("commit error", "error", err.Error())
+	} else {
+		o.log("committed", "offsets", committedView(cl.CommittedOffsets()))
 	}
 	return nil
 }
