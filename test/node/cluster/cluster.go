@@ -32,6 +32,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,14 +93,13 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if c.log == nil {
 		c.log = io.Discard
 	}
-	start := time.Now()
 	if c.Assets, err = assets(ctx, c.log); err != nil {
 		return nil, err
 	}
 	if err := checkTools(); err != nil {
 		return nil, err
 	}
-	if c.NodeIP, err = nodeIP(); err != nil {
+	if c.NodeIP, err = HostIP(); err != nil {
 		return nil, err
 	}
 
@@ -108,6 +108,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if c.lockF, err = lock(lockCtx, c.logf); err != nil {
 		return nil, err
 	}
+	start := time.Now() // bring-up, not the wait for another run
 	if err := reap(ctx, c.logf); err != nil {
 		c.lockF.Close()
 		return nil, err
@@ -226,9 +227,11 @@ func checkTools() error {
 	return nil
 }
 
-// nodeIP is the IPv4 address of the interface of the default route
-// ($RETENTION_GUARD_NODE_IP overrides it).
-func nodeIP() (string, error) {
+// HostIP is the address the node uses and its pods reach this machine on:
+// the IPv4 address of the interface of the default route
+// ($RETENTION_GUARD_NODE_IP overrides it). Host processes the pods talk to
+// (a Kafka broker) listen on it.
+func HostIP() (string, error) {
 	if ip := os.Getenv("RETENTION_GUARD_NODE_IP"); ip != "" {
 		return ip, nil
 	}
@@ -313,7 +316,15 @@ func (c *Cluster) configure() error {
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
 		return err
 	}
-	if c.Client, err = client.New(c.Config, client.Options{Scheme: testenv.Scheme()}); err != nil {
+	// An admin does not wait on client-go's default client-side rate limit
+	// (5 requests/s): latencies measured through this client are the API
+	// server's and the webhook's.
+	c.Config.QPS, c.Config.Burst = 500, 1000
+	scheme := testenv.Scheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if c.Client, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
 
@@ -470,7 +481,7 @@ func (c *Cluster) WaitNodeReady(ctx context.Context, timeout time.Duration) erro
 				if cond.Status == corev1.ConditionTrue {
 					return nil
 				}
-				return fmt.Errorf("Ready=%s %s: %s", cond.Status, cond.Reason, cond.Message)
+				return fmt.Errorf("condition Ready=%s %s: %s", cond.Status, cond.Reason, cond.Message)
 			}
 		}
 		return errors.New("no Ready condition yet")
@@ -505,15 +516,30 @@ func (c *Cluster) RestartContainerd(ctx context.Context) error {
 }
 
 // RestartKubelet stops the kubelet (SIGTERM: pods keep running) and starts
-// it again, then waits for the node to be Ready.
+// it again, then waits until the new kubelet has reported the node Ready.
 func (c *Cluster) RestartKubelet(ctx context.Context) error {
 	if err := c.kubelet.stop(20 * time.Second); err != nil {
 		return err
 	}
+	restarted := time.Now()
 	if err := c.kubelet.start(); err != nil {
 		return err
 	}
-	return c.WaitNodeReady(ctx, 2*time.Minute)
+	return poll(ctx, "node "+nodeName+" Ready, reported by the restarted kubelet", 2*time.Minute, 250*time.Millisecond, func() error {
+		if err := c.kubelet.exited(); err != nil {
+			return err
+		}
+		var n corev1.Node
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: nodeName}, &n); err != nil {
+			return err
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue && cond.LastHeartbeatTime.After(restarted) {
+				return nil
+			}
+		}
+		return errors.New("no Ready heartbeat from the restarted kubelet yet")
+	})
 }
 
 // Stop tears the node down: the controllers first (nothing recreates

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -217,9 +216,4 @@ func (l layout) mkdirs() error {
 		}
 	}
 	return nil
-}
-
-// under reports whether path is the run folder or inside it.
-func (l layout) under(path string) bool {
-	return path == l.run || strings.HasPrefix(path, l.run+"/")
 }

@@ -92,15 +92,6 @@ func (p *process) stop(grace time.Duration) error {
 	}
 }
 
-// kill sends SIGKILL, as a crash does.
-func (p *process) kill() {
-	if !p.running() {
-		return
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
-
 // exited reports an error when the process has exited (it should not).
 func (p *process) exited() error {
 	if p == nil || p.done == nil {

@@ -18,6 +18,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/retentionguard/retention-guard/test/node/cluster"
 )
 
@@ -34,6 +37,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "nodeup: unexpected arguments %q\n", flag.Args())
 		os.Exit(64)
 	}
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	c, err := cluster.Start(ctx, cluster.Options{Log: os.Stderr, Images: images})
