@@ -9,9 +9,14 @@ SHELL := /usr/bin/env bash
 GO ?= go
 CONTROLLER_GEN := $(GO) tool controller-gen
 STATICCHECK := $(GO) tool staticcheck
+ACTIONLINT := $(GO) tool actionlint
 BIN := bin/retention-guard
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/retentionguard/retention-guard/internal/version.Version=$(VERSION)
+# The version is the chart's appVersion: one source of truth for the binary,
+# the image tag and the chart (docs/release.md). A release tag is v$(VERSION).
+VERSION = $(shell awk '$$1 == "appVersion:" {gsub(/"/, "", $$2); print $$2}' charts/retention-guard/Chart.yaml)
+COMMIT = $(shell git rev-parse HEAD 2>/dev/null)$(shell git status --porcelain 2>/dev/null | grep -q . && echo -dirty)
+LDFLAGS = -X github.com/retentionguard/retention-guard/internal/version.Version=$(VERSION) \
+  -X github.com/retentionguard/retention-guard/internal/version.Commit=$(COMMIT)
 # Go test flags; CI may add -race or -v.
 GOTESTFLAGS ?=
 
@@ -26,13 +31,13 @@ demo: ## Run the product on embedded defaults (local control plane, broker, mana
 	hack/demo.sh
 
 .PHONY: test
-test: deps verify lint test-go test-e2e ## Run every test: generated files, lint, unit, integration (envtest + kfake), end to end.
+test: deps verify lint test-go release-rehearsal test-e2e ## Run every test: generated files, lint, unit, integration (envtest + kfake), the release rehearsal, end to end.
 
 ##@ Pieces of `make test`
 
 .PHONY: deps
-deps: ## Install what the tests need that Go does not bring (idempotent).
-	hack/install-deps.sh kcat
+deps: ## Install what the tests need that Go does not bring (idempotent): kcat, and shellcheck for actionlint.
+	hack/install-deps.sh kcat shellcheck
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBEBUILDER_ASSETS.
@@ -41,7 +46,13 @@ envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBE
 .PHONY: test-go
 test-go: ## Go tests against the real control plane from envtest-assets (all but the end-to-end ones).
 	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh); \
-	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$')
+	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$' -e '/test/release$$')
+
+.PHONY: release-rehearsal
+release-rehearsal: ## The release on loopback: push the image (+SBOM) and the chart to an in-process registry, then pull and run them as a user.
+	# -count=1: the image's binaries are built by `go build`, outside go
+	# test's cache. Go's build cache keeps the rebuild cheap.
+	$(GO) test $(GOTESTFLAGS) -count=1 -v -run TestReleaseRehearsal ./test/release
 
 .PHONY: test-e2e
 test-e2e: build-e2e ## End to end: control plane, broker and manager as processes, the chart's RBAC, seeds 003 and 000, faults, the demo (needs kcat: make deps).
@@ -61,9 +72,11 @@ verify: ## Fail when generated files (CRD, RBAC, deepcopy) or formatting are out
 	hack/verify.sh
 
 .PHONY: lint
-lint: ## go vet and staticcheck.
+lint: ## go vet, staticcheck, and actionlint on the GitHub workflows.
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	@command -v shellcheck >/dev/null || { echo "lint: shellcheck is missing (make deps installs it); actionlint checks the workflows' scripts with it"; exit 1; }
+	$(ACTIONLINT) -no-color
 
 ##@ Generation and build
 
@@ -91,3 +104,22 @@ fmt: ## gofmt the tree.
 .PHONY: build
 build: ## Build bin/retention-guard.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
+
+##@ Release (docs/release.md)
+
+.PHONY: image
+image: ## Build the image index (linux/amd64, linux/arm64) without a container engine into bin/image (OCI layout), reproducibly.
+	$(GO) run ./hack/image -out bin/image -digest-file bin/image.digests
+
+.PHONY: image-archive
+image-archive: ## Build the image; write this machine's platform as an OCI archive bin/retention-guard-image.tar (ctr -n k8s.io images import).
+	$(GO) run ./hack/image -out bin/image -digest-file bin/image.digests -archive bin/retention-guard-image.tar
+
+.PHONY: dist
+dist: ## Build retention-guard for linux and darwin (amd64, arm64) as .tar.gz archives with SHA-256 checksums into dist/.
+	rm -rf dist
+	$(GO) run ./hack/dist -out dist
+
+.PHONY: chart
+chart: image ## Package the chart with the image pinned by the digest of bin/image into bin/chart.
+	$(GO) run ./hack/chart package -digest $$(sed -n 's/^index=//p' bin/image.digests) -out bin/chart

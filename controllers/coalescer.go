@@ -432,15 +432,19 @@ func (c *Coalescer) runPass(cs *connState, p *observationPass, keys []string, ta
 	}
 }
 
-// targetKey identifies a target: its group and its sorted, deduplicated
-// topics.
+// targetKey identifies a target: its group, its sorted, deduplicated
+// topics, and whether it reads __consumer_offsets.
 func targetKey(t kafka.Target) string {
 	n := normalizeTarget(t)
-	return n.Group + "\x00" + strings.Join(n.Topics, "\x00")
+	k := n.Group + "\x00" + strings.Join(n.Topics, "\x00")
+	if n.ReadOffsetsTopic {
+		k += "\x00\x01offsets-topic"
+	}
+	return k
 }
 
 func normalizeTarget(t kafka.Target) kafka.Target {
 	topics := slices.Clone(t.Topics)
 	slices.Sort(topics)
-	return kafka.Target{Group: t.Group, Topics: slices.Compact(topics)}
+	return kafka.Target{Group: t.Group, Topics: slices.Compact(topics), ReadOffsetsTopic: t.ReadOffsetsTopic}
 }

@@ -31,7 +31,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
-	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
@@ -296,7 +295,7 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 	}
 
 	interval := r.interval(policy)
-	target := kafka.Target{Group: policy.Spec.GroupID, Topics: policy.Spec.Topics}
+	target := policyTarget(policy)
 	obs, age, fresh := r.Coalescer.Request(key, conn, target, maxObservationAge(interval))
 	if !fresh {
 		// The Coalescer requeues the policy as soon as the pass that serves

@@ -75,7 +75,9 @@ func TestHealthyGroupIsProven(t *testing.T) {
 	c := kafkatest.NewCluster(t)
 	c.CreateTopic(t, "orders", 3, map[string]string{"retention.ms": strconv.FormatInt(sevenDaysMs, 10)})
 	c.Produce(t, "orders", 30) // 10 per partition
-	c.CommitOffsets(t, "billing", "orders", map[int32]int64{0: 10, 1: 4, 2: 0})
+	// A consumer that joined the group committed, then left: the classic
+	// group is Empty, its offsets on the Empty clock.
+	c.CommitAsMember(t, "billing", "orders", map[int32]int64{0: 10, 1: 4, 2: 0})
 	h := startManager(t, harnessOptions{})
 
 	createPolicy(t, h.ns, "billing", "billing", []string{"orders"}, policyOptions{servers: c.Addrs})
@@ -105,6 +107,9 @@ func TestHealthyGroupIsProven(t *testing.T) {
 	g.Expect(ps.OffsetsRetentionMinutes).NotTo(BeNil())
 	g.Expect(*ps.OffsetsRetentionMinutes).To(Equal(int64(10080)), "kfake's default offsets.retention.minutes")
 	g.Expect(ps.GroupState).To(Equal("Empty"))
+	g.Expect(ps.GroupProtocolType).To(Equal("consumer"))
+	g.Expect(ps.OffsetExpiry).NotTo(BeNil())
+	g.Expect(ps.OffsetExpiry.Clock).To(Equal(rgv1.ExpiryClockGroupEmpty))
 	g.Expect(time.Since(ps.CheckedAt.Time)).To(BeNumerically("<", time.Minute))
 
 	// One event: the first proof holds.
@@ -143,10 +148,17 @@ func TestSeed000ExpiredCommittedOffset(t *testing.T) {
 	// 200ms of retention, applied only when the test calls ApplyRetention.
 	c.CreateTopic(t, "outbox", 2, map[string]string{"retention.ms": "200"})
 	c.Produce(t, "outbox", 20) // one batch of 10 per partition
+	// Seed 000's fan-out assigns its partitions statically and commits: a
+	// simple group, whose offsets expire per commit. Once retention has
+	// deleted the records before its committed offsets nothing dates its
+	// commits but __consumer_offsets, which the policy reads.
+	c.CreateOffsetsTopic(t, 3)
 	c.CommitOffsets(t, "fanout", "outbox", map[int32]int64{0: 3, 1: 10})
+	c.LogCommits(t, "fanout")
 	const interval = 2 * time.Second
 	h := startManager(t, harnessOptions{interval: interval})
-	createPolicy(t, h.ns, "fanout", "fanout", []string{"outbox"}, policyOptions{servers: c.Addrs, window: 100 * time.Millisecond})
+	createPolicy(t, h.ns, "fanout", "fanout", []string{"outbox"},
+		policyOptions{servers: c.Addrs, window: 100 * time.Millisecond, readOffsetsTopic: true})
 
 	g := NewWithT(t)
 	g.Eventually(verdictOf(h.ns, "fanout"), eventually, poll).Should(Equal(rgv1.VerdictProven))
@@ -204,6 +216,7 @@ func TestSeed000ExpiredCommittedOffset(t *testing.T) {
 
 	// The way out: reset the group's offsets to log start.
 	c.CommitOffsets(t, "fanout", "outbox", map[int32]int64{0: start})
+	c.LogCommits(t, "fanout")
 	g.Eventually(verdictOf(h.ns, "fanout"), interval+10*time.Second, poll).Should(Equal(rgv1.VerdictProven))
 	p = getPolicy(g, h.ns, "fanout")
 	g.Expect(p.Status.Proof.ProofID).To(BeEmpty())

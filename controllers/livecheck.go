@@ -6,7 +6,6 @@ import (
 	"time"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
-	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
@@ -39,7 +38,7 @@ func (l *LiveChecker) Check(ctx context.Context, p *rgv1.ConsumerRetentionPolicy
 	case err != nil:
 		return nil, err
 	}
-	obs, err := l.Coalescer.ObserveNow(ctx, conn, kafka.Target{Group: p.Spec.GroupID, Topics: p.Spec.Topics})
+	obs, err := l.Coalescer.ObserveNow(ctx, conn, policyTarget(p))
 	if err != nil {
 		return nil, err
 	}

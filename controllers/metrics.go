@@ -37,7 +37,9 @@ var (
 
 	groupOffsetsExpirySeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "retentionguard_group_offsets_expiry_seconds",
-		Help: "How long until the empty group's committed offsets expire (offsets.retention.minutes).",
+		Help: "How long until the group's soonest committed offset may expire, on the clock Kafka uses for the group " +
+			"(classic groups: offsets.retention.minutes after becoming Empty; simple, KIP-848 and streams groups: after each offset's " +
+			"last commit). No series while no clock runs (a classic group with members) or no commit can be dated.",
 	}, []string{"namespace", "policy"})
 
 	cronJobScheduleGapSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{

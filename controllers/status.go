@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/proofstatus"
 )
@@ -169,6 +170,9 @@ func proofStatus(obs proof.Observation, res proof.Result) *rgv1.ProofStatus {
 	for i, w := range ps.Warnings {
 		ps.Warnings[i] = truncate(w, maxWarningLength)
 	}
+	for i, w := range ps.ConfigWarnings {
+		ps.ConfigWarnings[i] = truncate(w, maxWarningLength*2)
+	}
 	return ps
 }
 
@@ -198,6 +202,11 @@ func truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "..."
+}
+
+// policyTarget is what the observer reads for a policy.
+func policyTarget(p *rgv1.ConsumerRetentionPolicy) kafka.Target {
+	return kafka.Target{Group: p.Spec.GroupID, Topics: p.Spec.Topics, ReadOffsetsTopic: p.Spec.Kafka.ReadOffsetsTopic}
 }
 
 // proofPolicy is the spec as internal/proof sees it.

@@ -49,8 +49,9 @@ func obsWith(parts ...[3]int64) proof.Observation {
 	return proof.Observation{
 		ObservedAt:              statusNow.Add(-1500 * time.Millisecond),
 		OffsetsRetentionMinutes: cfgValue("10080"),
-		Group:                   proof.GroupObservation{ID: "fanout", State: proof.GroupStateEmpty, Protocol: proof.ProtocolClassic},
-		Topics:                  []proof.TopicObservation{t},
+		Group: proof.GroupObservation{ID: "fanout", State: proof.GroupStateEmpty, Protocol: proof.ProtocolClassic,
+			ProtocolType: proof.ProtocolTypeConsumer},
+		Topics: []proof.TopicObservation{t},
 	}
 }
 
@@ -318,7 +319,17 @@ func TestProofStatusRoundsDurationsAndShortensWarnings(t *testing.T) {
 	res.Warnings = append(res.Warnings, proof.Warning{Type: proof.WarningRecoveryHeadroom, Message: strings.Repeat("x", 2*maxWarningLength)})
 	ps := proofStatus(obs, res)
 	g.Expect(ps.RecoveryHeadroom.Duration).To(Equal(time.Second), "rounded to seconds")
-	g.Expect(ps.Warnings).To(HaveLen(len(res.Warnings)))
+	// Configuration advice (the topic takes CreateTime timestamps of any
+	// age) goes to configWarnings, the risks to warnings.
+	risks := 0
+	for _, w := range res.Warnings {
+		if !proof.ConfigWarning(w.Type) {
+			risks++
+		}
+	}
+	g.Expect(ps.Warnings).To(HaveLen(risks))
+	g.Expect(ps.ConfigWarnings).To(HaveLen(len(res.Warnings) - risks))
+	g.Expect(ps.ConfigWarnings).To(ContainElement(ContainSubstring("accepts record timestamps of any age")))
 	g.Expect(ps.Warnings[0]).To(Equal(res.Warnings[0].Message), "a short warning is kept whole")
 	long := ps.Warnings[len(ps.Warnings)-1]
 	g.Expect(len(long)).To(BeNumerically("<=", maxWarningLength))

@@ -213,6 +213,8 @@ type policyOptions struct {
 	sasl     string // Secret name, SCRAM-SHA-512
 	tls      string // Secret name
 	interval time.Duration
+	// readOffsetsTopic: exact commit times from __consumer_offsets.
+	readOffsetsTopic bool
 }
 
 func createPolicy(t *testing.T, ns, name, group string, topics []string, o policyOptions) *rgv1.ConsumerRetentionPolicy {
@@ -231,7 +233,7 @@ func createPolicy(t *testing.T, ns, name, group string, topics []string, o polic
 			RecoveryWindow: metav1.Duration{Duration: o.window},
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			CheckInterval:  &metav1.Duration{Duration: o.interval},
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: o.servers},
+			Kafka:          rgv1.KafkaConnection{BootstrapServers: o.servers, ReadOffsetsTopic: o.readOffsetsTopic},
 		},
 	}
 	if o.sasl != "" {

@@ -135,7 +135,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 	}
 	slices.SortFunc(matched, func(a, b *rgv1.ConsumerRetentionPolicy) int { return strings.Compare(a.Name, b.Name) })
 
-	evals := h.gather(ctx, req.Namespace, matched, tmpl)
+	evals := h.gather(ctx, req.Namespace, matched, tmpl, startsConsumers(kind, ro))
 	d := decide(evals, cur.Annotations[OverrideAnnotation])
 	dryRun := req.DryRun != nil && *req.DryRun
 	if !dryRun {
@@ -160,10 +160,13 @@ func failClosed(t target, what string, err error) admission.Response {
 		"Retry; if this persists, check the retention-guard manager.", t.Rollout, t, what, err), maxMessage))
 }
 
-// gather finds each matching policy's proof — the status proof when fresh,
-// else a live check, all live checks running at once — and resolves the
-// consumer settings the policy names in the pod template.
-func (h *Handler) gather(ctx context.Context, namespace string, policies []*rgv1.ConsumerRetentionPolicy, tmpl *corev1.PodTemplateSpec) []policyEval {
+// gather finds each matching policy's proof — for a start (consumers that
+// were not running begin), a live check: the status may be up to an
+// interval old, and a start is exactly when a stale Proven lets a consumer
+// skip records; for other rollouts the status proof when fresh, else a
+// live check; all live checks run at once — and resolves the consumer
+// settings the policy names in the pod template.
+func (h *Handler) gather(ctx context.Context, namespace string, policies []*rgv1.ConsumerRetentionPolicy, tmpl *corev1.PodTemplateSpec, start bool) []policyEval {
 	now := h.opts.Clock()
 	evals := make([]policyEval, len(policies))
 	cms := &configMapReader{reader: h.opts.ConfigMapReader, namespace: namespace}
@@ -172,6 +175,9 @@ func (h *Handler) gather(ctx context.Context, namespace string, policies []*rgv1
 		e := &evals[i]
 		e.Policy = p
 		fresh, reason, detail := statusProofFreshness(p, now)
+		if start && h.opts.LiveChecker != nil {
+			fresh, reason, detail = false, ReasonLiveCheckFailed, "a start is judged on a live observation"
+		}
 		switch {
 		case fresh:
 			e.Proof = p.Status.Proof

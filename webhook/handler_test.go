@@ -177,13 +177,53 @@ func TestHandlerLiveCheckDecides(t *testing.T) {
 			}
 		})
 	}
-	// A fresh proof is used as is: no live check.
+	// A pod template change of running consumers uses a fresh status proof
+	// as is: no live check.
 	live := &fixedLive{fn: func(context.Context, *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) {
 		return nil, errors.New("unexpected")
 	}}
 	h, _, _ := newTestHandler(t, Options{LiveChecker: live}, settlePolicy(withProof(proven(), time.Minute)))
-	if resp := h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, false)); !resp.Allowed || live.calls.Load() != 0 {
-		t.Errorf("fresh proof: allowed=%v, %d live checks", resp.Allowed, live.calls.Load())
+	changed := settleTemplate()
+	changed.Spec.Containers[0].Image = "settle:v2"
+	update := request(t, admissionv1.Update, "deployments", deployment("settlement", "settle", 1, changed),
+		deployment("settlement", "settle", 1, settleTemplate()), false)
+	if resp := h.Handle(context.Background(), update); !resp.Allowed || live.calls.Load() != 0 {
+		t.Errorf("fresh proof, template change: allowed=%v, %d live checks", resp.Allowed, live.calls.Load())
+	}
+}
+
+// Admission contract: a start (create with replicas, scale from zero,
+// unpause, unsuspend, a CronJob's Job) is judged on a live observation,
+// however fresh the status: retention may have passed the committed offset
+// since the last check, and starting is when a stale Proven lets a
+// consumer skip records.
+func TestHandlerStartIsJudgedLive(t *testing.T) {
+	live := &fixedLive{fn: func(context.Context, *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) {
+		proof := noCommittedOffset()
+		proof.CheckedAt = metav1.NewTime(testNow)
+		return proof, nil
+	}}
+	// The status says Proven, checked a minute ago.
+	h, _, _ := newTestHandler(t, Options{LiveChecker: live}, settlePolicy(withProof(proven(), time.Minute)))
+	msg := denied(t, h.Handle(context.Background(), request(t, admissionv1.Create, "deployments",
+		deployment("settlement", "settle", 1, settleTemplate()), nil, false)))
+	if live.calls.Load() != 1 || !strings.Contains(msg, "checked live") || !strings.Contains(msg, "NoCommittedOffset") {
+		t.Errorf("%d live checks; message:\n%s", live.calls.Load(), msg)
+	}
+	// Scale from zero: the same.
+	scale := request(t, admissionv1.Update, "deployments", deployment("settlement", "settle", 1, settleTemplate()),
+		deployment("settlement", "settle", 0, settleTemplate()), false)
+	denied(t, h.Handle(context.Background(), scale))
+	if live.calls.Load() != 2 {
+		t.Errorf("scale from zero: %d live checks, want 2", live.calls.Load())
+	}
+	// The live check failing is Unknown: refused (fail closed), never the
+	// stale Proven.
+	live.fn = func(context.Context, *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) {
+		return nil, errors.New("brokers unreachable")
+	}
+	if msg := denied(t, h.Handle(context.Background(), scale)); !strings.Contains(msg, ReasonLiveCheckFailed) {
+		t.Errorf("message:\n%s", msg)
 	}
 }
 

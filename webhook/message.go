@@ -23,8 +23,6 @@ const (
 	// maxLine bounds one prose line of the denial message, so it reads in
 	// a terminal; command lines are never cut (they must stay runnable).
 	maxLine = 160
-	// maxFindingLine bounds one listed violation.
-	maxFindingLine = 130
 	// maxWarning bounds one admission warning.
 	maxWarning = 120
 	// maxFindingsShown is how many findings a policy lists before "and N
@@ -127,31 +125,100 @@ func denyMessage(t target, d *decision, now time.Time) string {
 	// whole policies beyond the first (counted), then listed findings (at
 	// most maxFindingsShown, at least one per listed policy). Commands are
 	// never cut.
+	// Findings are wrapped, never cut: before a finding is dropped, each
+	// listed one shows only its first wrapped lines (depth), marked.
+	depths := []int{0, 2, 1}
 	for shown := maxFindingsShown; shown >= 1; shown-- {
-		for listed := len(m.policies); listed >= 1; listed-- {
-			for _, check := range []bool{true, false} {
-				if m.size(listed, shown, check, false) <= maxMessage {
-					return m.render(listed, shown, check, false)
+		for _, m.depth = range depths {
+			for listed := len(m.policies); listed >= 1; listed-- {
+				for _, check := range []bool{true, false} {
+					if m.size(listed, shown, check, false) <= maxMessage {
+						return m.render(listed, shown, check, false)
+					}
 				}
 			}
 		}
 		// Before hiding a kind of problem (data loss, access,
 		// configuration) of the first policy, say the way out in words.
-		if shown > 1 && shown <= m.policies[0].distinct {
-			for listed := len(m.policies); listed >= 1; listed-- {
-				if m.size(listed, shown, false, true) <= maxMessage {
-					return m.render(listed, shown, false, true)
+		if shown == 1 || shown <= m.policies[0].distinct {
+			for _, m.depth = range depths {
+				for listed := len(m.policies); listed >= 1; listed-- {
+					if m.size(listed, shown, false, true) <= maxMessage {
+						return m.render(listed, shown, false, true)
+					}
 				}
 			}
 		}
 	}
-	// Very long names: the way out in words only.
-	return clip(m.render(1, 1, false, true), maxMessage)
+	// Very long names or findings: the first lines that fit, whole, and
+	// where to read the rest.
+	return m.renderFirst(maxMessage)
+}
+
+// wrapFinding wraps a finding at word boundaries into lines of at most n
+// bytes, continuation lines indented by four spaces. A word longer than a
+// line (a long topic name) gets a line of its own, whole.
+func wrapFinding(l string, n int) []string {
+	if len(l) <= n {
+		return []string{l}
+	}
+	var out []string
+	line := ""
+	for _, w := range strings.Fields(l) {
+		switch {
+		case line == "":
+			line = w
+		case len(line)+1+len(w) <= n:
+			line += " " + w
+		default:
+			out = append(out, line)
+			line = "    " + w
+		}
+	}
+	return append(out, line)
+}
+
+// renderFirst renders the compact message's lines in order while they fit
+// in limit bytes with a last line saying how many were left out and where
+// to read them; a line is never cut, except the header of a workload whose
+// name alone exceeds the limit.
+func (m *denial) renderFirst(limit int) string {
+	var all []string
+	m.lines(1, 1, false, true, func(l string) { all = append(all, l) })
+	p := m.policies[0]
+	rest := func(n int) string {
+		return "(" + proof.Plural(int64(n), "more line") + ": kubectl describe crp " + p.name + " -n " + p.namespace + ")"
+	}
+	var b strings.Builder
+	for i, l := range all {
+		tail := ""
+		if left := len(all) - i - 1; left > 0 {
+			tail = "\n" + rest(left)
+		}
+		sep := 0
+		if b.Len() > 0 {
+			sep = 1
+		}
+		if b.Len()+sep+len(l)+len(tail) > limit {
+			if b.Len() == 0 {
+				return clip(l, limit)
+			}
+			b.WriteString("\n" + rest(len(all)-i))
+			return b.String()
+		}
+		if sep == 1 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l)
+	}
+	return b.String()
 }
 
 // denial is the denial message in parts, so that sizes can be tried
 // without rendering.
 type denial struct {
+	// depth is how many wrapped lines each finding shows; 0: all.
+	depth    int
 	header   string
 	policies []policyParts
 	moreLine func(n int) string
@@ -160,9 +227,10 @@ type denial struct {
 
 // policyParts are one refusing policy's lines.
 type policyParts struct {
-	head     []string // the policy line and the numbers
-	findings []string // at most maxFindingsShown
-	total    int      // findings in all, listed or not
+	name, namespace string
+	head            []string   // the policy line and the numbers
+	findings        [][]string // at most maxFindingsShown, each wrapped
+	total           int        // findings in all, listed or not
 	// distinct is how many findings must be shown for every kind of
 	// problem (findingRank) to have its first line shown.
 	distinct int
@@ -174,14 +242,18 @@ type policyParts struct {
 
 func denialParts(r *policyResult, now time.Time) policyParts {
 	p := r.Policy
-	pp := policyParts{head: []string{clip("policy "+p.Name+" (group "+p.Spec.GroupID+") "+verdictPhrase(r, now), maxLine)}}
+	pp := policyParts{name: p.Name, namespace: p.Namespace,
+		head: []string{clip("policy "+p.Name+" (group "+p.Spec.GroupID+") "+verdictPhrase(r, now), maxLine)}}
 	if s := summaryPhrase(r); s != "" {
 		pp.head = append(pp.head, clip("  "+s, maxLine))
 	}
 	lines, ranks, omitted := findingLines(r)
 	pp.total = len(lines) + omitted
+	// A finding is never cut mid-word: a long one is wrapped at words, and
+	// the message shrinks by dropping whole findings (counted), then whole
+	// wrapped lines.
 	for i, l := range lines[:min(len(lines), maxFindingsShown)] {
-		pp.findings = append(pp.findings, clip("- "+l, maxFindingLine))
+		pp.findings = append(pp.findings, wrapFinding("- "+l, maxLine-6)) // room for " (…)"
 		if i == 0 || ranks[i] != ranks[i-1] {
 			pp.distinct = i + 1
 		}
@@ -208,8 +280,11 @@ func findingRank(reason string) int {
 		proof.ReasonTopicNotFound, proof.ReasonBootstrapServerNotAllowed,
 		ReasonProofMissing, ReasonProofStale, ReasonLiveCheckFailed:
 		return 1
+	case proof.ReasonGroupTypeUnknown:
+		return 1
 	case proof.ReasonRetentionShorterThanWindow, proof.ReasonInfiniteRetentionNotAllowed, proof.ReasonSizeBoundedRetention,
-		proof.ReasonRetentionUnreadable, proof.ReasonOffsetsRetentionShorterThanWindow, proof.ReasonOffsetsRetentionUnreadable:
+		proof.ReasonRetentionUnreadable, proof.ReasonOffsetsRetentionShorterThanWindow, proof.ReasonOffsetsRetentionUnreadable,
+		proof.ReasonTombstoneRetentionShorterThanWindow, proof.ReasonOffsetsExpireBeforeWindow, proof.ReasonOffsetsMayExpireBeforeWindow:
 		return 2
 	}
 	return 3
@@ -372,8 +447,17 @@ func (m *denial) lines(listed, shown int, check, compact bool, emit func(string)
 			emit(l)
 		}
 		n := min(shown, len(pp.findings))
-		for _, l := range pp.findings[:n] {
-			emit(l)
+		for _, f := range pp.findings[:n] {
+			if m.depth > 0 && len(f) > m.depth {
+				for _, l := range f[:m.depth-1] {
+					emit(l)
+				}
+				emit(f[m.depth-1] + " (…)")
+				continue
+			}
+			for _, l := range f {
+				emit(l)
+			}
 		}
 		if more := pp.total - n; more > 0 {
 			emit(pp.moreLine(more))
@@ -386,10 +470,12 @@ func (m *denial) lines(listed, shown int, check, compact bool, emit func(string)
 			way = pp.wayNoCheck
 		}
 		for _, l := range way {
-			if strings.HasPrefix(l, "  ") { // a command: never cut
+			if strings.HasPrefix(l, "  ") { // a command or a wrapped line: as is
 				emit(l)
-			} else {
-				emit(clip(l, maxLine))
+				continue
+			}
+			for _, wl := range wrapFinding(l, maxLine) { // prose: wrapped, never cut
+				emit(wl)
 			}
 		}
 		for _, l := range pp.refused {
@@ -495,7 +581,7 @@ func summaryPhrase(r *policyResult) string {
 // leaves them out.
 func wayOut(r *policyResult, withCheck, compact bool) []string {
 	p := r.Policy
-	var offsets, retention, other bool
+	var offsets, retention, tombstones, commits, other bool
 	var access []string // what to check, for the reasons listed
 	addAccess := func(what string) {
 		if !slices.Contains(access, what) {
@@ -513,6 +599,10 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 		case proof.ReasonRetentionShorterThanWindow, proof.ReasonInfiniteRetentionNotAllowed, proof.ReasonSizeBoundedRetention,
 			proof.ReasonOffsetsRetentionShorterThanWindow:
 			retention = r.Verdict == rgv1.VerdictViolated
+		case proof.ReasonTombstoneRetentionShorterThanWindow:
+			tombstones = r.Verdict == rgv1.VerdictViolated
+		case proof.ReasonOffsetsExpireBeforeWindow, proof.ReasonOffsetsMayExpireBeforeWindow:
+			commits = true
 		case proof.ReasonBrokerUnreachable, proof.ReasonBootstrapServerNotAllowed:
 			addAccess("the bootstrap servers and network")
 		case proof.ReasonAuthenticationFailed:
@@ -534,7 +624,7 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 	}
 	// Something keeps the proof from being made when it is not Violated on
 	// the facts listed (Unknown, or a reason the proof did not list).
-	blocked := len(access) > 0 || other || (!offsets && !retention)
+	blocked := len(access) > 0 || other || (!offsets && !retention && !tombstones && !commits)
 	if len(topics) == 0 {
 		topics = p.Spec.Topics[:min(len(p.Spec.Topics), 3)]
 	}
@@ -546,22 +636,52 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 	if len(p.Spec.Kafka.BootstrapServers) > 0 {
 		server = p.Spec.Kafka.BootstrapServers[0]
 	}
+	window := humanDuration(p.Spec.RecoveryWindow.Duration)
+	if compact {
+		// In words, one sentence: the way out of every kind of problem.
+		var ways []string
+		if offsets {
+			ways = append(ways, "replay or reset the group's offsets (kafka-consumer-groups --reset-offsets)")
+		}
+		if retention {
+			ways = append(ways, "make retention.ms and offsets.retention.minutes cover recoveryWindow "+window)
+		}
+		if tombstones {
+			ways = append(ways, "raise delete.retention.ms to "+window)
+		}
+		if commits {
+			ways = append(ways, "commit the group's offsets again, raise offsets.retention.minutes or set spec.kafka.readOffsetsTopic")
+		}
+		if blocked && r.kafkaFailing() {
+			if len(access) > 0 {
+				ways = append(ways, "check "+strings.Join(access, ", "))
+			} else {
+				ways = append(ways, "fix what keeps the proof from being made (kubectl describe crp "+p.Name+" -n "+p.Namespace+")")
+			}
+		}
+		var out []string
+		if len(ways) > 0 {
+			out = wrapFinding("Way out: "+strings.Join(ways, "; ")+", then retry.", maxLine)
+		}
+		return append(out, consumerFix(r)...)
+	}
 	var out []string
-	switch {
-	case offsets && compact:
-		out = append(out, "Way out: replay or reset the group's offsets (kafka-consumer-groups --reset-offsets), then retry.")
-	case offsets:
+	if offsets {
 		out = append(out,
 			"Way out: replay or reset the group's offsets, then retry, e.g.",
 			"  kafka-consumer-groups --bootstrap-server "+server+" --group "+p.Spec.GroupID+
 				topicFlags+" --reset-offsets --to-earliest --execute")
 	}
-	switch {
-	case retention && compact:
-		out = append(out, "Way out: make retention.ms and offsets.retention.minutes cover recoveryWindow "+humanDuration(p.Spec.RecoveryWindow.Duration)+", then retry.")
-	case retention:
+	if retention {
 		out = append(out, "Way out: make retention.ms and offsets.retention.minutes cover recoveryWindow "+
-			humanDuration(p.Spec.RecoveryWindow.Duration)+" (or shorten it), then retry.")
+			window+" (or shorten it), then retry.")
+	}
+	if tombstones {
+		out = append(out, "Way out: raise delete.retention.ms of the compacted topic to recoveryWindow "+window+" or more, then retry.")
+	}
+	if commits {
+		out = append(out, wrapFinding("Way out: commit the group's offsets again as they are (a commit restarts their clock), raise "+
+			"offsets.retention.minutes, or let the guard read exact commit times (spec.kafka.readOffsetsTopic), then retry.", maxLine)...)
 	}
 	if blocked && r.kafkaFailing() {
 		out = append(out, accessLine)
@@ -571,15 +691,20 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 			"  retention-guard check --bootstrap-server "+server+" --group "+p.Spec.GroupID+
 				topicFlags+" --recovery-window "+humanDuration(p.Spec.RecoveryWindow.Duration))
 	}
-	if len(r.Consumer) > 0 {
-		c := p.Spec.Consumer
-		fix := "Fix: set " + c.OffsetResetEnv + "=none (error for librdkafka)"
-		if c.AutoCommitEnv != "" {
-			fix += " and " + c.AutoCommitEnv + "=false"
-		}
-		out = append(out, fix+" in the pod template; consumer settings cannot be overridden.")
+	return append(out, consumerFix(r)...)
+}
+
+// consumerFix is the way out of a failing consumer clause.
+func consumerFix(r *policyResult) []string {
+	if len(r.Consumer) == 0 {
+		return nil
 	}
-	return out
+	c := r.Policy.Spec.Consumer
+	fix := "Fix: set " + c.OffsetResetEnv + "=none (error for librdkafka)"
+	if c.AutoCommitEnv != "" {
+		fix += " and " + c.AutoCommitEnv + "=false"
+	}
+	return []string{fix + " in the pod template; consumer settings cannot be overridden."}
 }
 
 // warnings are the admission warnings of a rollout: failing Warn policies,

@@ -451,3 +451,52 @@ func TestOverrideInstruction(t *testing.T) {
 		t.Errorf("a Deployment's event relates to %+v", r)
 	}
 }
+
+// A denial never cuts a violation's text mid-word: long findings are
+// wrapped at words, and the message shrinks by dropping whole findings
+// (counted) and whole wrapped lines (marked), never characters.
+func TestDenyMessageNeverCutsAViolation(t *testing.T) {
+	var vs []rgv1.ViolationStatus
+	words := map[string]bool{}
+	for i := range 12 {
+		msg := fmt.Sprintf("clicks[%d]: committed offset %d was last committed at or after 2026-11-24T03:00:00Z (bounded by the timestamp of the record before it) "+
+			"and expires offsets.retention.minutes 10080 (7d) after its last commit (a simple group: it commits without joining): "+
+			"possibly in 24h (1d), before recoveryWindow 72h (3d) ends: commit it again (the offset as it is), raise offsets.retention.minutes", i, 400+i)
+		for _, w := range strings.Fields(msg) {
+			words[w] = true
+		}
+		vs = append(vs, rgv1.ViolationStatus{Reason: "OffsetsMayExpireBeforeWindow", Topic: "clicks", Partition: ptr(int32(i)), Message: msg})
+	}
+	ps := &rgv1.ProofStatus{Verdict: rgv1.VerdictUnknown, ProofID: "0badc0de", Violations: vs,
+		PartitionSummary: rgv1.PartitionSummary{Total: 12}}
+	p := settlePolicy(withProof(ps, time.Second))
+	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	msg := denyMessage(settleTarget, &d, testNow)
+	t.Logf("\n%s", msg)
+	checkMessageShape(t, msg)
+	if strings.Contains(msg, "...") {
+		t.Errorf("a line was cut with ...")
+	}
+	inFinding := false
+	for _, l := range strings.Split(msg, "\n") {
+		switch {
+		case strings.HasPrefix(l, "- OffsetsMayExpireBeforeWindow"):
+			inFinding = true
+			l = strings.TrimPrefix(l, "- OffsetsMayExpireBeforeWindow on 12 partitions of clicks, e.g.")
+		case inFinding && strings.HasPrefix(l, "    "):
+		default:
+			inFinding = false
+		}
+		if !inFinding {
+			continue
+		}
+		for _, w := range strings.Fields(strings.TrimSuffix(l, " (…)")) {
+			if !words[w] {
+				t.Errorf("%q is not a whole word of a violation: cut mid-word in %q", w, l)
+			}
+		}
+	}
+	if !strings.Contains(msg, "0badc0de") {
+		t.Errorf("the override is missing")
+	}
+}

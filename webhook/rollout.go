@@ -100,6 +100,23 @@ const (
 	rolloutJobTemplateChanged rollout = "job template change"
 )
 
+// startsConsumers reports whether the rollout starts consumers that were not
+// running: a create with replicas, a scale from zero, an unpause, an
+// unsuspend, a Job's create (a CronJob's run included). Such a rollout is
+// judged on a live observation. A CronJob's own create or edit starts
+// nothing until its Jobs are created, each judged then; a pod template
+// change replaces consumers that were running.
+func startsConsumers(kind string, r rollout) bool {
+	if kind == kindCronJob {
+		return false
+	}
+	switch r {
+	case rolloutCreate, rolloutScaleFromZero, rolloutUnpause, rolloutUnsuspend:
+		return true
+	}
+	return false
+}
+
 // detectRollout implements the admission contract's definition of a
 // rollout:
 //

@@ -175,6 +175,17 @@ type KafkaConnection struct {
 	// keys of a Secret in the policy's namespace.
 	// +optional
 	SASL *KafkaSASL `json:"sasl,omitempty"`
+
+	// readOffsetsTopic reads the exact time of each of the group's commits
+	// (and when a classic group became Empty) from the internal topic
+	// __consumer_offsets, where the group coordinator logs them. Offsets
+	// of simple, KIP-848 and streams groups expire offsets.retention.minutes
+	// after their own last commit; without this the guard bounds that time
+	// from the timestamp of the record before the committed offset and the
+	// changes it saw, and an idle partition it cannot date is not proven.
+	// The principal needs Read and Describe on topic __consumer_offsets.
+	// +optional
+	ReadOffsetsTopic bool `json:"readOffsetsTopic,omitempty"`
 }
 
 // KafkaTLS configures TLS to the brokers.
@@ -256,14 +267,27 @@ type ProofStatus struct {
 	// +optional
 	GroupState string `json:"groupState,omitempty"`
 
-	// groupProtocol is classic or consumer (KIP-848).
+	// groupProtocol is classic, consumer (KIP-848) or streams.
 	// +optional
 	GroupProtocol string `json:"groupProtocol,omitempty"`
 
-	// groupEmptySince is when the group was first seen Empty: its offsets
-	// expire offsets.retention.minutes later.
+	// groupProtocolType is a classic group's protocol type: consumer,
+	// connect, or empty for a simple group (one that commits without
+	// joining: Flink, Spark, assign()).
+	// +optional
+	GroupProtocolType string `json:"groupProtocolType,omitempty"`
+
+	// groupEmptySince is when the group became Empty: exact when read from
+	// __consumer_offsets, else the last time the guard saw it in another
+	// state (it became Empty after that). A classic group's offsets expire
+	// offsets.retention.minutes later.
 	// +optional
 	GroupEmptySince *metav1.Time `json:"groupEmptySince,omitempty"`
+
+	// offsetExpiry is the clock the group coordinator expires this group's
+	// offsets on, and the soonest expiry.
+	// +optional
+	OffsetExpiry *OffsetExpiryStatus `json:"offsetExpiry,omitempty"`
 
 	// offsetsRetentionMinutes is the brokers' offsets.retention.minutes
 	// (the smallest, when brokers disagree).
@@ -291,8 +315,9 @@ type ProofStatus struct {
 	// +optional
 	RecoveryHeadroom *metav1.Duration `json:"recoveryHeadroom,omitempty"`
 
-	// groupOffsetsExpireIn is how long until the empty group's committed
-	// offsets expire.
+	// groupOffsetsExpireIn is how long until the group's soonest committed
+	// offset may expire (offsetExpiry.soonestAt minus checkedAt), while a
+	// clock runs.
 	// +optional
 	GroupOffsetsExpireIn *metav1.Duration `json:"groupOffsetsExpireIn,omitempty"`
 
@@ -309,10 +334,52 @@ type ProofStatus struct {
 	// warnings are reported and never deny on their own (low recovery
 	// headroom, group offsets expiring soon, selected CronJobs whose
 	// schedule lets the group's offsets expire between runs or that are
-	// suspended).
+	// suspended). Admission responses repeat them.
 	// +optional
 	// +listType=atomic
 	Warnings []string `json:"warnings,omitempty"`
+
+	// configWarnings are configuration advice that never denies and is not
+	// repeated on admission: topics that accept record timestamps old
+	// enough to be deleted sooner than the window, exact commit times that
+	// could not be read from __consumer_offsets.
+	// +optional
+	// +listType=atomic
+	ConfigWarnings []string `json:"configWarnings,omitempty"`
+}
+
+// Offset expiry clocks (OffsetExpiryStatus.clock).
+const (
+	// ExpiryClockGroupEmpty: the classic group's offsets expire
+	// offsets.retention.minutes after it becomes Empty.
+	ExpiryClockGroupEmpty = "GroupEmpty"
+	// ExpiryClockLastCommit: some offsets expire offsets.retention.minutes
+	// after their own last commit (simple, KIP-848 and streams groups,
+	// topics no member subscribes to).
+	ExpiryClockLastCommit = "LastCommit"
+)
+
+// OffsetExpiryStatus says when the group coordinator may delete the
+// group's committed offsets.
+type OffsetExpiryStatus struct {
+	// clock is GroupEmpty or LastCommit.
+	// +kubebuilder:validation:Enum=GroupEmpty;LastCommit
+	Clock string `json:"clock"`
+
+	// soonestAt is the earliest time an offset of the group may expire:
+	// exact when exact is true, else a lower bound. Absent while no clock
+	// runs (a classic group with members) or no commit can be dated.
+	// +optional
+	SoonestAt *metav1.Time `json:"soonestAt,omitempty"`
+
+	// soonestPartition is the offset that expires first, as topic[partition];
+	// absent when the whole group expires at once (GroupEmpty).
+	// +optional
+	SoonestPartition string `json:"soonestPartition,omitempty"`
+
+	// exact: soonestAt comes from times read from __consumer_offsets.
+	// +optional
+	Exact bool `json:"exact,omitempty"`
 }
 
 // TopicRetentionStatus is one topic's retention settings.
@@ -328,6 +395,15 @@ type TopicRetentionStatus struct {
 	// cleanupPolicy is the topic's cleanup.policy (delete, compact or both).
 	// +optional
 	CleanupPolicy string `json:"cleanupPolicy,omitempty"`
+	// deleteRetentionMs is how long a compacting topic keeps tombstones
+	// (delete.retention.ms).
+	// +optional
+	DeleteRetentionMs *int64 `json:"deleteRetentionMs,omitempty"`
+	// source says where the values come from when they are not the
+	// topic's own overrides, e.g. "broker default log.retention.hours, the
+	// strictest of 3 brokers that disagree".
+	// +optional
+	Source string `json:"source,omitempty"`
 }
 
 // PartitionSummary counts partitions by outcome.

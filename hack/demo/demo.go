@@ -92,7 +92,7 @@ func (d *demo) replay(ctx context.Context) error {
 	for p := range int32(partitions) {
 		lastRun[p] = 200
 	}
-	if err := d.kafka.Commit(ctx, group, topic, lastRun); err != nil {
+	if err := d.kafka.CommitAsMember(ctx, group, topic, lastRun); err != nil {
 		return err
 	}
 	if err := d.kubectl(ctx, "create", "namespace", ns); err != nil {

@@ -39,6 +39,7 @@ type checkOptions struct {
 	saslMechanism             string
 	saslUsername              string
 	saslPasswordFile          string
+	readOffsetsTopic          bool
 	timeout                   time.Duration
 	color                     string
 	logs                      logOptions
@@ -90,6 +91,8 @@ Exit codes: 0 Proven, 1 Violated, 2 Unknown (could not prove), 64 usage error.`,
 	f.StringVar(&o.saslMechanism, "sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
 	f.StringVar(&o.saslUsername, "sasl-username", "", "SASL username")
 	f.StringVar(&o.saslPasswordFile, "sasl-password-file", "", "file holding the SASL password (never passed on the command line)")
+	f.BoolVar(&o.readOffsetsTopic, "read-offsets-topic", false, "read exact commit times from __consumer_offsets (needs Read and Describe on it); "+
+		"without it, commit times of offsets that expire per commit are bounded from record timestamps")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound on the whole check")
 	f.StringVar(&o.color, "color", "auto", "colour the table: auto (only on a terminal, not with NO_COLOR), always or never")
 	o.logs.bind(f)
@@ -223,7 +226,7 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 
 	observer := kafka.NewObserver(kafka.WithLogger(log))
 	defer observer.Close()
-	obs := observer.Observe(ctx, conn, []kafka.Target{{Group: o.group, Topics: o.topics}})[0]
+	obs := observer.Observe(ctx, conn, []kafka.Target{{Group: o.group, Topics: o.topics, ReadOffsetsTopic: o.readOffsetsTopic}})[0]
 
 	pol := proof.Policy{
 		GroupID:                   o.group,

@@ -37,8 +37,13 @@ type partitionJSON struct {
 	ExpiredRecords int64  `json:"expiredRecords"`
 	// HeadroomSeconds is null when it cannot be computed.
 	HeadroomSeconds *int64 `json:"headroomSeconds"`
-	Verdict         string `json:"verdict"`
-	Reason          string `json:"reason,omitempty"`
+	// OffsetExpiresAt is when the committed offset may expire, for offsets
+	// that expire per commit and whose commit could be dated (a lower
+	// bound unless offsetExpiryExact).
+	OffsetExpiresAt   *time.Time `json:"offsetExpiresAt,omitempty"`
+	OffsetExpiryExact bool       `json:"offsetExpiryExact,omitempty"`
+	Verdict           string     `json:"verdict"`
+	Reason            string     `json:"reason,omitempty"`
 }
 
 func writeCheckJSON(w io.Writer, o *checkOptions, obs proof.Observation, res proof.Result) error {
@@ -57,6 +62,10 @@ func writeCheckJSON(w io.Writer, o *checkOptions, obs proof.Observation, res pro
 		if p.HasHeadroom {
 			s := int64(p.Headroom.Seconds())
 			pj.HeadroomSeconds = &s
+		}
+		if p.HasOffsetExpiry {
+			at := p.OffsetExpiresAt.UTC().Truncate(time.Second)
+			pj.OffsetExpiresAt, pj.OffsetExpiryExact = &at, p.OffsetExpiryExact
 		}
 		doc.Partitions = append(doc.Partitions, pj)
 	}
@@ -119,7 +128,11 @@ func writeCheckTable(w io.Writer, o *checkOptions, obs proof.Observation, res pr
 	if v := obs.OffsetsRetentionMinutes; v.Present && !v.Null {
 		fmt.Fprintf(&b, ", offsets.retention.minutes %s", v.Value)
 	}
-	b.WriteString("\n\n")
+	b.WriteString("\n")
+	if line := expiryLine(obs, res); line != "" {
+		b.WriteString(line + "\n")
+	}
+	b.WriteString("\n")
 
 	// The clauses: what holds and what does not.
 	for _, cond := range res.Conditions {
@@ -198,6 +211,44 @@ func writeCheckTable(w io.Writer, o *checkOptions, obs proof.Observation, res pr
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// expiryLine says on which clock the group's offsets expire and when the
+// soonest may.
+func expiryLine(obs proof.Observation, res proof.Result) string {
+	e := res.OffsetExpiry
+	var s string
+	switch e.Clock {
+	case proof.ExpiryClockGroupEmpty:
+		s = "offsets expire offsets.retention.minutes after the group becomes Empty"
+		if obs.Group.State == proof.GroupStateEmpty && !obs.Group.EmptySince.IsZero() {
+			s += " (Empty since " + obs.Group.EmptySince.UTC().Format(time.RFC3339)
+			if !obs.Group.EmptySinceExact {
+				s += " or earlier"
+			}
+			s += ")"
+		}
+	case proof.ExpiryClockLastCommit:
+		s = "offsets expire offsets.retention.minutes after their own last commit"
+	default:
+		return ""
+	}
+	if e.HasSoonest {
+		what := "the group's offsets"
+		if e.Partition >= 0 {
+			what = e.Topic + "[" + strconv.Itoa(int(e.Partition)) + "]"
+		}
+		s += "; soonest: " + what + " at " + e.Soonest.UTC().Format(time.RFC3339)
+		if e.Exact {
+			s += " (exact)"
+		} else {
+			s += " or later"
+		}
+	}
+	if obs.OffsetsTopic.Requested && obs.OffsetsTopic.Problem == "" {
+		s += "; commit times read from __consumer_offsets"
+	}
+	return s
 }
 
 func configText(v proof.ConfigValue, duration bool) string {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
@@ -26,10 +28,17 @@ type checkResult struct {
 		Total, InRange, Expired, Missing, BeyondEnd int
 	} `json:"partitionSummary"`
 	Topics []struct {
-		Name          string `json:"name"`
-		RetentionMs   *int64 `json:"retentionMs"`
-		CleanupPolicy string `json:"cleanupPolicy"`
+		Name              string `json:"name"`
+		RetentionMs       *int64 `json:"retentionMs"`
+		CleanupPolicy     string `json:"cleanupPolicy"`
+		DeleteRetentionMs *int64 `json:"deleteRetentionMs"`
 	} `json:"topics"`
+	GroupProtocol string `json:"groupProtocol"`
+	OffsetExpiry  *struct {
+		Clock     string     `json:"clock"`
+		SoonestAt *time.Time `json:"soonestAt"`
+		Exact     bool       `json:"exact"`
+	} `json:"offsetExpiry"`
 	Violations []struct {
 		Reason    string `json:"reason"`
 		Topic     string `json:"topic"`
@@ -37,15 +46,17 @@ type checkResult struct {
 		Message   string `json:"message"`
 	} `json:"violations"`
 	Partitions []struct {
-		Topic           string `json:"topic"`
-		Partition       int32  `json:"partition"`
-		Committed       int64  `json:"committed"`
-		LogStart        int64  `json:"logStart"`
-		LogEnd          int64  `json:"logEnd"`
-		Lag             int64  `json:"lag"`
-		ExpiredRecords  int64  `json:"expiredRecords"`
-		HeadroomSeconds *int64 `json:"headroomSeconds"`
-		Verdict         string `json:"verdict"`
+		Topic             string     `json:"topic"`
+		Partition         int32      `json:"partition"`
+		Committed         int64      `json:"committed"`
+		LogStart          int64      `json:"logStart"`
+		LogEnd            int64      `json:"logEnd"`
+		Lag               int64      `json:"lag"`
+		ExpiredRecords    int64      `json:"expiredRecords"`
+		HeadroomSeconds   *int64     `json:"headroomSeconds"`
+		OffsetExpiresAt   *time.Time `json:"offsetExpiresAt"`
+		OffsetExpiryExact bool       `json:"offsetExpiryExact"`
+		Verdict           string     `json:"verdict"`
 	} `json:"partitions"`
 }
 
@@ -194,12 +205,14 @@ func TestCheckMissingOffsetOnlyPassesWhileLogStartsAtZero(t *testing.T) {
 
 // Seed 003: the settlement batch consumer promises a 10-day window while the
 // brokers keep an empty group's offsets 7 days; then its offsets expire while
-// the log has moved on.
+// the log has moved on. It is a classic consumer group: it joins, commits
+// and leaves, so its offsets expire offsets.retention.minutes after it
+// became Empty.
 func TestCheckSeed003BatchGroupOffsetsExpire(t *testing.T) {
-	c := kafkatest.NewCluster(t, kafkatest.WithOffsetExpiry(300*time.Millisecond, 50*time.Millisecond))
+	c := kafkatest.NewCluster(t, kafkatest.WithOffsetExpiry(2*time.Second, 50*time.Millisecond))
 	c.CreateTopic(t, "settle-task", 4, map[string]string{"retention.ms": "2592000000"}) // 30 days
 	c.Produce(t, "settle-task", 40)
-	c.CommitOffsets(t, "ledger-settle-consumer", "settle-task", map[int32]int64{0: 10, 1: 10, 2: 10, 3: 10})
+	c.CommitAsMember(t, "ledger-settle-consumer", "settle-task", map[int32]int64{0: 10, 1: 10, 2: 10, 3: 10})
 
 	// Before expiry: everything is in range, but 7 days of offsets retention
 	// does not cover a 10-day window.
@@ -313,5 +326,116 @@ func TestCheckTLS(t *testing.T) {
 	}
 	if code, res, _ := checkJSONRun(t, append(base, "--tls")...); code != ExitUnknown || !hasReason(res, "BrokerUnreachable") {
 		t.Fatalf("untrusted certificate: exit %d reasons %v, want 2 BrokerUnreachable", code, reasons(res))
+	}
+}
+
+// The three cases the proof used to call Proven where a real broker loses
+// data, each next to its healthy twin (issue "The proof holds on a real
+// Kafka broker").
+
+// A changelog topic compacts: the cleaner drops tombstones
+// delete.retention.ms after writing them, so a consumer down longer keeps
+// deleted keys forever.
+func TestCheckCompactedTopicTombstones(t *testing.T) {
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "accounts-changelog", 2, map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "86400000"})
+	c.CreateTopic(t, "accounts-cdc", 2, map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "604800000"})
+	for _, topic := range []string{"accounts-changelog", "accounts-cdc"} {
+		c.ProduceRecords(t, &kgo.Record{Topic: topic, Key: []byte("acct-1"), Value: []byte("open")},
+			&kgo.Record{Topic: topic, Key: []byte("acct-1")}) // a tombstone
+		c.CommitAsMember(t, "ledger-"+topic, topic, map[int32]int64{0: 2, 1: 0})
+	}
+
+	code, res, _ := checkJSONRun(t, "--bootstrap-server", c.Addrs[0], "--group", "ledger-accounts-changelog",
+		"--topic", "accounts-changelog", "--recovery-window", "72h")
+	if code != ExitViolated || !hasReason(res, "TombstoneRetentionShorterThanWindow") {
+		t.Fatalf("1 day of tombstones, 3-day window: exit %d reasons %v, want 1 TombstoneRetentionShorterThanWindow", code, reasons(res))
+	}
+	if res.Topics[0].DeleteRetentionMs == nil || *res.Topics[0].DeleteRetentionMs != 86400000 {
+		t.Errorf("topics %+v, want deleteRetentionMs 86400000 reported", res.Topics)
+	}
+	if code, res, _ := checkJSONRun(t, "--bootstrap-server", c.Addrs[0], "--group", "ledger-accounts-cdc",
+		"--topic", "accounts-cdc", "--recovery-window", "72h"); code != ExitProven {
+		t.Fatalf("7 days of tombstones, 3-day window: exit %d reasons %v, want 0", code, reasons(res))
+	}
+}
+
+// A simple group (Flink, Spark, assign() and commit) expires each offset
+// offsets.retention.minutes after its own last commit, in any state. Its
+// records were written 6 days ago: under the default 7 days the commit
+// can only be dated by them, so a 3-day window cannot be proven; read from
+// __consumer_offsets, the commit is known to be recent.
+func TestCheckSimpleGroupCommitClock(t *testing.T) {
+	c := kafkatest.NewCluster(t)
+	c.CreateOffsetsTopic(t, 3)
+	c.CreateTopic(t, "clicks", 2, nil)
+	old := time.Now().Add(-6 * 24 * time.Hour)
+	var recs []*kgo.Record
+	for p := range int32(2) {
+		for range 5 {
+			recs = append(recs, &kgo.Record{Topic: "clicks", Partition: p, Timestamp: old, Value: []byte("c")})
+		}
+	}
+	c.ProduceRecords(t, recs...)
+	c.CommitOffsets(t, "flink-clicks", "clicks", map[int32]int64{0: 5, 1: 3})
+	c.LogCommits(t, "flink-clicks")
+	args := []string{"--bootstrap-server", c.Addrs[0], "--group", "flink-clicks", "--topic", "clicks", "--recovery-window", "72h"}
+
+	code, res, _ := checkJSONRun(t, args...)
+	if code != ExitUnknown || !hasReason(res, "OffsetsMayExpireBeforeWindow") {
+		t.Fatalf("dated by 6-day-old records: exit %d reasons %v, want 2 OffsetsMayExpireBeforeWindow", code, reasons(res))
+	}
+	if res.OffsetExpiry == nil || res.OffsetExpiry.Clock != "LastCommit" || res.OffsetExpiry.SoonestAt == nil || res.OffsetExpiry.Exact {
+		t.Errorf("offsetExpiry = %+v, want the LastCommit clock with a bounded soonest expiry", res.OffsetExpiry)
+	}
+	code, res, _ = checkJSONRun(t, append(args, "--read-offsets-topic")...)
+	if code != ExitProven {
+		t.Fatalf("with exact commit times: exit %d reasons %v, want 0", code, reasons(res))
+	}
+	if res.OffsetExpiry == nil || !res.OffsetExpiry.Exact || res.Partitions[0].OffsetExpiresAt == nil || !res.Partitions[0].OffsetExpiryExact {
+		t.Errorf("offsetExpiry %+v, partition %+v: want exact", res.OffsetExpiry, res.Partitions[0])
+	}
+
+	// The healthy twin without the log: records written now date a commit
+	// made now.
+	c.CreateTopic(t, "views", 1, nil)
+	c.Produce(t, "views", 5)
+	c.Commit(t, "flink-views", "views", 0, 5)
+	if code, res, _ := checkJSONRun(t, "--bootstrap-server", c.Addrs[0], "--group", "flink-views", "--topic", "views",
+		"--recovery-window", "72h"); code != ExitProven {
+		t.Fatalf("committed just now: exit %d reasons %v, want 0", code, reasons(res))
+	}
+}
+
+// A KIP-848 group that is running: an idle partition its client (franz-go
+// does not re-commit unchanged offsets) last committed 6 days ago loses
+// its offset as soon as the group empties, so the group cannot be down for
+// 3 days. Its busy twin is proven.
+func TestCheckKIP848IdlePartition(t *testing.T) {
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "orders", 1, nil)
+	c.CreateTopic(t, "payments", 1, nil)
+	old := time.Now().Add(-6 * 24 * time.Hour)
+	c.ProduceRecords(t, &kgo.Record{Topic: "orders", Timestamp: old, Value: []byte("o")},
+		&kgo.Record{Topic: "payments", Value: []byte("p")})
+	for _, topic := range []string{"orders", "payments"} {
+		cl := c.JoinGroup(t, "workers-"+topic, kafkatest.Consumer, topic)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := kafkatest.CommitSync(ctx, cl, topic, map[int32]int64{0: 1})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.WaitGroupState(t, "workers-"+topic, "Stable")
+	}
+
+	code, res, _ := checkJSONRun(t, "--bootstrap-server", c.Addrs[0], "--group", "workers-orders",
+		"--topic", "orders", "--recovery-window", "72h")
+	if code != ExitUnknown || !hasReason(res, "OffsetsMayExpireBeforeWindow") || res.GroupProtocol != "consumer" {
+		t.Fatalf("idle KIP-848 partition: exit %d reasons %v protocol %s, want 2 OffsetsMayExpireBeforeWindow", code, reasons(res), res.GroupProtocol)
+	}
+	if code, res, _ := checkJSONRun(t, "--bootstrap-server", c.Addrs[0], "--group", "workers-payments",
+		"--topic", "payments", "--recovery-window", "72h"); code != ExitProven {
+		t.Fatalf("busy KIP-848 partition: exit %d reasons %v, want 0", code, reasons(res))
 	}
 }

@@ -16,13 +16,32 @@ const (
 	configRetentionMs             = "retention.ms"
 	configRetentionBytes          = "retention.bytes"
 	configCleanupPolicy           = "cleanup.policy"
+	configDeleteRetentionMs       = "delete.retention.ms"
+	configTimestampType           = "message.timestamp.type"
+	configTimestampBeforeMaxMs    = "message.timestamp.before.max.ms"
 	configOffsetsRetentionMinutes = "offsets.retention.minutes"
 )
 
+// topicConfigKeys are asked of every topic.
+var topicConfigKeys = []string{
+	configRetentionMs, configRetentionBytes, configCleanupPolicy,
+	configDeleteRetentionMs, configTimestampType, configTimestampBeforeMaxMs,
+}
+
+// brokerConfigKeys are asked of every broker: offsets.retention.minutes,
+// and the broker defaults a topic without its own override inherits (see
+// brokerdefaults.go).
+var brokerConfigKeys = append([]string{configOffsetsRetentionMinutes}, brokerDefaultKeys...)
+
 // describeConfigs reads the topics' retention configs and every broker's
-// offsets.retention.minutes in one raw DescribeConfigs request, which the
-// client splits into one request per broker (the broker resources must be
-// asked of the broker they name) plus one for the topics.
+// offsets.retention.minutes and log defaults in one raw DescribeConfigs
+// request, which the client splits into one request per broker (the broker
+// resources must be asked of the broker they name) plus one for the topics.
+//
+// A topic config that is not the topic's own override (its source is a
+// broker's default) is what the answering broker derives from its own
+// log.retention.* settings; each partition leader deletes by its own. It is
+// replaced by the strictest value across the brokers (brokerdefaults.go).
 //
 // Raw, not kadm.DescribeTopicConfigs: kadm turns one topic's authorization
 // failure into an error for the whole call and drops the other topics'
@@ -37,6 +56,7 @@ const (
 // coordinator of their group, which can be any broker.
 func (p *pass) describeConfigs(ctx context.Context) {
 	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.IncludeSynonyms = true // each config's source: the topic's own, or a broker default
 	topicNames := make([]string, 0, len(p.topics))
 	for name, ts := range p.topics {
 		if ts.answered {
@@ -48,14 +68,14 @@ func (p *pass) describeConfigs(ctx context.Context) {
 		r := kmsg.NewDescribeConfigsRequestResource()
 		r.ResourceType = kmsg.ConfigResourceTypeTopic
 		r.ResourceName = name
-		r.ConfigNames = []string{configRetentionMs, configRetentionBytes, configCleanupPolicy}
+		r.ConfigNames = topicConfigKeys
 		req.Resources = append(req.Resources, r)
 	}
 	for _, id := range p.brokers {
 		r := kmsg.NewDescribeConfigsRequestResource()
 		r.ResourceType = kmsg.ConfigResourceTypeBroker
 		r.ResourceName = strconv.Itoa(int(id))
-		r.ConfigNames = []string{configOffsetsRetentionMinutes}
+		r.ConfigNames = brokerConfigKeys
 		req.Resources = append(req.Resources, r)
 	}
 
@@ -66,6 +86,8 @@ func (p *pass) describeConfigs(ctx context.Context) {
 	answered := make(map[resourceKey]bool)
 	brokerValues := make(map[int32]proof.ConfigValue)
 	brokerFailed := false
+	defaults := make(map[int32]map[string]proof.ConfigValue)
+	inherited := make(map[string]map[string]bool) // topic → keys from a broker default
 
 	resourceFailed := func(r resourceKey, err error, what string) {
 		var msg string
@@ -119,6 +141,7 @@ func (p *pass) describeConfigs(ctx context.Context) {
 				continue
 			}
 			values := make(map[string]proof.ConfigValue)
+			fromBroker := make(map[string]bool)
 			for _, c := range rr.Configs {
 				v := proof.ConfigValue{Present: true}
 				if c.Value == nil {
@@ -127,6 +150,7 @@ func (p *pass) describeConfigs(ctx context.Context) {
 					v.Value = *c.Value
 				}
 				values[c.Name] = v
+				fromBroker[c.Name] = brokerDefaultSource(c.Source)
 			}
 			switch rr.ResourceType {
 			case kmsg.ConfigResourceTypeTopic:
@@ -134,11 +158,16 @@ func (p *pass) describeConfigs(ctx context.Context) {
 					ts.retentionMs = values[configRetentionMs]
 					ts.retentionBytes = values[configRetentionBytes]
 					ts.cleanupPolicy = values[configCleanupPolicy]
+					ts.deleteRetentionMs = values[configDeleteRetentionMs]
+					ts.timestampType = values[configTimestampType]
+					ts.timestampBeforeMaxMs = values[configTimestampBeforeMaxMs]
+					inherited[ts.name] = fromBroker
 				}
 			case kmsg.ConfigResourceTypeBroker:
 				id, err := strconv.Atoi(rr.ResourceName)
 				if err == nil {
 					brokerValues[int32(id)] = values[configOffsetsRetentionMinutes]
+					defaults[int32(id)] = values
 				}
 			}
 		}
@@ -151,6 +180,7 @@ func (p *pass) describeConfigs(ctx context.Context) {
 	}
 
 	p.offsetsRetention = p.smallestOffsetsRetention(brokerValues, brokerFailed)
+	p.applyBrokerDefaults(inherited, defaults)
 }
 
 // smallestOffsetsRetention folds the brokers' offsets.retention.minutes:

@@ -23,6 +23,7 @@ const (
 	apiOffsetFetch           = proof.APIOffsetFetch
 	apiDescribeGroups        = proof.APIDescribeGroups
 	apiConsumerGroupDescribe = proof.APIConsumerGroupDescribe
+	apiStreamsGroupDescribe  = proof.APIStreamsGroupDescribe
 	apiFetch                 = proof.APIFetch
 )
 

@@ -15,49 +15,64 @@ import (
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
-// groupAnswer is what one of the two describe calls said about a group.
+// groupAnswer is what one of the describe calls said about a group.
 type groupAnswer struct {
 	err   error  // the request or the group failed
 	found bool   // the group exists as a group of this call's kind
 	state string // Kafka's state name, canonical capitalization
+	// Classic groups: the protocol type ("consumer", "connect"; "" for a
+	// simple group) and, for a Stable consumer group, the union of its
+	// members' subscriptions when every member's metadata decoded.
+	protocolType      string
+	subscribed        []string
+	subscriptionKnown bool
 }
 
-// describeGroups reads every group's state with both DescribeGroups
-// (classic groups) and ConsumerGroupDescribe (KIP-848 "consumer" protocol
-// groups), each one raw request split per group coordinator, sent side by
-// side. A KIP-848 group shows as Dead or GROUP_ID_NOT_FOUND to the classic
-// call, and a classic group as GROUP_ID_NOT_FOUND to the KIP-848 one, so:
+// describeGroups reads every group's state with DescribeGroups (classic
+// groups), ConsumerGroupDescribe (KIP-848 "consumer" protocol groups) and
+// StreamsGroupDescribe (KIP-1071 streams groups, Kafka 4.1+), each one raw
+// request split per group coordinator, sent side by side. Each call answers
+// not-found (GROUP_ID_NOT_FOUND, or Dead for the classic call) for a group
+// of another kind, so:
 //
 //   - ConsumerGroupDescribe found it: protocol "consumer", its state;
-//   - else DescribeGroups found it alive: protocol "classic", its state;
-//   - else neither knows it: state Dead, protocol unknown (no group, or one
-//     whose offsets all expired);
-//   - a call that failed only matters when the other did not find the
-//     group; then it is a failure naming that call. A broker too old for
-//     ConsumerGroupDescribe has no KIP-848 groups: not a failure.
+//   - else StreamsGroupDescribe found it: protocol "streams", its state;
+//   - else DescribeGroups found it alive: protocol "classic", its state, its
+//     protocol type (none: a simple group) and its members' subscriptions;
+//   - else every call says not found: state Dead, protocol unknown (no
+//     group, or one whose offsets all expired; the proof refuses to read a
+//     group with committed offsets that way);
+//   - a call that failed only matters when no other call found the group;
+//     then it is a failure naming that call. A broker too old for
+//     ConsumerGroupDescribe or StreamsGroupDescribe has no group of that
+//     kind: not a failure.
 func (p *pass) describeGroups(ctx context.Context) {
 	if len(p.groups) == 0 {
 		return
 	}
 	var (
-		wg              sync.WaitGroup
-		classic, kip848 map[string]groupAnswer
+		wg                       sync.WaitGroup
+		classic, kip848, streams map[string]groupAnswer
 	)
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); classic = p.describeClassic(ctx) }()
 	go func() { defer wg.Done(); kip848 = p.describeConsumer(ctx) }()
+	go func() { defer wg.Done(); streams = p.describeStreams(ctx) }()
 	wg.Wait()
 
 	for _, g := range p.groups {
-		c, k := classic[g], kip848[g]
+		c, k, s := classic[g], kip848[g], streams[g]
 		gs := p.groupInfo[g]
 		p.mu.Lock()
 		switch {
 		case k.err == nil && k.found:
 			gs.stateKnown, gs.state, gs.protocol = true, k.state, proof.ProtocolConsumer
+		case s.err == nil && s.found:
+			gs.stateKnown, gs.state, gs.protocol = true, s.state, proof.ProtocolStreams
 		case c.err == nil && c.found:
 			gs.stateKnown, gs.state, gs.protocol = true, c.state, proof.ProtocolClassic
-		case c.err == nil && k.err == nil:
+			gs.protocolType, gs.subscribed, gs.subscriptionKnown = c.protocolType, c.subscribed, c.subscriptionKnown
+		case c.err == nil && k.err == nil && s.err == nil:
 			gs.stateKnown, gs.state = true, proof.GroupStateDead
 		}
 		p.mu.Unlock()
@@ -70,10 +85,29 @@ func (p *pass) describeGroups(ctx context.Context) {
 		if k.err != nil {
 			p.groupDescribeFailed(apiConsumerGroupDescribe, g, k.err)
 		}
+		if s.err != nil {
+			p.groupDescribeFailed(apiStreamsGroupDescribe, g, s.err)
+		}
 	}
 }
 
 func (p *pass) groupDescribeFailed(api, g string, err error) {
+	if ke, ok := asKerr(err); ok && ke == kerr.TopicAuthorizationFailed {
+		// Kafka 4.0+ (KAFKA-18813) refuses to describe a KIP-848 or
+		// streams group unless the principal may Describe every topic its
+		// members subscribe to: the missing ACL is on a topic, not on the
+		// group.
+		p.fail(failure{group: g, Failure: proof.Failure{
+			Reason:    proof.ReasonAuthorizationFailed,
+			API:       api,
+			Partition: -1,
+			Message: fmt.Sprintf("%s for group %s denied (%s): the broker describes the group only to a principal that may "+
+				"Describe every topic its members subscribe to; grant Describe on those topics (the policy names %s; "+
+				"the group may subscribe to others); its state is unknown",
+				api, g, kerrName(err), strings.Join(p.groupTopics[g], ", ")),
+		}})
+		return
+	}
 	if isAuthorization(err) {
 		p.fail(failure{group: g, Failure: proof.Failure{
 			Reason:    proof.ReasonAuthorizationFailed,
@@ -107,12 +141,37 @@ func (p *pass) describeClassic(ctx context.Context) map[string]groupAnswer {
 				out[rg.Group] = groupAnswer{err: errorWithMessage(rg.ErrorCode, rg.ErrorMessage)}
 			default:
 				state := canonicalState(rg.State)
-				out[rg.Group] = groupAnswer{found: state != proof.GroupStateDead && state != "", state: state}
+				a := groupAnswer{found: state != proof.GroupStateDead && state != "", state: state, protocolType: rg.ProtocolType}
+				if state == proof.GroupStateStable && rg.ProtocolType == proof.ProtocolTypeConsumer {
+					a.subscribed, a.subscriptionKnown = subscriptions(rg.Members)
+				}
+				out[rg.Group] = a
 			}
 		}
 	}
 	fillMissing(out, p.groups)
 	return out
+}
+
+// subscriptions is the union of the topics a classic consumer group's
+// members subscribe to, decoded from their protocol metadata (Kafka's
+// ClassicGroup.subscribedTopics, which decides KIP-496 expiry). Unknown
+// when a member's metadata does not decode.
+func subscriptions(members []kmsg.DescribeGroupsResponseGroupMember) ([]string, bool) {
+	var topics []string
+	for _, m := range members {
+		var meta kmsg.ConsumerMemberMetadata
+		if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
+			return nil, false
+		}
+		for _, t := range meta.Topics {
+			if !slices.Contains(topics, t) {
+				topics = append(topics, t)
+			}
+		}
+	}
+	slices.Sort(topics)
+	return topics, len(members) > 0
 }
 
 func (p *pass) describeConsumer(ctx context.Context) map[string]groupAnswer {
@@ -122,29 +181,62 @@ func (p *pass) describeConsumer(ctx context.Context) map[string]groupAnswer {
 	for _, shard := range p.cl.RequestSharded(ctx, req) {
 		sreq := shard.Req.(*kmsg.ConsumerGroupDescribeRequest)
 		if shard.Err != nil {
-			a := groupAnswer{err: shard.Err}
-			if brokerTooOld(shard.Err) {
-				a = groupAnswer{} // no KIP-848 on this broker: not found
-			}
 			for _, g := range sreq.Groups {
-				out[g] = a
+				out[g] = notFoundIfTooOld(shard.Err)
 			}
 			continue
 		}
 		for _, rg := range shard.Resp.(*kmsg.ConsumerGroupDescribeResponse).Groups {
-			switch rg.ErrorCode {
-			case 0:
-				state := canonicalState(rg.State)
-				out[rg.Group] = groupAnswer{found: state != proof.GroupStateDead && state != "", state: state}
-			case kerr.GroupIDNotFound.Code, kerr.UnsupportedVersion.Code:
-				out[rg.Group] = groupAnswer{}
-			default:
-				out[rg.Group] = groupAnswer{err: errorWithMessage(rg.ErrorCode, rg.ErrorMessage)}
-			}
+			out[rg.Group] = modernAnswer(rg.ErrorCode, rg.ErrorMessage, rg.State)
 		}
 	}
 	fillMissing(out, p.groups)
 	return out
+}
+
+// describeStreams asks StreamsGroupDescribe (Kafka 4.1+): streams groups
+// answer not-found to both other calls, and their offsets expire per
+// commit. A broker without the API has no streams group.
+func (p *pass) describeStreams(ctx context.Context) map[string]groupAnswer {
+	out := make(map[string]groupAnswer, len(p.groups))
+	req := kmsg.NewPtrStreamsGroupDescribeRequest()
+	req.Groups = slices.Clone(p.groups)
+	for _, shard := range p.cl.RequestSharded(ctx, req) {
+		sreq := shard.Req.(*kmsg.StreamsGroupDescribeRequest)
+		if shard.Err != nil {
+			for _, g := range sreq.Groups {
+				out[g] = notFoundIfTooOld(shard.Err)
+			}
+			continue
+		}
+		for _, rg := range shard.Resp.(*kmsg.StreamsGroupDescribeResponse).Groups {
+			out[rg.Group] = modernAnswer(rg.ErrorCode, rg.ErrorMessage, rg.State)
+		}
+	}
+	fillMissing(out, p.groups)
+	return out
+}
+
+// notFoundIfTooOld: a shard that failed because the broker does not know
+// the API says "no such group here"; any other failure stays one.
+func notFoundIfTooOld(err error) groupAnswer {
+	if brokerTooOld(err) {
+		return groupAnswer{}
+	}
+	return groupAnswer{err: err}
+}
+
+// modernAnswer reads one group of a ConsumerGroupDescribe or
+// StreamsGroupDescribe answer.
+func modernAnswer(code int16, msg *string, state string) groupAnswer {
+	switch code {
+	case 0:
+		state = canonicalState(state)
+		return groupAnswer{found: state != proof.GroupStateDead && state != "", state: state}
+	case kerr.GroupIDNotFound.Code, kerr.UnsupportedVersion.Code:
+		return groupAnswer{}
+	}
+	return groupAnswer{err: errorWithMessage(code, msg)}
 }
 
 func fillMissing(out map[string]groupAnswer, groups []string) {

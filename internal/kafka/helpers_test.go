@@ -148,3 +148,6 @@ func describeFailures(fs []proof.Failure) string {
 }
 
 func value(v string) proof.ConfigValue { return proof.ConfigValue{Present: true, Value: v} }
+
+// is reports whether a config value read is v, wherever it came from.
+func is(cv proof.ConfigValue, v string) bool { return cv.Present && !cv.Null && cv.Value == v }

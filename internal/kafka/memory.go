@@ -8,17 +8,20 @@ import (
 )
 
 // Kafka does not say since when a group is Empty, nor when an offset was
-// last committed. The observer remembers what it saw, pass after pass, and
-// derives both from transitions it witnessed:
+// last committed, in any answer the observer reads by default (only
+// __consumer_offsets does; see offsetstopic.go). The observer remembers what
+// it saw, pass after pass, and derives lower bounds from the transitions it
+// witnessed — lower, because the proof asks for the earliest time the
+// coordinator may delete an offset, which a bound that errs early never
+// overstates:
 //
-//   - EmptySince is the time of the first observation that saw the group
-//     Empty after an observation that saw it in another state (or absent).
-//     It is at most one observation interval late.
-//   - LastCommit is the time of the first observation that saw a
-//     partition's committed offset at its current value after an
-//     observation that saw another value (or none). A consumer that commits
-//     the same offset again is not seen, so LastCommit is never later than
-//     the real last commit: expiry estimates from it err early, not late.
+//   - EmptySince: a group seen in another state at t0 and Empty at t1
+//     became Empty after t0. It is t0, the last observation that saw it in
+//     another state.
+//   - CommittedAfter: a partition seen at offset a at t0 and b ≠ a at t1 was
+//     committed after t0. It is t0, the last observation that saw the old
+//     offset. A consumer that commits the same offset again is not seen, so
+//     the real last commit can only be later.
 //
 // A group or offset seen for the first time has no witnessed transition, so
 // both stay zero (unknown): a one-shot observation (the CLI, a fresh
@@ -35,17 +38,18 @@ type groupMemory struct {
 type memoryKey struct{ cluster, group string }
 
 type groupEntry struct {
-	seenState  bool
-	state      string
-	emptySince time.Time
-	lastSeen   time.Time
-	partitions map[topicPartition]*partitionEntry
+	seenState   bool
+	state       string
+	stateSeenAt time.Time // the last observation that read the state
+	emptySince  time.Time // lower bound; zero unless a transition to Empty was seen
+	lastSeen    time.Time
+	partitions  map[topicPartition]*partitionEntry
 }
 
 type partitionEntry struct {
-	committed  int64
-	lastCommit time.Time
-	lastSeen   time.Time
+	committed      int64
+	committedAfter time.Time // lower bound on the last commit; zero unless a change was seen
+	lastSeen       time.Time // the last observation that read this offset
 }
 
 type topicPartition struct {
@@ -65,8 +69,8 @@ type groupFacts struct {
 
 // groupRecall is what the memory says after recording a pass.
 type groupRecall struct {
-	emptySince time.Time
-	lastCommit map[topicPartition]time.Time
+	emptySince     time.Time
+	committedAfter map[topicPartition]time.Time
 }
 
 // record folds one pass's facts into the memory and returns what the memory
@@ -92,13 +96,16 @@ func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.T
 		case facts.state != proof.GroupStateEmpty:
 			e.emptySince = time.Time{}
 		case e.seenState && e.state != proof.GroupStateEmpty:
-			e.emptySince = now // witnessed the group become Empty
+			// Witnessed the group become Empty: after the last
+			// observation that saw it in another state.
+			e.emptySince = e.stateSeenAt
 		}
 		e.seenState = true
 		e.state = facts.state
+		e.stateSeenAt = now
 	}
 
-	recall := groupRecall{emptySince: e.emptySince, lastCommit: make(map[topicPartition]time.Time)}
+	recall := groupRecall{emptySince: e.emptySince, committedAfter: make(map[topicPartition]time.Time)}
 	for tp, c := range facts.committed {
 		pe := e.partitions[tp]
 		switch {
@@ -106,17 +113,19 @@ func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.T
 			pe = &partitionEntry{committed: c} // first sight: unknown
 			e.partitions[tp] = pe
 		case pe.committed != c:
-			pe.committed = c
-			pe.lastCommit = time.Time{}
+			// Witnessed a commit: after the last observation that saw
+			// the old offset.
+			pe.committedAfter = time.Time{}
 			if c != proof.NoOffset {
-				pe.lastCommit = now // witnessed a commit
+				pe.committedAfter = pe.lastSeen
 			}
+			pe.committed = c
 		}
 		pe.lastSeen = now
 	}
 	for tp, pe := range e.partitions {
-		if !pe.lastCommit.IsZero() {
-			recall.lastCommit[tp] = pe.lastCommit
+		if !pe.committedAfter.IsZero() {
+			recall.committedAfter[tp] = pe.committedAfter
 		}
 	}
 	return recall

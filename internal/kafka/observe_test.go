@@ -52,11 +52,17 @@ func TestObserveHealthyGroup(t *testing.T) {
 		t.Fatalf("topics = %+v, want orders, refunds", obs.Topics)
 	}
 	orders := obs.Topics[0]
-	if orders.RetentionMs != value("604800000") || orders.RetentionBytes != value("-1") || orders.CleanupPolicy != value("delete") {
-		t.Errorf("orders configs = %+v %+v %+v, want defaults", orders.RetentionMs, orders.RetentionBytes, orders.CleanupPolicy)
+	if !is(orders.RetentionMs, "604800000") || !is(orders.RetentionBytes, "-1") || !is(orders.CleanupPolicy, "delete") ||
+		!is(orders.DeleteRetentionMs, "86400000") || !is(orders.TimestampType, "CreateTime") {
+		t.Errorf("orders configs = %+v %+v %+v %+v %+v, want defaults", orders.RetentionMs, orders.RetentionBytes,
+			orders.CleanupPolicy, orders.DeleteRetentionMs, orders.TimestampType)
+	}
+	// No override: the value is the brokers' default, and says so.
+	if orders.RetentionMs.Source != "broker default log.retention.ms" {
+		t.Errorf("orders retention.ms source = %q, want the broker default it comes from", orders.RetentionMs.Source)
 	}
 	refunds := obs.Topics[1]
-	if refunds.RetentionMs != value("86400000") || refunds.RetentionBytes != value("1048576") {
+	if refunds.RetentionMs != value("86400000") || refunds.RetentionBytes != value("1048576") { // the topic's own: no source
 		t.Errorf("refunds configs = %+v %+v, want the topic's own", refunds.RetentionMs, refunds.RetentionBytes)
 	}
 	want := []proof.PartitionObservation{
@@ -307,16 +313,26 @@ func TestObserveCommittedTimestamp(t *testing.T) {
 	for _, ob := range obs {
 		requireNoFailures(t, ob)
 	}
-	check := func(ob proof.Observation, p int32, want time.Time) {
-		t.Helper()
-		if got := partition(t, ob, "clicks", p).CommittedTimestamp; !got.Equal(want) {
-			t.Errorf("%s clicks/%d CommittedTimestamp = %v, want %v", ob.Group.ID, p, got, want)
+	// Both groups commit without joining (simple groups): their offsets
+	// expire per commit, so the record before each committed offset dates
+	// the commit too.
+	for _, ob := range obs {
+		if g := ob.Group; g.Protocol != proof.ProtocolClassic || g.ProtocolType != "" || g.State != proof.GroupStateEmpty {
+			t.Errorf("%s = %+v, want a simple group (classic, no protocol type, Empty)", ob.Group.ID, g)
 		}
 	}
-	check(obs[0], 0, at(4))
-	check(obs[0], 1, at(102))
-	check(obs[1], 0, at(9))
-	check(obs[1], 1, time.Time{})
+	check := func(ob proof.Observation, p int32, want, preceding time.Time) {
+		t.Helper()
+		po := partition(t, ob, "clicks", p)
+		if !po.CommittedTimestamp.Equal(want) || !po.PrecedingTimestamp.Equal(preceding) {
+			t.Errorf("%s clicks/%d timestamps at / before the committed offset = %v / %v, want %v / %v",
+				ob.Group.ID, p, po.CommittedTimestamp, po.PrecedingTimestamp, want, preceding)
+		}
+	}
+	check(obs[0], 0, at(4), at(3))
+	check(obs[0], 1, at(102), at(101))
+	check(obs[1], 0, at(9), at(8))
+	check(obs[1], 1, time.Time{}, at(102)) // caught up: nothing at 3, record 2 dates the commit
 }
 
 // KIP-848 groups (the "consumer" protocol) next to a classic group: each
@@ -333,22 +349,8 @@ func TestObserveGroupProtocols(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, cl := range []*kgo.Client{nextGen, classic} {
-		var commitErr error
-		cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{"jobs": {0: {Epoch: -1, Offset: 3}}},
-			func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-				if err == nil {
-					for _, rt := range resp.Topics {
-						for _, rp := range rt.Partitions {
-							if rp.ErrorCode != 0 {
-								err = kerr.ErrorForCode(rp.ErrorCode)
-							}
-						}
-					}
-				}
-				commitErr = err
-			})
-		if commitErr != nil {
-			t.Fatalf("commit: %v", commitErr)
+		if err := kafkatest.CommitSync(ctx, cl, "jobs", map[int32]int64{0: 3}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	c.WaitGroupState(t, "workers-848", "Stable")
@@ -376,6 +378,7 @@ func TestObserveGroupProtocols(t *testing.T) {
 	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.DescribeGroups}, Group: "workers-848", Err: kerr.GroupIDNotFound, Count: -1})
 	obs = observe(t, o, conn, targets[0])
 	h.Remove()
+	stable := obs[0].ObservedAt
 	requireNoFailures(t, obs[0])
 	if g := obs[0].Group; g.Protocol != proof.ProtocolConsumer || g.State != proof.GroupStateStable {
 		t.Errorf("KIP-848 group unknown to DescribeGroups = %+v, want consumer Stable", g)
@@ -390,13 +393,14 @@ func TestObserveGroupProtocols(t *testing.T) {
 	if g.Protocol != proof.ProtocolConsumer || g.State != proof.GroupStateEmpty {
 		t.Fatalf("KIP-848 group after leaving = %+v, want consumer Empty", g)
 	}
-	if !g.EmptySince.Equal(obs[0].ObservedAt) {
-		t.Errorf("EmptySince = %v, want the observation that first saw it Empty (%v)", g.EmptySince, obs[0].ObservedAt)
+	if !g.EmptySince.Equal(stable) {
+		t.Errorf("EmptySince = %v, want the last observation that saw it Stable (%v): a lower bound", g.EmptySince, stable)
 	}
 }
 
-// The group memory: EmptySince and LastCommit come from transitions the
-// observer witnessed, never from a first sight.
+// The group memory: EmptySince and CommittedAfter come from transitions the
+// observer witnessed, never from a first sight, and are lower bounds: the
+// last observation that saw the old state or offset.
 func TestObserveGroupMemory(t *testing.T) {
 	t.Parallel()
 	c := kafkatest.NewCluster(t)
@@ -409,17 +413,17 @@ func TestObserveGroupMemory(t *testing.T) {
 	target := Target{Group: "billing", Topics: []string{"orders"}}
 
 	first := observe(t, o, conn, target)[0]
-	if p := partition(t, first, "orders", 0); !p.LastCommit.IsZero() || !first.Group.EmptySince.IsZero() {
-		t.Fatalf("first sight: LastCommit %v, EmptySince %v; want both unknown", p.LastCommit, first.Group.EmptySince)
+	if p := partition(t, first, "orders", 0); !p.CommittedAfter.IsZero() || !first.Group.EmptySince.IsZero() {
+		t.Fatalf("first sight: CommittedAfter %v, EmptySince %v; want both unknown", p.CommittedAfter, first.Group.EmptySince)
 	}
 	c.Commit(t, "billing", "orders", 0, 5)
 	second := observe(t, o, conn, target)[0]
-	if p := partition(t, second, "orders", 0); !p.LastCommit.Equal(second.ObservedAt) {
-		t.Errorf("after a new commit: LastCommit = %v, want %v", p.LastCommit, second.ObservedAt)
+	if p := partition(t, second, "orders", 0); !p.CommittedAfter.Equal(first.ObservedAt) {
+		t.Errorf("after a new commit: CommittedAfter = %v, want the observation before it, %v", p.CommittedAfter, first.ObservedAt)
 	}
 	third := observe(t, o, conn, target)[0]
-	if p := partition(t, third, "orders", 0); !p.LastCommit.Equal(second.ObservedAt) {
-		t.Errorf("unchanged offset: LastCommit = %v, want it kept at %v", p.LastCommit, second.ObservedAt)
+	if p := partition(t, third, "orders", 0); !p.CommittedAfter.Equal(first.ObservedAt) {
+		t.Errorf("unchanged offset: CommittedAfter = %v, want it kept at %v", p.CommittedAfter, first.ObservedAt)
 	}
 	if !third.Group.EmptySince.IsZero() {
 		t.Errorf("never seen leaving Empty, yet EmptySince = %v", third.Group.EmptySince)
@@ -427,14 +431,14 @@ func TestObserveGroupMemory(t *testing.T) {
 
 	// Another observer (a CLI run) knows nothing of this.
 	fresh, _ := newTestObserver(t)
-	if p := partition(t, observe(t, fresh, conn, target)[0], "orders", 0); !p.LastCommit.IsZero() {
-		t.Errorf("one-shot observation has LastCommit %v", p.LastCommit)
+	if p := partition(t, observe(t, fresh, conn, target)[0], "orders", 0); !p.CommittedAfter.IsZero() {
+		t.Errorf("one-shot observation has CommittedAfter %v", p.CommittedAfter)
 	}
 
 	// Credentials do not key the memory: the same cluster through another
 	// Connection (the servers in another order) remembers.
 	conn2 := Connection{BootstrapServers: append([]string{c.Addrs[0]}, c.Addrs...)}
-	if p := partition(t, observe(t, o, conn2, target)[0], "orders", 0); !p.LastCommit.Equal(second.ObservedAt) {
-		t.Errorf("same cluster, other connection: LastCommit = %v, want %v", p.LastCommit, second.ObservedAt)
+	if p := partition(t, observe(t, o, conn2, target)[0], "orders", 0); !p.CommittedAfter.Equal(first.ObservedAt) {
+		t.Errorf("same cluster, other connection: CommittedAfter = %v, want %v", p.CommittedAfter, first.ObservedAt)
 	}
 }

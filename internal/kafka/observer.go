@@ -15,6 +15,10 @@ import (
 type Target struct {
 	Group  string
 	Topics []string
+	// ReadOffsetsTopic asks for the exact commit times of the group's
+	// offsets from __consumer_offsets (the principal needs Read on it);
+	// see offsetstopic.go.
+	ReadOffsetsTopic bool
 }
 
 // Observer observes Kafka clusters. It pools one client per Connection.Key,
@@ -29,7 +33,8 @@ type Observer struct {
 	stop    chan struct{}
 	reaper  sync.WaitGroup
 
-	memory groupMemory
+	memory     groupMemory
+	offsetsLog offsetsLog
 }
 
 type pooledClient struct {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -42,6 +43,9 @@ type pass struct {
 	groupTopics map[string][]string // union of the group's targets' topics
 	groupInfo   map[string]*groupState
 	recall      map[string]groupRecall
+
+	// From __consumer_offsets, for targets that ask (offsetstopic.go).
+	offsetsTopic offsetsTopicResult
 }
 
 type topicState struct {
@@ -49,9 +53,12 @@ type topicState struct {
 	id       [16]byte
 	answered bool // metadata answered for it without error
 
-	retentionMs    proof.ConfigValue
-	retentionBytes proof.ConfigValue
-	cleanupPolicy  proof.ConfigValue
+	retentionMs          proof.ConfigValue
+	retentionBytes       proof.ConfigValue
+	cleanupPolicy        proof.ConfigValue
+	deleteRetentionMs    proof.ConfigValue
+	timestampType        proof.ConfigValue
+	timestampBeforeMaxMs proof.ConfigValue
 
 	partitions map[int32]*partitionState
 }
@@ -64,13 +71,28 @@ type partitionState struct {
 }
 
 type groupState struct {
-	stateKnown bool
-	state      string
-	protocol   string
+	stateKnown        bool
+	state             string
+	protocol          string
+	protocolType      string
+	subscribed        []string
+	subscriptionKnown bool
 	// committed holds the offsets read (NoOffset for none); a partition
 	// whose offset could not be read is absent and has a failure.
 	committed  map[topicPartition]int64
-	timestamps map[topicPartition]time.Time
+	timestamps map[topicPartition]time.Time // of the record at the committed offset
+	preceding  map[topicPartition]time.Time // of the records before it (dates the commit)
+}
+
+// observation is the group's kind as the proof sees it.
+func (gs *groupState) observation() proof.GroupObservation {
+	if !gs.stateKnown {
+		return proof.GroupObservation{}
+	}
+	return proof.GroupObservation{
+		State: gs.state, Protocol: gs.protocol, ProtocolType: gs.protocolType,
+		Subscribed: gs.subscribed, SubscriptionKnown: gs.subscriptionKnown,
+	}
 }
 
 func newPass(o *Observer, cl *kgo.Client, conn Connection, targets []Target, now time.Time) *pass {
@@ -92,6 +114,7 @@ func newPass(o *Observer, cl *kgo.Client, conn Connection, targets []Target, now
 			p.groupInfo[t.Group] = &groupState{
 				committed:  make(map[topicPartition]int64),
 				timestamps: make(map[topicPartition]time.Time),
+				preceding:  make(map[topicPartition]time.Time),
 			}
 		}
 		for _, name := range t.Topics {
@@ -136,24 +159,31 @@ func (p *pass) run(ctx context.Context) {
 		return
 	}
 
+	// Configs and group states are read beside the offsets. The offsets are
+	// read in order: log start, then committed offsets, then log end. A
+	// partition leader and a group coordinator answer at different
+	// instants, and a live consumer commits past a log end read a moment
+	// earlier; read after the commit, the log end can only be at or past
+	// it (it never moves back but by truncation), so a busy topic never
+	// reads as "committed beyond log end". Log start read first can only
+	// be lower than the truth when the committed offset is read: never a
+	// false "expired" either.
 	var wg sync.WaitGroup
-	for _, phase := range []func(context.Context){
-		p.describeConfigs,
-		p.listStartOffsets,
-		p.listEndOffsets,
-		p.fetchCommittedOffsets,
-		p.describeGroups,
-	} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			phase(ctx)
-		}()
-	}
+	wg.Add(2)
+	go func() { defer wg.Done(); p.describeConfigs(ctx) }()
+	go func() { defer wg.Done(); p.describeGroups(ctx) }()
+	p.listStartOffsets(ctx)
+	p.fetchCommittedOffsets(ctx)
+	p.listEndOffsets(ctx)
 	wg.Wait()
 
-	// Timestamps need committed offsets and watermarks.
+	// Timestamps need committed offsets, watermarks and the group's kind
+	// (which offsets expire per commit and need dating); exact commit
+	// times, when asked, are read beside them.
+	wg.Add(1)
+	go func() { defer wg.Done(); p.readOffsetsTopic(ctx) }()
 	p.fetchCommittedTimestamps(ctx)
+	wg.Wait()
 
 	for _, g := range p.groups {
 		gs := p.groupInfo[g]
@@ -196,9 +226,10 @@ func (p *pass) observation(t Target) proof.Observation {
 		Group:                   proof.GroupObservation{ID: t.Group},
 	}
 	gs := p.groupInfo[t.Group]
-	if gs != nil && gs.stateKnown {
-		obs.Group.State = gs.state
-		obs.Group.Protocol = gs.protocol
+	if gs != nil {
+		obs.Group = gs.observation()
+		obs.Group.ID = t.Group
+		obs.Group.Subscribed = slices.Clone(obs.Group.Subscribed)
 	}
 	recall := p.recall[t.Group]
 	obs.Group.EmptySince = recall.emptySince
@@ -215,6 +246,9 @@ func (p *pass) observation(t Target) proof.Observation {
 			to.RetentionMs = ts.retentionMs
 			to.RetentionBytes = ts.retentionBytes
 			to.CleanupPolicy = ts.cleanupPolicy
+			to.DeleteRetentionMs = ts.deleteRetentionMs
+			to.TimestampType = ts.timestampType
+			to.TimestampBeforeMaxMs = ts.timestampBeforeMaxMs
 			ids := make([]int32, 0, len(ts.partitions))
 			for id := range ts.partitions {
 				ids = append(ids, id)
@@ -234,12 +268,22 @@ func (p *pass) observation(t Target) proof.Observation {
 						po.Committed = c
 					}
 					po.CommittedTimestamp = gs.timestamps[tp]
+					po.PrecedingTimestamp = gs.preceding[tp]
 				}
-				po.LastCommit = recall.lastCommit[tp]
+				po.CommittedAfter = recall.committedAfter[tp]
 				to.Partitions = append(to.Partitions, po)
 			}
 		}
 		obs.Topics = append(obs.Topics, to)
+	}
+
+	if t.ReadOffsetsTopic {
+		obs.OffsetsTopic = proof.OffsetsTopicRead{Requested: true, Problem: p.offsetsTopic.problem}
+		if p.offsetsTopic.problem == "" && p.offsetsTopic.commits != nil {
+			minutes, err := strconv.ParseInt(p.offsetsRetention.Value, 10, 64)
+			hasRetention := err == nil && p.offsetsRetention.Present && minutes > 0
+			p.offsetsTopic.exactTimes(&obs, time.Duration(minutes)*time.Minute, hasRetention)
+		}
 	}
 
 	p.mu.Lock()

@@ -11,29 +11,38 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
-// The timestamp of the record at a committed offset feeds the
-// recoveryHeadroom warning: timestamp + retention.ms − now is how long the
-// group may stay down from here before that record expires.
+// Two record timestamps are read around each committed offset n:
 //
-// It is read with raw Fetch requests, one per partition leader for all of
+//   - the record at n feeds the recoveryHeadroom warning: timestamp +
+//     retention.ms − now is how long the group may stay down from here
+//     before that record expires (asked while the group lags: n < log end);
+//   - the records before n date the commit from below: committing offset n
+//     follows the write of record n−1, so their timestamps bound the commit
+//     time of offsets that expire per commit (asked only for those, see
+//     proof.ExpiresPerCommit: simple, KIP-848 and streams groups, unsubscribed
+//     topics).
+//
+// They are read with raw Fetch requests, one per partition leader for all of
 // its partitions, each partition asking for a few bytes only, starting at
-// the committed offset. A broker answers from the start of the record batch
-// holding that offset, so:
+// n−1 when the commit needs dating, else at n. A broker answers from the
+// start of the record batch holding that offset, so:
 //
-//   - a small batch comes whole: decoded (decompressed if needed), the
-//     record at the committed offset gives its exact timestamp (the first
-//     record at or after it, when compaction removed the offset itself);
+//   - a small batch comes whole: decoded (decompressed if needed), it gives
+//     the exact timestamps of n−1 and of the record at n (the first record
+//     at or after n, when compaction removed n itself);
 //   - a larger batch comes cut after our byte limit (real Kafka cuts every
 //     partition but the first of a response, which it always sends whole):
-//     its 61-byte header still says the batch's first timestamp (the
-//     timestamp of its first record), its max timestamp and whether the
-//     broker stamped it (LogAppendTime, where every record has the max
-//     timestamp). At the batch's first offset, or for broker-stamped
-//     batches, that is exact; inside a batch the first timestamp is used:
-//     for a producer stamping in order it is not later than the record's
-//     own, so headroom is never overstated;
+//     its 61-byte header still says the batch's first timestamp, its max
+//     timestamp and whether the broker stamped it (LogAppendTime, where
+//     every record has the max timestamp). The first timestamp belongs to
+//     the batch's first record: at or before n−1 when the batch starts
+//     below n, so a lower bound on the commit; and for a producer stamping
+//     in order not later than the record at n's own, so headroom is never
+//     overstated;
 //   - a partition answered with nothing (kfake answers whole batches only,
 //     so a batch over the limit is skipped) stays unknown.
 //
@@ -41,13 +50,11 @@ import (
 // offsets of the same partition take one more request each: the count grows
 // with how many groups share a partition, never with partitions.
 //
-// Failures here never fail the proof: headroom is a warning. A principal
-// without Read on a topic (TOPIC_AUTHORIZATION_FAILED), a leader that moved
-// or a broker that did not answer leaves CommittedTimestamp zero, logged at
-// V(1), and the rest of the observation stands. Only partitions with a
-// committed offset inside [logStart, logEnd) are asked: a caught-up group
-// (committed == logEnd) has the full retention ahead, and an offset outside
-// the log has no record.
+// Failures here never fail the proof: a missing headroom is a missing
+// warning, and an undated commit makes the proof Unknown on its own (fail
+// closed). A principal without Read on a topic (TOPIC_AUTHORIZATION_FAILED),
+// a leader that moved or a broker that did not answer leaves the timestamps
+// zero, logged at V(1), and the rest of the observation stands.
 
 const (
 	// batchHeaderSize is the size of a v2 record batch header.
@@ -62,28 +69,43 @@ const (
 
 type timestampWant struct {
 	tp     topicPartition
-	offset int64
+	offset int64 // the fetch offset: n−1 to date a commit, else n
+}
+
+// commitNeeds is what one group needs around its committed offset.
+type commitNeeds struct {
+	group     string
+	committed int64
 }
 
 func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
-	// Which (partition, offset) pairs are needed, and by which groups.
+	// Which (partition, fetch offset) pairs are needed, and by whom.
 	byLeader := make(map[int32]map[topicPartition][]int64)
-	needers := make(map[timestampWant][]string)
+	needers := make(map[timestampWant][]commitNeeds)
 	for _, g := range p.groups {
 		gs := p.groupInfo[g]
+		kind := gs.observation()
 		for tp, c := range gs.committed {
 			ps := p.topics[tp.topic].partitions[tp.partition]
-			if c < 0 || !ps.usable || ps.logStart < 0 || ps.logEnd < 0 || c < ps.logStart || c >= ps.logEnd {
+			if c < 0 || !ps.usable || ps.logStart < 0 || ps.logEnd < 0 || c < ps.logStart || c > ps.logEnd {
+				continue
+			}
+			dating := c > ps.logStart && proof.ExpiresPerCommit(kind, tp.topic)
+			headroom := c < ps.logEnd
+			if !dating && !headroom {
 				continue
 			}
 			w := timestampWant{tp, c}
+			if dating {
+				w.offset = c - 1
+			}
 			if _, ok := needers[w]; !ok {
 				if byLeader[ps.leader] == nil {
 					byLeader[ps.leader] = make(map[topicPartition][]int64)
 				}
-				byLeader[ps.leader][tp] = append(byLeader[ps.leader][tp], c)
+				byLeader[ps.leader][tp] = append(byLeader[ps.leader][tp], w.offset)
 			}
-			needers[w] = append(needers[w], g)
+			needers[w] = append(needers[w], commitNeeds{g, c})
 		}
 	}
 	if len(needers) == 0 {
@@ -92,7 +114,7 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 
 	var (
 		mu     sync.Mutex
-		found  = make(map[timestampWant]time.Time)
+		found  = make(map[timestampWant]fetchedRecords)
 		denied = make(map[string]bool)
 		wg     sync.WaitGroup
 	)
@@ -113,8 +135,8 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 				}
 				got, deniedTopics := p.fetchTimestamps(ctx, leader, batch)
 				mu.Lock()
-				for w, ts := range got {
-					found[w] = ts
+				for w, fr := range got {
+					found[w] = fr
 				}
 				for _, t := range deniedTopics {
 					denied[t] = true
@@ -128,30 +150,39 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 	}
 	wg.Wait()
 
+	missing := 0
 	p.mu.Lock()
-	for w, groups := range needers {
-		ts, ok := found[w]
+	for w, needs := range needers {
+		fr, ok := found[w]
 		if !ok {
+			missing++
 			continue
 		}
-		for _, g := range groups {
-			p.groupInfo[g].timestamps[w.tp] = ts
+		for _, n := range needs {
+			gs := p.groupInfo[n.group]
+			at, before := fr.around(n.committed)
+			if !at.IsZero() {
+				gs.timestamps[w.tp] = at
+			}
+			if !before.IsZero() {
+				gs.preceding[w.tp] = before
+			}
 		}
 	}
 	p.mu.Unlock()
 
 	if len(denied) > 0 {
-		p.o.opts.logger.V(1).Info("Fetch denied: committed record timestamps (recoveryHeadroom) unknown for these topics; the principal needs Read on them",
+		p.o.opts.logger.V(1).Info("Fetch denied: record timestamps around committed offsets (recoveryHeadroom, commit dating) unknown for these topics; the principal needs Read on them",
 			"connection", p.conn.String(), "topics", sortedKeys(denied))
 	}
-	if missing := len(needers) - len(found); missing > 0 {
-		p.o.opts.logger.V(1).Info("committed record timestamps not read", "connection", p.conn.String(), "partitions", missing)
+	if missing > 0 {
+		p.o.opts.logger.V(1).Info("record timestamps around committed offsets not read", "connection", p.conn.String(), "partitions", missing)
 	}
 }
 
 // fetchTimestamps sends one Fetch to leader for the given partition
 // offsets and decodes what came back.
-func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timestampWant) (map[timestampWant]time.Time, []string) {
+func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timestampWant) (map[timestampWant]fetchedRecords, []string) {
 	slices.SortFunc(wants, func(a, b timestampWant) int {
 		return cmp.Or(cmp.Compare(a.tp.topic, b.tp.topic), cmp.Compare(a.tp.partition, b.tp.partition))
 	})
@@ -192,7 +223,7 @@ func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timest
 		return nil, nil
 	}
 
-	out := make(map[timestampWant]time.Time)
+	out := make(map[timestampWant]fetchedRecords)
 	var denied []string
 	for _, rt := range resp.Topics {
 		name := rt.Topic
@@ -216,60 +247,106 @@ func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timest
 				}
 				continue
 			}
-			if ts, ok := recordTimestamp(rp, name, offset); ok {
-				out[timestampWant{tp, offset}] = ts
-			}
+			out[timestampWant{tp, offset}] = decodeFetched(rp, name, offset)
 		}
 	}
 	return out, denied
 }
 
-// recordTimestamp finds the timestamp of the record at offset (or the
-// first one after it) in a fetched partition; see the comment at the top.
-func recordTimestamp(rp *kmsg.FetchResponseTopicPartition, topic string, offset int64) (time.Time, bool) {
+// fetchedRecords is what one fetch at an offset showed: the timestamps of
+// the whole batches it decoded, and the header of the first cut batch.
+type fetchedRecords struct {
+	records []recordStamp // ascending offsets
+	cut     batchHeader   // valid when cut.ok
+}
+
+type recordStamp struct {
+	offset int64
+	ts     time.Time
+}
+
+// batchHeader is what a cut batch's 61-byte header says.
+type batchHeader struct {
+	ok          bool
+	base, last  int64
+	first, max  time.Time
+	appendTime  bool // LogAppendTime: every record has the max timestamp
+	controlOnly bool // a control batch: no data records
+}
+
+// decodeFetched decodes a fetched partition; see the comment at the top.
+func decodeFetched(rp *kmsg.FetchResponseTopicPartition, topic string, offset int64) fetchedRecords {
 	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 		Offset:    offset,
 		Topic:     topic,
 		Partition: rp.Partition,
 	}, rp, kgo.DefaultDecompressor(), nil)
+	var fr fetchedRecords
 	for _, r := range fp.Records {
-		if r.Offset >= offset {
-			return r.Timestamp, true
-		}
+		fr.records = append(fr.records, recordStamp{r.Offset, r.Timestamp})
 	}
-	return headerTimestamp(rp.RecordBatches, offset)
+	fr.cut = cutHeader(rp.RecordBatches)
+	return fr
 }
 
-// headerTimestamp reads the header of the first cut batch that reaches
-// offset.
-func headerTimestamp(raw []byte, offset int64) (time.Time, bool) {
+// around returns the timestamp of the record at committed (the first at or
+// after it) and the best lower bound on the commit time from the records
+// before it (the latest timestamp among them); zero where the fetch did not
+// show them.
+func (fr fetchedRecords) around(committed int64) (at, before time.Time) {
+	for _, r := range fr.records {
+		switch {
+		case r.offset < committed:
+			if r.ts.After(before) {
+				before = r.ts
+			}
+		case at.IsZero():
+			at = r.ts
+		}
+	}
+	h := fr.cut
+	if !h.ok || h.controlOnly {
+		return at, before
+	}
+	stamp := h.first
+	if h.appendTime {
+		stamp = h.max
+	}
+	if h.base < committed && before.IsZero() {
+		before = stamp
+	}
+	if h.last >= committed && at.IsZero() {
+		at = stamp
+	}
+	return at, before
+}
+
+// cutHeader reads the header of the first batch cut short by the byte
+// limit, after the whole ones.
+func cutHeader(raw []byte) batchHeader {
 	for len(raw) >= 12 {
 		base := int64(binary.BigEndian.Uint64(raw[0:8]))
 		length := int64(int32(binary.BigEndian.Uint32(raw[8:12])))
 		if length <= 0 {
-			return time.Time{}, false
+			return batchHeader{}
 		}
 		if 12+length <= int64(len(raw)) {
 			raw = raw[12+length:] // whole batch, already decoded
 			continue
 		}
 		if len(raw) < batchHeaderSize || raw[16] != 2 {
-			return time.Time{}, false
+			return batchHeader{}
 		}
 		attrs := int16(binary.BigEndian.Uint16(raw[21:23]))
-		if attrs&0x20 != 0 { // control batch: no data records
-			return time.Time{}, false
+		return batchHeader{
+			ok:          true,
+			base:        base,
+			last:        base + int64(int32(binary.BigEndian.Uint32(raw[23:27]))),
+			first:       time.UnixMilli(int64(binary.BigEndian.Uint64(raw[27:35]))),
+			max:         time.UnixMilli(int64(binary.BigEndian.Uint64(raw[35:43]))),
+			appendTime:  attrs&0x08 != 0,
+			controlOnly: attrs&0x20 != 0,
 		}
-		last := base + int64(int32(binary.BigEndian.Uint32(raw[23:27])))
-		if last < offset {
-			return time.Time{}, false
-		}
-		first := int64(binary.BigEndian.Uint64(raw[27:35]))
-		maxTS := int64(binary.BigEndian.Uint64(raw[35:43]))
-		if attrs&0x08 != 0 { // LogAppendTime: every record has the max timestamp
-			return time.UnixMilli(maxTS), true
-		}
-		return time.UnixMilli(first), true
 	}
-	return time.Time{}, false
+	return batchHeader{}
 }

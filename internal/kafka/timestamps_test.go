@@ -47,8 +47,43 @@ func rawBatch(t *testing.T, compression kgo.CompressionCodec) ([]byte, func(int)
 	return raw, at
 }
 
+// around decodes raw as fetched at fetchAt and returns the timestamp of the
+// record at committed and the commit's lower bound from the records before.
+func around(raw []byte, fetchAt, committed int64) (at, before time.Time) {
+	return decodeFetched(&kmsg.FetchResponseTopicPartition{RecordBatches: raw}, "t", fetchAt).around(committed)
+}
+
 func timestampOf(raw []byte, offset int64) (time.Time, bool) {
-	return recordTimestamp(&kmsg.FetchResponseTopicPartition{RecordBatches: raw}, "t", offset)
+	at, _ := around(raw, offset, offset)
+	return at, !at.IsZero()
+}
+
+// Committing offset n follows the write of record n−1: fetched from n−1,
+// a whole batch dates the commit by n−1's exact timestamp and still gives
+// the record at n for headroom.
+func TestCommitDatedByTheRecordBefore(t *testing.T) {
+	t.Parallel()
+	raw, stamp := rawBatch(t, kgo.ZstdCompression())
+	at, before := around(raw, 4, 5)
+	if !at.Equal(stamp(5)) || !before.Equal(stamp(4)) {
+		t.Errorf("around 5 fetched from 4: at %v, before %v; want %v, %v", at, before, stamp(5), stamp(4))
+	}
+	// Caught up: nothing at the committed offset, the last record dates it.
+	at, before = around(raw, 9, 10)
+	if !at.IsZero() || !before.Equal(stamp(9)) {
+		t.Errorf("around 10 fetched from 9: at %v, before %v; want none, %v", at, before, stamp(9))
+	}
+	// A cut batch that starts below the committed offset: its first
+	// timestamp belongs to a record written before the commit.
+	cut := raw[:batchHeaderSize+5]
+	if _, before := around(cut, 5, 6); !before.Equal(stamp(0)) {
+		t.Errorf("cut batch: before %v, want the batch's first timestamp %v", before, stamp(0))
+	}
+	logAppend := append([]byte(nil), cut...)
+	binary.BigEndian.PutUint16(logAppend[21:23], binary.BigEndian.Uint16(logAppend[21:23])|0x08)
+	if _, before := around(logAppend, 5, 6); !before.Equal(stamp(9)) {
+		t.Errorf("LogAppendTime cut batch: before %v, want the broker's stamp %v", before, stamp(9))
+	}
 }
 
 // A whole batch, compressed or not, gives each record's exact timestamp.

@@ -14,7 +14,8 @@ import (
 func benchObservation() (Observation, Policy) {
 	const topics, partitions = 100, 100
 	o := observation()
-	o.Group = GroupObservation{ID: "ledger-settle-consumer", State: GroupStateEmpty, Protocol: ProtocolClassic, EmptySince: now.Add(-day)}
+	o.Group = GroupObservation{ID: "ledger-settle-consumer", State: GroupStateEmpty, Protocol: ProtocolClassic,
+		ProtocolType: ProtocolTypeConsumer, EmptySince: now.Add(-day)}
 	p := policy()
 	for t := 0; t < topics; t++ {
 		name := "settle-task-" + strconv.Itoa(t)
@@ -61,6 +62,34 @@ func BenchmarkEvaluate10kPartitionsProven(b *testing.B) {
 		b.Fatalf("verdict %s", r.Verdict)
 	}
 	b.ReportAllocs()
+	for b.Loop() {
+		Evaluate(o, p, now)
+	}
+}
+
+// A simple group (commits without joining) on the same 10,000 partitions:
+// every committed offset expires per commit and is dated by the record
+// before it; every fifth was committed 6.5 days ago, so its offset expires
+// before the 10-day window under 7 days of offsets retention (Unknown).
+func BenchmarkEvaluate10kPartitionsPerCommit(b *testing.B) {
+	o, p := benchObservation()
+	o.Group.ProtocolType = ""
+	o.OffsetsRetentionMinutes = minutes(30 * day)
+	for i := range o.Topics {
+		for j := range o.Topics[i].Partitions {
+			po := &o.Topics[i].Partitions[j]
+			po.PrecedingTimestamp = now.Add(-time.Minute)
+			if j%5 == 0 {
+				po.PrecedingTimestamp = now.Add(-26 * day)
+			}
+		}
+	}
+	r := Evaluate(o, p, now)
+	if r.Verdict != Violated || r.OffsetExpiry.Clock != ExpiryClockLastCommit || !r.OffsetExpiry.HasSoonest {
+		b.Fatalf("unexpected benchmark result: %s %+v", r.Verdict, r.OffsetExpiry)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
 	for b.Loop() {
 		Evaluate(o, p, now)
 	}

@@ -1,5 +1,27 @@
 package proof
 
+import "slices"
+
+// lossReasons are the reasons that say data is already lost or cannot be
+// located, most definite first; everything else is a risk that may yet
+// happen (…ShorterThanWindow) or a missing fact.
+var lossReasons = []string{
+	ReasonCommittedOffsetExpired,
+	ReasonNoCommittedOffset,
+	ReasonCommittedOffsetBeyondLogEnd,
+}
+
+// LossRank orders reasons so that loss that already happened comes before
+// risk: the Ready condition's reason, the kubectl reason column and the
+// first line of a denial lead with it. Loss reasons rank 0, 1, 2...;
+// every other reason ranks after them, equally.
+func LossRank(reason string) int {
+	if i := slices.Index(lossReasons, reason); i >= 0 {
+		return i
+	}
+	return len(lossReasons)
+}
+
 // clauseOutcome collects what one clause found, and turns it into the
 // clause's condition.
 type clauseOutcome struct {
@@ -17,7 +39,8 @@ type clauseOutcome struct {
 // not be read (Unknown) rather than a fact that fails (False).
 func missingFact(reason string) bool {
 	switch reason {
-	case ReasonRetentionUnreadable, ReasonOffsetsRetentionUnreadable, ReasonNotEvaluated:
+	case ReasonRetentionUnreadable, ReasonOffsetsRetentionUnreadable, ReasonNotEvaluated,
+		ReasonOffsetsMayExpireBeforeWindow, ReasonGroupTypeUnknown:
 		return true
 	}
 	return false
@@ -43,6 +66,8 @@ func (o *clauseOutcome) condition(holdsReason, holdsMessage string) Condition {
 	}
 	switch {
 	case len(failing) > 0:
+		// Loss that already happened leads (LossFirst), stable otherwise.
+		slices.SortStableFunc(failing, func(a, b Violation) int { return LossRank(a.Reason) - LossRank(b.Reason) })
 		return Condition{Type: o.clause, Status: ConditionFalse, Reason: failing[0].Reason, Message: summarize(failing, nil)}
 	case len(missing) > 0 || len(o.notEvaluated) > 0:
 		reason := ReasonNotEvaluated

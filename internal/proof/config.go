@@ -12,6 +12,9 @@ const (
 	keyCleanupPolicy           = "cleanup.policy"
 	keyRetentionMs             = "retention.ms"
 	keyRetentionBytes          = "retention.bytes"
+	keyDeleteRetentionMs       = "delete.retention.ms"
+	keyTimestampType           = "message.timestamp.type"
+	keyTimestampBeforeMaxMs    = "message.timestamp.before.max.ms"
 	keyOffsetsRetentionMinutes = "offsets.retention.minutes"
 )
 
@@ -22,6 +25,16 @@ type retentionConfig struct {
 	// nothing else is known then.
 	cleanupProblem string
 	deletes        bool // cleanup.policy contains "delete"
+	compacts       bool // cleanup.policy contains "compact"
+	// keeps: cleanup.policy is empty: neither deletes nor compacts, so
+	// records are kept forever (Kafka's LogConfig reads an empty list as
+	// neither; Kafka 4.2 documents it as infinite retention, KAFKA-19112).
+	keeps bool
+
+	// deleteRetentionProblem is non-empty when delete.retention.ms of a
+	// compacting topic could not be read.
+	deleteRetentionProblem string
+	deleteRetentionMs      int64
 
 	// msProblem is non-empty when retention.ms could not be read.
 	msProblem string
@@ -43,35 +56,43 @@ func (rc retentionConfig) finiteRetention() (time.Duration, bool) {
 
 func readRetentionConfig(t *TopicObservation) retentionConfig {
 	var rc retentionConfig
-	rc.deletes, rc.cleanupProblem = readCleanupPolicy(t.CleanupPolicy)
-	if rc.cleanupProblem != "" || !rc.deletes {
+	rc.deletes, rc.compacts, rc.cleanupProblem = readCleanupPolicy(t.CleanupPolicy)
+	if rc.cleanupProblem != "" {
 		return rc
 	}
-	rc.ms, rc.msProblem = readInt(keyRetentionMs, t.RetentionMs)
-	rc.bytes, rc.bytesProblem = readInt(keyRetentionBytes, t.RetentionBytes)
+	rc.keeps = !rc.deletes && !rc.compacts
+	if rc.compacts {
+		rc.deleteRetentionMs, rc.deleteRetentionProblem = readInt(keyDeleteRetentionMs, t.DeleteRetentionMs)
+	}
+	if rc.deletes {
+		rc.ms, rc.msProblem = readInt(keyRetentionMs, t.RetentionMs)
+		rc.bytes, rc.bytesProblem = readInt(keyRetentionBytes, t.RetentionBytes)
+	}
 	return rc
 }
 
 // readCleanupPolicy reads cleanup.policy, a comma-separated list of
-// "delete" and "compact". Anything else is unreadable: the proof does not
-// guess whether an unknown policy deletes records.
-func readCleanupPolicy(v ConfigValue) (deletes bool, problem string) {
+// "delete" and "compact", possibly empty (neither: records are kept
+// forever). Anything else is unreadable: the proof does not guess whether
+// an unknown policy deletes records.
+func readCleanupPolicy(v ConfigValue) (deletes, compacts bool, problem string) {
 	if problem := unreadable(keyCleanupPolicy, v); problem != "" {
-		return false, problem
+		return false, false, problem
 	}
 	if strings.TrimSpace(v.Value) == "" {
-		return false, keyCleanupPolicy + " is empty"
+		return false, false, ""
 	}
 	for item := range strings.SplitSeq(v.Value, ",") {
 		switch strings.ToLower(strings.TrimSpace(item)) {
 		case "delete":
 			deletes = true
 		case "compact":
+			compacts = true
 		default:
-			return false, keyCleanupPolicy + " " + quoteValue(v.Value) + " is not a list of delete and compact"
+			return false, false, keyCleanupPolicy + " " + quoteValue(v.Value) + " is not a list of delete and compact"
 		}
 	}
-	return deletes, ""
+	return deletes, compacts, ""
 }
 
 // readInt reads an integer config value; problem says why it could not.

@@ -53,9 +53,19 @@ func Evaluate(obs Observation, p Policy, now time.Time) Result {
 	if w != nil {
 		r.Warnings = append(r.Warnings, *w)
 	}
-	r.GroupOffsetsExpireIn, r.HasGroupOffsetsExpireIn, w = groupOffsetsExpireIn(f)
+	setOffsetExpiries(partitions, f.expiry.commits)
+	r.OffsetExpiry, w = offsetExpiry(f)
 	if w != nil {
 		r.Warnings = append(r.Warnings, *w)
+	}
+	if r.OffsetExpiry.HasSoonest {
+		r.GroupOffsetsExpireIn, r.HasGroupOffsetsExpireIn = r.OffsetExpiry.Soonest.Sub(now), true
+	}
+	r.Warnings = append(r.Warnings, recordTimestampWarnings(f)...)
+	if obs.OffsetsTopic.Requested && obs.OffsetsTopic.Problem != "" {
+		r.Warnings = append(r.Warnings, Warning{Type: WarningOffsetsTopic,
+			Message: "exact commit times were not read from __consumer_offsets (" + obs.OffsetsTopic.Problem +
+				"): commit times are bounded from record timestamps and observed changes"})
 	}
 	return r
 }
@@ -77,8 +87,9 @@ func verdictOf(conditions []Condition) Verdict {
 }
 
 // ready is the Ready condition: True when proven; otherwise the reason and
-// message of the clause that decided the verdict — the first False clause
-// when Violated, the first clause that does not hold when Unknown.
+// message of the clause that decided the verdict — when Violated, the False
+// clause whose reason says data is already lost (LossRank), else the first
+// False clause; when Unknown, the first clause that does not hold.
 func ready(verdict Verdict, conditions []Condition, f *facts) Condition {
 	c := Condition{Type: ClauseReady}
 	switch verdict {
@@ -92,15 +103,18 @@ func ready(verdict Verdict, conditions []Condition, f *facts) Condition {
 	default:
 		c.Status = ConditionUnknown
 	}
-	for _, cl := range conditions {
+	best := -1
+	for i, cl := range conditions {
 		decides := cl.Status != ConditionTrue
 		if verdict == Violated {
 			decides = cl.Status == ConditionFalse && cl.Type != ClauseKafkaReachable
 		}
-		if decides {
-			c.Reason, c.Message = cl.Reason, cl.Type+": "+cl.Message
-			return c
+		if decides && (best < 0 || LossRank(cl.Reason) < LossRank(conditions[best].Reason)) {
+			best = i
 		}
+	}
+	if best >= 0 {
+		c.Reason, c.Message = conditions[best].Reason, conditions[best].Type+": "+conditions[best].Message
 	}
 	return c
 }

@@ -256,7 +256,7 @@ func TestEvaluate(t *testing.T) {
 				violations: []violationWant{{ClauseGroupOffsetsRetained, ReasonOffsetsRetentionShorterThanWindow, "", -1}},
 			},
 			also: func(t *testing.T, r Result) {
-				want := "offsets.retention.minutes 10080 (7d) is shorter than recoveryWindow 240h (10d): an empty group's committed offsets expire before the window ends"
+				want := "offsets.retention.minutes 10080 (7d) is shorter than recoveryWindow 240h (10d): the group's committed offsets expire before the window ends"
 				if r.Violations[0].Message != want {
 					t.Errorf("message = %q\nwant      %q", r.Violations[0].Message, want)
 				}
@@ -336,7 +336,7 @@ func TestEvaluate(t *testing.T) {
 				))
 				o.OffsetsRetentionMinutes = cfg("10080")
 				o.Group = GroupObservation{ID: "ledger-settle-consumer", State: GroupStateEmpty, Protocol: ProtocolClassic,
-					EmptySince: now.Add(-8*day - 12*time.Hour)}
+					ProtocolType: ProtocolTypeConsumer, EmptySince: now.Add(-8*day - 12*time.Hour)}
 				return o
 			}(),
 			policy: policy("settle-task"),
@@ -345,7 +345,9 @@ func TestEvaluate(t *testing.T) {
 				conditions: map[string]condWant{
 					ClauseGroupOffsetsRetained: {ConditionFalse, ReasonOffsetsRetentionShorterThanWindow},
 					ClauseOffsetsInRange:       {ConditionFalse, ReasonNoCommittedOffset},
-					ClauseReady:                {ConditionFalse, ReasonOffsetsRetentionShorterThanWindow},
+					// Loss first: 2 partitions already lost their offsets;
+					// the short offsets retention is the risk behind it.
+					ClauseReady: {ConditionFalse, ReasonNoCommittedOffset},
 				},
 				violations: []violationWant{
 					{ClauseGroupOffsetsRetained, ReasonOffsetsRetentionShorterThanWindow, "", -1},
@@ -371,6 +373,7 @@ func TestEvaluate(t *testing.T) {
 				tp.CleanupPolicy = cfg("compact")
 				tp.RetentionMs = millis(time.Hour) // ignored: compaction does not delete by time
 				tp.RetentionBytes = cfg("1024")
+				tp.DeleteRetentionMs = millis(window) // tombstones kept for the whole window
 				return observation(tp)
 			}(),
 			policy: policy("accounts"),
@@ -391,6 +394,7 @@ func TestEvaluate(t *testing.T) {
 				tp := topic("accounts", part(0, 0, 10, 10))
 				tp.CleanupPolicy = cfg("compact, delete")
 				tp.RetentionMs = millis(time.Hour)
+				tp.DeleteRetentionMs = millis(window)
 				return observation(tp)
 			}(),
 			policy: policy("accounts"),
@@ -398,6 +402,109 @@ func TestEvaluate(t *testing.T) {
 				verdict:    Violated,
 				violations: []violationWant{{ClauseRetentionCoversWindow, ReasonRetentionShorterThanWindow, "accounts", -1}},
 			},
+		},
+		// A CDC or changelog topic: the cleaner drops tombstones after
+		// delete.retention.ms (1 day by default), so a consumer down for
+		// the 10-day window keeps deleted keys forever.
+		{
+			name: "compacting topic whose tombstones go before the window ends",
+			obs: func() Observation {
+				tp := topic("accounts-changelog", part(0, 0, 10, 10))
+				tp.CleanupPolicy = cfg("compact")
+				tp.DeleteRetentionMs = cfg("86400000")
+				return observation(tp)
+			}(),
+			policy: policy("accounts-changelog"),
+			want: want{
+				verdict: Violated,
+				conditions: map[string]condWant{
+					ClauseRetentionCoversWindow: {ConditionFalse, ReasonTombstoneRetentionShorterThanWindow},
+					ClauseReady:                 {ConditionFalse, ReasonTombstoneRetentionShorterThanWindow},
+				},
+				violations: []violationWant{{ClauseRetentionCoversWindow, ReasonTombstoneRetentionShorterThanWindow, "accounts-changelog", -1}},
+			},
+			also: func(t *testing.T, r Result) {
+				want := "accounts-changelog: delete.retention.ms 86400000 (1d) is shorter than recoveryWindow 240h (10d)"
+				if m := r.Violations[0].Message; !strings.HasPrefix(m, want) || !strings.Contains(m, "set delete.retention.ms to at least 864000000") {
+					t.Errorf("message = %q\nwant prefix %q and the value to set", m, want)
+				}
+			},
+		},
+		{
+			name: "compact,delete topic is held to delete.retention.ms as well",
+			obs: func() Observation {
+				tp := topic("accounts", part(0, 0, 10, 10))
+				tp.CleanupPolicy = cfg("compact,delete")
+				tp.DeleteRetentionMs = millis(window - time.Millisecond)
+				return observation(tp)
+			}(),
+			policy: policy("accounts"),
+			want: want{
+				verdict:    Violated,
+				violations: []violationWant{{ClauseRetentionCoversWindow, ReasonTombstoneRetentionShorterThanWindow, "accounts", -1}},
+			},
+		},
+		{
+			name: "compacting topic without delete.retention.ms in the answer is unknown",
+			obs: func() Observation {
+				tp := topic("accounts", part(0, 0, 10, 10))
+				tp.CleanupPolicy = cfg("compact")
+				tp.DeleteRetentionMs = ConfigValue{}
+				return observation(tp)
+			}(),
+			policy: policy("accounts"),
+			want: want{
+				verdict:    Unknown,
+				violations: []violationWant{{ClauseRetentionCoversWindow, ReasonRetentionUnreadable, "accounts", -1}},
+			},
+		},
+		// Compaction removes records without moving log start 0: a group
+		// without a committed offset proves nothing on a non-empty
+		// compacting topic; an empty one is still a fresh start.
+		{
+			name: "missing committed offset on a non-empty compacting topic is not excused by log start 0",
+			obs: func() Observation {
+				tp := topic("accounts", part(0, 0, 10, NoOffset), part(1, 0, 0, NoOffset))
+				tp.CleanupPolicy = cfg("compact")
+				tp.DeleteRetentionMs = millis(window)
+				return observation(tp)
+			}(),
+			policy: policy("accounts"),
+			want: want{
+				verdict:    Violated,
+				violations: []violationWant{{ClauseOffsetsInRange, ReasonNoCommittedOffset, "accounts", 0}},
+			},
+			also: func(t *testing.T, r Result) {
+				if m := r.Violations[0].Message; !strings.Contains(m, "compaction removes records without moving log start 0") {
+					t.Errorf("message = %q", m)
+				}
+			},
+		},
+		// Kafka reads an empty cleanup.policy as neither delete nor
+		// compact: nothing is ever deleted (documented from Kafka 4.2,
+		// KAFKA-19112).
+		{
+			name: "empty cleanup.policy is infinite retention: refused unless allowed",
+			obs: func() Observation {
+				tp := topic("ledger", part(0, 0, 10, 10))
+				tp.CleanupPolicy = cfg("")
+				return observation(tp)
+			}(),
+			policy: policy("ledger"),
+			want: want{
+				verdict:    Violated,
+				violations: []violationWant{{ClauseRetentionCoversWindow, ReasonInfiniteRetentionNotAllowed, "ledger", -1}},
+			},
+		},
+		{
+			name: "empty cleanup.policy passes with allowInfiniteRetention",
+			obs: func() Observation {
+				tp := topic("ledger", part(0, 0, 10, 10))
+				tp.CleanupPolicy = cfg("")
+				return observation(tp)
+			}(),
+			policy: func() Policy { p := policy("ledger"); p.AllowInfiniteRetention = true; return p }(),
+			want:   proven(),
 		},
 		{
 			name: "cleanup.policy unreadable is unknown, even with a short retention.ms",
@@ -933,9 +1040,15 @@ func TestEvaluateSortsPartitionsAndViolations(t *testing.T) {
 	if r.ExpiredRecords != 10 || r.Summary != (PartitionSummary{Total: 5, InRange: 1, Expired: 2, Missing: 1, BeyondEnd: 1}) {
 		t.Errorf("expiredRecords %d, summary %+v", r.ExpiredRecords, r.Summary)
 	}
-	// The Ready condition names the first clause that fails on the facts.
-	if c := conditionOf(t, r, ClauseReady); c.Reason != ReasonRetentionShorterThanWindow || !strings.HasPrefix(c.Message, ClauseRetentionCoversWindow+": zeta:") {
+	// The Ready condition leads with loss that already happened (expired
+	// records), not the risk (short retention) that the first clause shows.
+	if c := conditionOf(t, r, ClauseReady); c.Reason != ReasonCommittedOffsetExpired || !strings.HasPrefix(c.Message, ClauseOffsetsInRange+": 4 of 5 partitions") {
 		t.Errorf("Ready = %+v", c)
+	}
+	// Within a clause too: the expired offset on zeta leads, before the
+	// offset beyond the end on alpha that sorts first.
+	if c := conditionOf(t, r, ClauseOffsetsInRange); c.Reason != ReasonCommittedOffsetExpired {
+		t.Errorf("OffsetsInRange = %+v", c)
 	}
 }
 
@@ -1010,7 +1123,7 @@ func TestPartitionNamedByTwoFailuresShowsTheMostFundamental(t *testing.T) {
 }
 
 // Fuzz regression (testdata/fuzz/FuzzEvaluate/316aa7d087c5c1bd): two
-// KIP-848 offsets committed at the same moment; the warning named
+// KIP-848 offsets committed at the same moment; the soonest expiry named
 // whichever the observer listed first.
 func TestKIP848ExpiryTieNamesTheFirstPartition(t *testing.T) {
 	for _, reverse := range []bool{false, true} {
@@ -1024,9 +1137,10 @@ func TestKIP848ExpiryTieNamesTheFirstPartition(t *testing.T) {
 		o := observation(topic("outbox", ps...))
 		o.OffsetsRetentionMinutes = minutes(14 * day)
 		o.Group = GroupObservation{State: GroupStateEmpty, Protocol: ProtocolConsumer}
-		w := findWarning(Evaluate(o, policy("outbox"), now), WarningGroupOffsetsExpireIn)
-		if w == nil || !strings.Contains(w.Message, "outbox[3]") || w.Duration != 8*day {
-			t.Errorf("reverse=%v: warning = %+v, want outbox[3] in 8d", reverse, w)
+		r := Evaluate(o, policy("outbox"), now)
+		e := r.OffsetExpiry
+		if !e.HasSoonest || e.Topic != "outbox" || e.Partition != 3 || r.GroupOffsetsExpireIn != 8*day {
+			t.Errorf("reverse=%v: offset expiry = %+v in %v, want outbox[3] in 8d", reverse, e, r.GroupOffsetsExpireIn)
 		}
 	}
 }

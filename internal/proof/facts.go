@@ -23,6 +23,9 @@ type facts struct {
 	// offsets.retention.minutes is absent from the observation; empty when
 	// it is present or no failure explains it.
 	offsetsRetentionMissingBecause string
+
+	// expiry is how the group's committed offsets expire (gatherExpiry).
+	expiry expiryFacts
 }
 
 // topicFacts is one topic the proof covers.
@@ -81,6 +84,7 @@ func gatherFacts(obs *Observation, p Policy, now time.Time) *facts {
 	// Stable: an observer that reports a topic twice gets both entries
 	// evaluated, in the order it gave them.
 	slices.SortStableFunc(f.topics, func(a, b topicFacts) int { return strings.Compare(a.name, b.name) })
+	f.expiry = gatherExpiry(f)
 	return f
 }
 
@@ -89,7 +93,7 @@ func gatherFacts(obs *Observation, p Policy, now time.Time) *facts {
 // none) is assumed to have cost every fact it could have.
 var (
 	// groupAPIs read a group's state: never topics, watermarks or offsets.
-	groupAPIs = []string{APIDescribeGroups, APIConsumerGroupDescribe}
+	groupAPIs = []string{APIDescribeGroups, APIConsumerGroupDescribe, APIStreamsGroupDescribe}
 	// configAPIs read configurations: never watermarks or offsets.
 	configAPIs = []string{APIDescribeConfigs}
 )

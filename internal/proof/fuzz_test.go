@@ -112,7 +112,13 @@ var (
 	fuzzReasons    = []string{ReasonBrokerUnreachable, ReasonAuthenticationFailed, ReasonAuthorizationFailed, ReasonTopicNotFound, ReasonBootstrapServerNotAllowed, "", "Weird"}
 	fuzzAPIs       = []string{"", "OffsetFetch", "ListOffsets", "DescribeConfigs", "DescribeGroups", "Metadata", "consumergroupdescribe"}
 	fuzzStates     = []string{"", GroupStateEmpty, GroupStateStable, GroupStateDead}
-	fuzzProtocols  = []string{"", ProtocolClassic, ProtocolConsumer, "weird"}
+	fuzzProtocols  = []string{"", ProtocolClassic, ProtocolConsumer, ProtocolStreams, "weird"}
+	// The first protocol type keeps a classic group on the GroupEmpty clock.
+	fuzzProtocolTypes = []string{ProtocolTypeConsumer, "", "connect"}
+	// The first value holds for every window in fuzzWindows.
+	fuzzDeleteRetention = []string{"2592000000", "86400000", "0", "-1", "x"}
+	fuzzTimestampTypes  = []string{"CreateTime", "LogAppendTime", "logappendtime", ""}
+	fuzzTimestampBounds = []string{"604800000", "9223372036854775807", "0", "-1", "x"}
 )
 
 func fuzzInput(data []byte) fuzzCase {
@@ -140,6 +146,15 @@ func fuzzInput(data []byte) fuzzCase {
 		},
 	}
 	in.obs.Group.EmptySince = b.moment(in.now)
+	groupBits := b.next()
+	in.obs.Group.ProtocolType = fuzzProtocolTypes[int(groupBits)%len(fuzzProtocolTypes)]
+	in.obs.Group.EmptySinceExact = groupBits&0x10 != 0
+	in.obs.Group.SubscriptionKnown = groupBits&0x20 != 0
+	for i, name := range fuzzTopics {
+		if groupBits&(0x40<<i) != 0 { // topics a and b only: 0x40, 0x80
+			in.obs.Group.Subscribed = append(in.obs.Group.Subscribed, name)
+		}
+	}
 
 	observed := b.next()
 	for i, name := range fuzzTopics[:3] {
@@ -147,10 +162,13 @@ func fuzzInput(data []byte) fuzzCase {
 			continue
 		}
 		tp := TopicObservation{
-			Name:           name,
-			RetentionMs:    b.config(fuzzRetention),
-			RetentionBytes: b.config(fuzzBytes),
-			CleanupPolicy:  b.config(fuzzCleanup),
+			Name:                 name,
+			RetentionMs:          b.config(fuzzRetention),
+			RetentionBytes:       b.config(fuzzBytes),
+			CleanupPolicy:        b.config(fuzzCleanup),
+			DeleteRetentionMs:    b.config(fuzzDeleteRetention),
+			TimestampType:        b.config(fuzzTimestampTypes),
+			TimestampBeforeMaxMs: b.config(fuzzTimestampBounds),
 		}
 		n := b.pick(4)
 		seen := map[int32]bool{}
@@ -162,7 +180,12 @@ func fuzzInput(data []byte) fuzzCase {
 			seen[p.Partition] = true
 			p.LogStart, p.LogEnd, p.Committed = b.offset(), b.offset(), b.offset()
 			p.CommittedTimestamp = b.moment(in.now)
-			p.LastCommit = b.moment(in.now)
+			p.PrecedingTimestamp = b.moment(in.now)
+			if v := b.next(); v < 128 {
+				p.LastCommit = b.moment(in.now)
+			} else {
+				p.CommittedAfter = b.moment(in.now)
+			}
 			tp.Partitions = append(tp.Partitions, p)
 		}
 		in.obs.Topics = append(in.obs.Topics, tp)
@@ -346,15 +369,22 @@ func checkInvariants(t *testing.T, in fuzzCase, r Result) {
 		t.Fatalf("recoveryHeadroom %v (%v), smallest partition headroom %v (%v)", r.RecoveryHeadroom, r.HasRecoveryHeadroom, least, has)
 	}
 	for _, w := range r.Warnings {
-		if w.Type != WarningRecoveryHeadroom && w.Type != WarningGroupOffsetsExpireIn || w.Message == "" {
+		switch {
+		case w.Message == "":
 			t.Fatalf("warning %+v", w)
-		}
-		if w.Duration >= in.policy.RecoveryWindow {
+		case ConfigWarning(w.Type):
+		case w.Type != WarningRecoveryHeadroom && w.Type != WarningGroupOffsetsExpireIn:
+			t.Fatalf("warning %+v", w)
+		case w.Duration >= in.policy.RecoveryWindow:
 			t.Fatalf("warning %+v though it covers the window", w)
 		}
 	}
-	if r.HasGroupOffsetsExpireIn && in.obs.Group.State != GroupStateEmpty {
-		t.Fatalf("groupOffsetsExpireIn for a group in state %q", in.obs.Group.State)
+	if r.HasGroupOffsetsExpireIn != r.OffsetExpiry.HasSoonest ||
+		(r.HasGroupOffsetsExpireIn && r.GroupOffsetsExpireIn != r.OffsetExpiry.Soonest.Sub(in.now)) {
+		t.Fatalf("groupOffsetsExpireIn %v (%v) disagrees with the soonest expiry %+v", r.GroupOffsetsExpireIn, r.HasGroupOffsetsExpireIn, r.OffsetExpiry)
+	}
+	if r.OffsetExpiry.Clock == ExpiryClockGroupEmpty && r.HasGroupOffsetsExpireIn && in.obs.Group.State != GroupStateEmpty {
+		t.Fatalf("a GroupEmpty clock running for a group in state %q", in.obs.Group.State)
 	}
 }
 
@@ -376,17 +406,36 @@ func mustNotProve(in fuzzCase) []string {
 		}
 	}
 	minutes, ok := oracleInt(o.OffsetsRetentionMinutes)
+	retentionCovers := false
 	switch {
 	case !ok || minutes < 1:
 		why = append(why, "offsets.retention.minutes unreadable")
 	case minutes < int64(p.RecoveryWindow/time.Minute) ||
 		(minutes == int64(p.RecoveryWindow/time.Minute) && p.RecoveryWindow%time.Minute != 0):
 		why = append(why, "offsets.retention.minutes shorter than the window")
+	default:
+		retentionCovers = true
+	}
+	if retentionCovers {
+		why = append(why, oraclePerCommit(in, minutes)...)
 	}
 	for _, t := range o.Topics {
-		deletes, ok := oracleCleanup(t.CleanupPolicy)
+		deletes, compacts, ok := oracleCleanup(t.CleanupPolicy)
 		if !ok {
 			why = append(why, t.Name+": cleanup.policy unreadable")
+		}
+		if ok && !deletes && !compacts && !p.AllowInfiniteRetention {
+			why = append(why, t.Name+": empty cleanup.policy keeps records forever, not allowed")
+		}
+		if ok && compacts {
+			ms, ok := oracleInt(t.DeleteRetentionMs)
+			windowMs := p.RecoveryWindow.Milliseconds()
+			switch {
+			case !ok || ms < 0:
+				why = append(why, t.Name+": delete.retention.ms unreadable")
+			case ms < windowMs || (ms == windowMs && p.RecoveryWindow%time.Millisecond != 0):
+				why = append(why, t.Name+": tombstones kept shorter than the window")
+			}
 		}
 		if ok && deletes {
 			ms, ok := oracleInt(t.RetentionMs)
@@ -417,6 +466,8 @@ func mustNotProve(in fuzzCase) []string {
 				why = append(why, name+": not a log")
 			case pt.Committed == -1 && pt.LogStart > 0:
 				why = append(why, name+": missing offset with log start > 0")
+			case pt.Committed == -1 && compacts && pt.LogEnd > 0:
+				why = append(why, name+": missing offset on a non-empty compacting topic")
 			case pt.Committed < -1:
 				why = append(why, name+": committed offset below -1")
 			case pt.Committed >= 0 && pt.Committed < pt.LogStart:
@@ -437,9 +488,12 @@ func oracleInt(v ConfigValue) (int64, bool) {
 	return n, err == nil
 }
 
-func oracleCleanup(v ConfigValue) (deletes, ok bool) {
+func oracleCleanup(v ConfigValue) (deletes, compacts, ok bool) {
 	if !v.Present || v.Null {
-		return false, false
+		return false, false, false
+	}
+	if strings.TrimSpace(v.Value) == "" {
+		return false, false, true // neither: records kept forever
 	}
 	items := strings.Split(v.Value, ",")
 	for _, it := range items {
@@ -447,11 +501,69 @@ func oracleCleanup(v ConfigValue) (deletes, ok bool) {
 		case "delete":
 			deletes = true
 		case "compact":
+			compacts = true
 		default:
-			return false, false
+			return false, false, false
 		}
 	}
-	return deletes, true
+	return deletes, compacts, true
+}
+
+// oraclePerCommit: offsets that expire per commit (ARCHITECTURE.md, "The
+// proof"; Kafka's offsetExpirationCondition) must be dated, and their last
+// commit plus offsets.retention.minutes must reach now + window.
+func oraclePerCommit(in fuzzCase, minutes int64) []string {
+	o, p := in.obs, in.policy
+	g := o.Group
+	perCommit := func(string) bool { return false }
+	switch {
+	case g.Protocol == ProtocolConsumer || g.Protocol == ProtocolStreams:
+		perCommit = func(string) bool { return true }
+	case g.Protocol == ProtocolClassic && g.ProtocolType == "":
+		perCommit = func(string) bool { return true }
+	case g.Protocol == ProtocolClassic && g.State == GroupStateStable && g.ProtocolType == "consumer" && g.SubscriptionKnown:
+		perCommit = func(topic string) bool { return !slices.Contains(g.Subscribed, topic) }
+	case g.Protocol == ProtocolClassic:
+	default:
+		for _, t := range o.Topics {
+			for _, pt := range t.Partitions {
+				if pt.Committed >= 0 {
+					return []string{"group kind unknown though it has committed offsets"}
+				}
+			}
+		}
+		return nil
+	}
+	retention := time.Duration(math.MaxInt64)
+	if minutes < math.MaxInt64/int64(time.Minute) {
+		retention = time.Duration(minutes) * time.Minute
+	}
+	var why []string
+	for _, t := range o.Topics {
+		if !perCommit(t.Name) {
+			continue
+		}
+		for _, pt := range t.Partitions {
+			if pt.Committed < 0 {
+				continue
+			}
+			at := pt.LastCommit
+			if at.IsZero() {
+				at = pt.PrecedingTimestamp
+				if pt.CommittedAfter.After(at) {
+					at = pt.CommittedAfter
+				}
+			}
+			name := t.Name + "[" + strconv.Itoa(int(pt.Partition)) + "]"
+			switch {
+			case at.IsZero():
+				why = append(why, name+": commit time unknown")
+			case at.Add(retention).Before(in.now.Add(p.RecoveryWindow)):
+				why = append(why, name+": offset expires per commit before the window ends")
+			}
+		}
+	}
+	return why
 }
 
 func countViolations(r Result, clause, reason, topic string) int {
@@ -502,17 +614,24 @@ func oracleOffsetsUnreadable(in fuzzCase) int {
 }
 
 func oracleRetentionUnreadable(in fuzzCase, t TopicObservation) int {
-	deletes, ok := oracleCleanup(t.CleanupPolicy)
+	deletes, compacts, ok := oracleCleanup(t.CleanupPolicy)
 	if !ok {
 		if oracleExplained(in, t.CleanupPolicy, t.Name) {
 			return 0
 		}
 		return 1
 	}
-	if !deletes {
-		return 0
-	}
 	n := 0
+	if compacts {
+		if ms, ok := oracleInt(t.DeleteRetentionMs); ok && ms < 0 {
+			n++ // a negative value is unreadable whatever explains absences
+		} else if !ok && !oracleExplained(in, t.DeleteRetentionMs, t.Name) {
+			n++
+		}
+	}
+	if !deletes {
+		return n
+	}
 	for _, v := range []ConfigValue{t.RetentionMs, t.RetentionBytes} {
 		if _, ok := oracleInt(v); !ok && !oracleExplained(in, v, t.Name) {
 			n++

@@ -1,27 +1,392 @@
 package proof
 
-// groupOffsetsRetained holds when the broker keeps an empty group's
-// committed offsets at least as long as the recovery window:
-// offsets.retention.minutes is readable and covers the window. Otherwise a
-// group down for the window comes back without committed offsets, and
-// auto.offset.reset decides silently where it resumes.
+import (
+	"slices"
+	"time"
+)
+
+// groupOffsetsRetained holds when the group coordinator keeps the group's
+// committed offsets for the whole recovery window, on the clock it really
+// uses for this kind of group (see expiryFacts and docs/kafka-semantics.md):
+//
+//   - offsets.retention.minutes is readable and covers the window: a
+//     classic group's offsets expire that long after it becomes Empty, so a
+//     consumer that goes down now keeps them for the window;
+//   - every committed offset that expires per commit (simple groups, KIP-848
+//     and streams groups, a Stable classic group's unsubscribed topics)
+//     expires no sooner than now + window: its last commit plus
+//     offsets.retention.minutes. Exact commit times (from __consumer_offsets)
+//     that fall short are a violation (OffsetsExpireBeforeWindow); lower
+//     bounds that fall short, or no commit time at all, cannot prove it
+//     (OffsetsMayExpireBeforeWindow, Unknown).
+//
+// Otherwise a group down for the window comes back without committed
+// offsets, and auto.offset.reset decides silently where it resumes.
 func groupOffsetsRetained(f *facts) (Condition, []Violation) {
 	o := clauseOutcome{clause: ClauseGroupOffsetsRetained}
 	window := f.policy.RecoveryWindow
 	minutes := f.offsetsRetentionMinutes
+	setting := keyOffsetsRetentionMinutes + " " + itoa(minutes) + " (" + formatMinutes(minutes) + ")"
+	e := f.expiry
 	switch {
 	case f.offsetsRetentionProblem != "" && f.offsetsRetentionMissingBecause != "":
 		// Absent because a request failed: the failure's violation says
 		// so; the clause is not evaluated.
 		o.notEvaluated = append(o.notEvaluated, keyOffsetsRetentionMinutes+" not evaluated: "+
 			f.offsetsRetentionMissingBecause+" (see "+ClauseKafkaReachable+")")
+		return o.condition("", ""), o.violations
 	case f.offsetsRetentionProblem != "":
 		o.add(topicViolation("", ReasonOffsetsRetentionUnreadable, "", f.offsetsRetentionProblem))
+		return o.condition("", ""), o.violations
 	case minutesToDuration(minutes) < window:
 		o.add(topicViolation("", ReasonOffsetsRetentionShorterThanWindow, "",
-			keyOffsetsRetentionMinutes+" "+itoa(minutes)+" ("+formatMinutes(minutes)+") is shorter than recoveryWindow "+
-				FormatDuration(window)+": an empty group's committed offsets expire before the window ends"))
+			setting+" is shorter than recoveryWindow "+FormatDuration(window)+
+				": the group's committed offsets expire before the window ends"))
+		return o.condition("", ""), o.violations
 	}
-	return o.condition(ReasonGroupOffsetsRetained,
-		keyOffsetsRetentionMinutes+" "+itoa(minutes)+" ("+formatMinutes(minutes)+") covers recoveryWindow "+FormatDuration(window)), o.violations
+
+	switch {
+	case e.kindMissingBecause != "":
+		o.notEvaluated = append(o.notEvaluated, "the group's offset expiry clock not evaluated: its kind is unknown: "+
+			e.kindMissingBecause+" (see "+ClauseKafkaReachable+")")
+	case e.kindUnknown:
+		o.add(topicViolation("", ReasonGroupTypeUnknown, "",
+			"group "+groupName(f)+" has committed offsets but neither DescribeGroups nor ConsumerGroupDescribe nor "+
+				"StreamsGroupDescribe knows it (a streams group on a broker that was not asked, or a group deleted meanwhile): "+
+				"the clock its offsets expire on is unknown"))
+	}
+	deadline := f.now.Add(window)
+	for i := range e.commits {
+		c := &e.commits[i]
+		if !c.expiry.Before(deadline) && c.known {
+			continue
+		}
+		reason := ReasonOffsetsMayExpireBeforeWindow
+		if c.exact {
+			reason = ReasonOffsetsExpireBeforeWindow
+		}
+		o.add(Violation{
+			Reason: reason, Topic: c.topic, Partition: c.partition, Message: commitExpiryMessage(f, c, setting),
+			Committed: c.committed, LogStart: -1, LogEnd: -1,
+		})
+	}
+
+	msg := setting + " covers recoveryWindow " + FormatDuration(window)
+	switch {
+	case len(e.commits) > 0:
+		soonest := e.commits[e.soonestCommit]
+		verb := " expire"
+		if len(e.commits) == 1 {
+			verb = " expires"
+		}
+		msg += "; " + plural(int64(len(e.commits)), "committed offset") + verb + " per commit (" + e.perCommitWhy + "), the soonest, " +
+			partitionName(soonest.topic, soonest.partition) + ", at " + soonest.expiry.UTC().Format(time.RFC3339) +
+			" or later (" + commitTimeSource(&soonest) + ")"
+	case e.kind == kindClassic:
+		msg += ": the group's offsets expire that long after it becomes Empty"
+	}
+	return o.condition(ReasonGroupOffsetsRetained, msg), o.violations
+}
+
+// commitExpiryMessage explains one offset that expires per commit before
+// the window ends, and the way out.
+func commitExpiryMessage(f *facts, c *commitExpiry, setting string) string {
+	var m messageBuilder
+	m.partition(c.topic, c.partition).text(": committed offset ").int(c.committed)
+	if !c.known {
+		m.text(" expires ").text(setting).text(" after its last commit (").text(f.expiry.perCommitWhy).
+			text("), and when that was is unknown: no record before it is left to date it, and the commit was not seen")
+	} else {
+		age := f.now.Sub(c.commitTime)
+		left := c.expiry.Sub(f.now)
+		if c.exact {
+			m.text(" was last committed ").text(FormatDuration(age)).text(" ago (").text(c.commitTime.UTC().Format(time.RFC3339)).
+				text(", from __consumer_offsets)")
+		} else {
+			m.text(" was last committed at or after ").text(c.commitTime.UTC().Format(time.RFC3339)).
+				text(" (").text(commitTimeSource(c)).text(")")
+		}
+		m.text(" and expires ").text(setting).text(" after its last commit (").text(f.expiry.perCommitWhy).text("): ")
+		switch {
+		case left <= 0 && c.exact:
+			m.text("it is already past that and goes at the coordinator's next cleanup")
+		case left <= 0:
+			m.text("it may go at the coordinator's next cleanup")
+		case c.exact:
+			m.text("in ").text(FormatDuration(left))
+		default:
+			m.text("possibly in ").text(FormatDuration(left))
+		}
+		m.text(", before recoveryWindow ").text(FormatDuration(f.policy.RecoveryWindow)).text(" ends")
+	}
+	m.text(": commit it again (the offset as it is), raise ").text(keyOffsetsRetentionMinutes)
+	if !c.exact {
+		m.text(", or let the guard read exact commit times from __consumer_offsets (spec.kafka.readOffsetsTopic)")
+	}
+	return m.String()
+}
+
+// commitTimeSource says where a commit time comes from.
+func commitTimeSource(c *commitExpiry) string {
+	switch {
+	case c.exact:
+		return "exact, from __consumer_offsets"
+	case c.fromWitness:
+		return "the commit was seen after this observation"
+	default:
+		return "bounded by the timestamp of the record before it"
+	}
+}
+
+// Group kinds, for the offset expiry clock.
+type groupKind int
+
+const (
+	kindUnknown   groupKind = iota
+	kindNone                // no group and nothing committed: nothing to expire
+	kindClassic             // a classic group with a protocol type
+	kindPerCommit           // simple, KIP-848 or streams: every offset per commit
+)
+
+// expiryFacts is how the group's committed offsets expire, worked out once
+// for the clause and the warnings.
+type expiryFacts struct {
+	kind groupKind
+	// kindMissingBecause names the failure that explains why the kind is
+	// unknown; kindUnknown: the group has committed offsets and no call
+	// knows it.
+	kindMissingBecause string
+	kindUnknown        bool
+	// perCommitWhy says why offsets expire per commit ("a simple group",
+	// "a KIP-848 consumer group", "topics no member subscribes to").
+	perCommitWhy string
+	// commits are the committed offsets that expire per commit, sorted by
+	// topic and partition; soonestCommit indexes the one that expires
+	// first.
+	commits       []commitExpiry
+	soonestCommit int
+}
+
+// commitExpiry is one committed offset that expires per commit.
+type commitExpiry struct {
+	topic     string
+	partition int32
+	committed int64
+	// known: commitTime is exact or a lower bound; otherwise nothing
+	// dates the commit.
+	known       bool
+	exact       bool
+	fromWitness bool // the bound is a change the observer witnessed
+	commitTime  time.Time
+	expiry      time.Time // commitTime + offsets.retention.minutes
+}
+
+// gatherExpiry classifies the group and dates every committed offset that
+// expires per commit, following the coordinator's rules (Kafka's
+// ClassicGroup / ConsumerGroup.offsetExpirationCondition and
+// OffsetMetadataManager.cleanupExpiredOffsets):
+//
+//   - a classic group with a protocol type expires all offsets
+//     offsets.retention.minutes after it becomes Empty; while Stable, a
+//     consumer group's topics no member subscribes to expire per commit
+//     (KIP-496);
+//   - a classic group without a protocol type (a simple group: commits
+//     without joining) expires each offset per commit, in any state;
+//   - KIP-848 and streams groups expire per commit the offsets of topics no
+//     member subscribes to: all of them once the group is Empty, which is
+//     what a group down for the window is.
+func gatherExpiry(f *facts) expiryFacts {
+	var e expiryFacts
+	g := f.obs.Group
+	switch g.Protocol {
+	case ProtocolConsumer:
+		e.kind, e.perCommitWhy = kindPerCommit, "a KIP-848 consumer group, once Empty"
+	case ProtocolStreams:
+		e.kind, e.perCommitWhy = kindPerCommit, "a streams group, once Empty"
+	case ProtocolClassic:
+		e.kind = kindClassic
+		switch {
+		case g.ProtocolType == "":
+			e.kind, e.perCommitWhy = kindPerCommit, "a simple group: it commits without joining"
+		case subscriptionDecides(g):
+			e.perCommitWhy = "no member of the Stable group subscribes to the topic (KIP-496)"
+		}
+	default:
+		if because := explainingFailure(f.obs.Failures, explainsGroup); because != "" {
+			e.kindMissingBecause = because
+		} else if hasCommittedOffset(f) {
+			e.kindUnknown = true
+		} else {
+			e.kind = kindNone
+		}
+	}
+
+	retention, ok := f.offsetsRetention()
+	if !ok {
+		return e
+	}
+	for i := range f.topics {
+		t := &f.topics[i]
+		if t.obs == nil || !ExpiresPerCommit(g, t.name) {
+			continue
+		}
+		for j := range t.obs.Partitions {
+			po := &t.obs.Partitions[j]
+			if po.Committed < 0 {
+				continue
+			}
+			if _, failed := t.partitionFailure(po.Partition); failed {
+				continue
+			}
+			c := commitExpiry{topic: t.name, partition: po.Partition, committed: po.Committed}
+			switch {
+			case !po.LastCommit.IsZero():
+				c.known, c.exact, c.commitTime = true, true, po.LastCommit
+			case !po.CommittedAfter.IsZero() && !po.CommittedAfter.Before(po.PrecedingTimestamp):
+				c.known, c.fromWitness, c.commitTime = true, true, po.CommittedAfter
+			case !po.PrecedingTimestamp.IsZero():
+				c.known, c.commitTime = true, po.PrecedingTimestamp
+			}
+			if c.known {
+				c.expiry = c.commitTime.Add(retention)
+			}
+			e.commits = append(e.commits, c)
+		}
+	}
+	slices.SortStableFunc(e.commits, func(a, b commitExpiry) int {
+		return comparePartitions(PartitionResult{Topic: a.topic, Partition: a.partition}, PartitionResult{Topic: b.topic, Partition: b.partition})
+	})
+	for i := range e.commits {
+		if earlierExpiry(&e.commits[i], &e.commits[e.soonestCommit]) {
+			e.soonestCommit = i
+		}
+	}
+	return e
+}
+
+// ExpiresPerCommit reports whether the group coordinator deletes the
+// group's committed offsets of topic offsets.retention.minutes after their
+// own last commit (rather than after the group became Empty), for a group
+// that goes down now: simple groups (classic, no protocol type), KIP-848
+// and streams groups (every topic once Empty), and a Stable classic
+// consumer group's topics no member subscribes to (KIP-496). The observer
+// uses it to date only the commits that need dating.
+func ExpiresPerCommit(g GroupObservation, topic string) bool {
+	switch g.Protocol {
+	case ProtocolConsumer, ProtocolStreams:
+		return true
+	case ProtocolClassic:
+		return g.ProtocolType == "" || (subscriptionDecides(g) && !slices.Contains(g.Subscribed, topic))
+	}
+	return false
+}
+
+// subscriptionDecides: a Stable classic consumer group whose members'
+// subscriptions are known expires its unsubscribed topics per commit.
+func subscriptionDecides(g GroupObservation) bool {
+	return g.Protocol == ProtocolClassic && g.State == GroupStateStable && g.ProtocolType == ProtocolTypeConsumer && g.SubscriptionKnown
+}
+
+// setOffsetExpiries copies each dated per-commit offset's expiry into its
+// partition's result; both lists are sorted by topic and partition.
+func setOffsetExpiries(partitions []PartitionResult, commits []commitExpiry) {
+	i := 0
+	for j := range commits {
+		c := &commits[j]
+		for i < len(partitions) && comparePartitions(partitions[i], PartitionResult{Topic: c.topic, Partition: c.partition}) < 0 {
+			i++
+		}
+		if i == len(partitions) {
+			return
+		}
+		if pr := &partitions[i]; pr.Topic == c.topic && pr.Partition == c.partition && c.known {
+			pr.OffsetExpiresAt, pr.HasOffsetExpiry, pr.OffsetExpiryExact = c.expiry, true, c.exact
+		}
+	}
+}
+
+// earlierExpiry orders offsets by when they may expire: an undated one
+// first (it may expire any moment).
+func earlierExpiry(a, b *commitExpiry) bool {
+	switch {
+	case !a.known || !b.known:
+		return !a.known && b.known
+	}
+	return a.expiry.Before(b.expiry)
+}
+
+// explainsGroup reports whether a failure explains why the group's state
+// is unknown: a failed group describe call, or a cluster-wide failure.
+func explainsGroup(f Failure) bool {
+	return clusterWide(f) || apiIn(f.API, groupAPIs)
+}
+
+func hasCommittedOffset(f *facts) bool {
+	for i := range f.topics {
+		if t := f.topics[i].obs; t != nil {
+			for _, po := range t.Partitions {
+				if po.Committed >= 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// offsetExpiry reports the group's expiry clock and its soonest expiry, and
+// warns when an Empty classic group's offsets expire sooner than the
+// window (the per-commit offsets are the clause's business). Classic groups
+// lose every offset offsets.retention.minutes after they became Empty
+// (KIP-211): measured from an exact time read from __consumer_offsets, or
+// from a lower bound (the last observation that saw the group in another
+// state).
+func offsetExpiry(f *facts) (OffsetExpiry, *Warning) {
+	e := f.expiry
+	out := OffsetExpiry{Partition: -1}
+	switch {
+	case len(e.commits) > 0:
+		out.Clock = ExpiryClockLastCommit
+	case e.kind == kindClassic:
+		out.Clock = ExpiryClockGroupEmpty
+	}
+	retention, ok := f.offsetsRetention()
+	if !ok {
+		return out, nil
+	}
+	if len(e.commits) > 0 {
+		if c := &e.commits[e.soonestCommit]; c.known {
+			out.Soonest, out.HasSoonest, out.Exact = c.expiry, true, c.exact
+			out.Topic, out.Partition = c.topic, c.partition
+		}
+	}
+	g := f.obs.Group
+	if e.kind != kindClassic || g.State != GroupStateEmpty || g.EmptySince.IsZero() {
+		return out, nil
+	}
+	at := g.EmptySince.Add(retention)
+	if !out.HasSoonest || at.Before(out.Soonest) {
+		out.Soonest, out.HasSoonest, out.Exact = at, true, g.EmptySinceExact
+		out.Topic, out.Partition = "", -1
+	}
+	left := at.Sub(f.now)
+	window := f.policy.RecoveryWindow
+	if left >= window {
+		return out, nil
+	}
+	since := "Empty since " + g.EmptySince.UTC().Format(time.RFC3339)
+	if !g.EmptySinceExact {
+		since = "Empty since " + g.EmptySince.UTC().Format(time.RFC3339) + " or earlier"
+	}
+	setting := keyOffsetsRetentionMinutes + " " + itoa(f.offsetsRetentionMinutes) + " (" + formatMinutes(f.offsetsRetentionMinutes) + ")"
+	var msg string
+	if left <= 0 {
+		msg = "group " + groupName(f) + " is " + since + ": its committed offsets are past " + setting +
+			" and go at the coordinator's next cleanup, offsets committed since included: start the consumer now " +
+			"(a member stops the clock), or auto.offset.reset decides silently where it resumes"
+	} else {
+		msg = "group " + groupName(f) + " is " + since + ": its committed offsets expire in " + FormatDuration(left) +
+			" (" + setting + "), sooner than recoveryWindow " + FormatDuration(window)
+	}
+	return out, &Warning{Type: WarningGroupOffsetsExpireIn, Message: msg, Duration: left}
 }

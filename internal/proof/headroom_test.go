@@ -128,85 +128,71 @@ func TestRecoveryHeadroom(t *testing.T) {
 	}
 }
 
+// Classic groups with a protocol type lose every offset
+// offsets.retention.minutes after they became Empty (KIP-211): the
+// groupOffsetsExpireIn warning says how long is left when that is sooner
+// than the window. It never denies on its own.
 func TestGroupOffsetsExpireIn(t *testing.T) {
 	// offsets.retention.minutes 20160 (14 days) covers the 10-day window:
 	// only the group's state and clock decide the warning.
 	const retention = 14 * day
+	classic := func(state string, emptySince time.Time, exact bool) GroupObservation {
+		return GroupObservation{State: state, Protocol: ProtocolClassic, ProtocolType: ProtocolTypeConsumer,
+			EmptySince: emptySince, EmptySinceExact: exact}
+	}
 	cases := []struct {
 		name        string
 		group       GroupObservation
-		partitions  []PartitionObservation
 		wantHas     bool
 		want        time.Duration
+		wantExact   bool
 		wantWarning string // substring; "" means no warning
 	}{
 		{
-			// Seed 003: the batch group has been Empty for 5 days; classic
-			// groups lose all offsets 14 days after becoming Empty.
+			// Seed 003: the batch group has been Empty for 5 days (a lower
+			// bound: the last observation that saw it Stable).
 			name:        "seed003 classic group Empty for 5 days: 9 days left warns",
-			group:       GroupObservation{State: GroupStateEmpty, Protocol: ProtocolClassic, EmptySince: now.Add(-5 * day)},
-			partitions:  []PartitionObservation{part(0, 0, 10, 10)},
+			group:       classic(GroupStateEmpty, now.Add(-5*day), false),
 			wantHas:     true,
 			want:        9 * day,
-			wantWarning: "group ledger-settle-consumer is Empty: its committed offsets (Empty since 2026-11-25T03:00:00Z) expire in 216h (9d)",
+			wantWarning: "group ledger-settle-consumer is Empty since 2026-11-25T03:00:00Z or earlier: its committed offsets expire in 216h (9d)",
 		},
 		{
-			name:       "classic group Empty for 1 day: 13 days left, no warning",
-			group:      GroupObservation{State: GroupStateEmpty, Protocol: ProtocolClassic, EmptySince: now.Add(-day)},
-			partitions: []PartitionObservation{part(0, 0, 10, 10)},
-			wantHas:    true,
-			want:       13 * day,
-		},
-		{
-			name:        "unknown protocol is treated as classic",
-			group:       GroupObservation{State: GroupStateEmpty, EmptySince: now.Add(-5 * day)},
-			partitions:  []PartitionObservation{{Partition: 0, LogEnd: 10, Committed: 10, LastCommit: now.Add(-13 * day)}},
+			name:        "exact Empty time read from __consumer_offsets",
+			group:       classic(GroupStateEmpty, now.Add(-5*day), true),
 			wantHas:     true,
 			want:        9 * day,
-			wantWarning: "its committed offsets (Empty since",
+			wantExact:   true,
+			wantWarning: "is Empty since 2026-11-25T03:00:00Z: its committed offsets expire in 216h (9d)",
 		},
 		{
-			name:        "classic group Empty past offsets retention: expired",
-			group:       GroupObservation{State: GroupStateEmpty, Protocol: ProtocolClassic, EmptySince: now.Add(-15 * day)},
-			partitions:  []PartitionObservation{part(0, 0, 10, 10)},
+			name:    "classic group Empty for 1 day: 13 days left, no warning",
+			group:   classic(GroupStateEmpty, now.Add(-day), false),
+			wantHas: true,
+			want:    13 * day,
+		},
+		{
+			// After an 8-day outage someone reset the offsets of the Empty
+			// group: Kafka measures them from when the group became Empty,
+			// not from the reset, and deletes them at the next cleanup.
+			name:        "seed003 classic group Empty past offsets retention: offsets reset since still go",
+			group:       classic(GroupStateEmpty, now.Add(-15*day), false),
 			wantHas:     true,
 			want:        -day,
-			wantWarning: "expired or are about to",
+			wantWarning: "go at the coordinator's next cleanup, offsets committed since included: start the consumer now",
 		},
 		{
-			name:       "classic group Empty since an unknown time: skipped",
-			group:      GroupObservation{State: GroupStateEmpty, Protocol: ProtocolClassic},
-			partitions: []PartitionObservation{part(0, 0, 10, 10)},
+			name:  "classic group Empty since an unknown time: no expiry known",
+			group: classic(GroupStateEmpty, time.Time{}, false),
 		},
 		{
-			name:       "stable group: offsets do not expire",
-			group:      GroupObservation{State: GroupStateStable, Protocol: ProtocolClassic, EmptySince: now.Add(-5 * day)},
-			partitions: []PartitionObservation{part(0, 0, 10, 10)},
-		},
-		{
-			// KIP-848: each offset expires 14 days after its own last
-			// commit; the group's EmptySince does not matter.
-			name:  "KIP-848 group: the earliest last commit decides",
-			group: GroupObservation{State: GroupStateEmpty, Protocol: ProtocolConsumer, EmptySince: now.Add(-day)},
-			partitions: []PartitionObservation{
-				{Partition: 0, LogEnd: 10, Committed: 10, LastCommit: now.Add(-2 * day)},
-				{Partition: 1, LogEnd: 10, Committed: 10, LastCommit: now.Add(-6 * day)},
-				{Partition: 2, LogEnd: 10, Committed: 10}, // last commit unknown: skipped
-				{Partition: 3, LogEnd: 10, Committed: NoOffset, LastCommit: now.Add(-20 * day)},
-			},
-			wantHas:     true,
-			want:        8 * day,
-			wantWarning: "the committed offset of outbox[1] (last committed 2026-11-24T03:00:00Z) expires in 192h (8d)",
-		},
-		{
-			name:       "KIP-848 group without any known last commit: skipped",
-			group:      GroupObservation{State: GroupStateEmpty, Protocol: ProtocolConsumer, EmptySince: now.Add(-13 * day)},
-			partitions: []PartitionObservation{part(0, 0, 10, 10)},
+			name:  "stable group: no clock runs",
+			group: classic(GroupStateStable, now.Add(-5*day), false),
 		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			o := observation(topic("outbox", c.partitions...))
+			o := observation(topic("outbox", part(0, 0, 10, 10)))
 			o.OffsetsRetentionMinutes = minutes(retention)
 			c.group.ID = "ledger-settle-consumer"
 			o.Group = c.group
@@ -214,6 +200,9 @@ func TestGroupOffsetsExpireIn(t *testing.T) {
 
 			if r.HasGroupOffsetsExpireIn != c.wantHas || r.GroupOffsetsExpireIn != c.want {
 				t.Errorf("groupOffsetsExpireIn = %v (has %v), want %v (has %v)", r.GroupOffsetsExpireIn, r.HasGroupOffsetsExpireIn, c.want, c.wantHas)
+			}
+			if e := r.OffsetExpiry; e.Clock != ExpiryClockGroupEmpty || e.HasSoonest != c.wantHas || e.Exact != c.wantExact || e.Partition != -1 {
+				t.Errorf("offset expiry = %+v, want clock GroupEmpty, soonest %v, exact %v", e, c.wantHas, c.wantExact)
 			}
 			w := findWarning(r, WarningGroupOffsetsExpireIn)
 			switch {
@@ -235,7 +224,7 @@ func TestGroupOffsetsExpireIn(t *testing.T) {
 func TestGroupOffsetsExpireInNeedsReadableOffsetsRetention(t *testing.T) {
 	o := observation(topic("outbox", part(0, 0, 10, 10)))
 	o.OffsetsRetentionMinutes = cfg("a week")
-	o.Group = GroupObservation{State: GroupStateEmpty, EmptySince: now.Add(-5 * day)}
+	o.Group = GroupObservation{State: GroupStateEmpty, Protocol: ProtocolClassic, ProtocolType: ProtocolTypeConsumer, EmptySince: now.Add(-5 * day)}
 	r := Evaluate(o, policy("outbox"), now)
 	if r.HasGroupOffsetsExpireIn || findWarning(r, WarningGroupOffsetsExpireIn) != nil {
 		t.Errorf("groupOffsetsExpireIn computed from an unreadable offsets.retention.minutes: %+v", r)

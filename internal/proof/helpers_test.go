@@ -22,14 +22,20 @@ func millis(d time.Duration) ConfigValue { return cfg(strconv.FormatInt(d.Millis
 func minutes(d time.Duration) ConfigValue { return cfg(strconv.FormatInt(int64(d/time.Minute), 10)) }
 
 // topic is a delete-policy topic with 30 days of time retention and no size
-// bound: it covers the 10-day window.
+// bound: it covers the 10-day window. It takes CreateTime timestamps at most
+// 7 days old (message.timestamp.before.max.ms), well inside retention.ms −
+// window, and keeps tombstones Kafka's default day (delete.retention.ms:
+// irrelevant until a case makes it compact).
 func topic(name string, partitions ...PartitionObservation) TopicObservation {
 	return TopicObservation{
-		Name:           name,
-		RetentionMs:    millis(30 * day),
-		RetentionBytes: cfg("-1"),
-		CleanupPolicy:  cfg("delete"),
-		Partitions:     partitions,
+		Name:                 name,
+		RetentionMs:          millis(30 * day),
+		RetentionBytes:       cfg("-1"),
+		CleanupPolicy:        cfg("delete"),
+		DeleteRetentionMs:    millis(day),
+		TimestampType:        cfg("CreateTime"),
+		TimestampBeforeMaxMs: millis(7 * day),
+		Partitions:           partitions,
 	}
 }
 
@@ -43,7 +49,7 @@ func observation(topics ...TopicObservation) Observation {
 	return Observation{
 		ObservedAt:              now,
 		OffsetsRetentionMinutes: minutes(30 * day),
-		Group:                   GroupObservation{ID: "ledger-settle-consumer", State: GroupStateStable, Protocol: ProtocolClassic},
+		Group:                   GroupObservation{ID: "ledger-settle-consumer", State: GroupStateStable, Protocol: ProtocolClassic, ProtocolType: ProtocolTypeConsumer},
 		Topics:                  topics,
 	}
 }

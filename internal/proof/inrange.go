@@ -11,7 +11,9 @@ import (
 // committed offset passes only while logStart is 0: a fresh group can
 // bootstrap from offset 0 without loss, but with logStart > 0 a missing
 // offset cannot prove nothing expired (expired group offsets look exactly
-// like that). Offsets are compared here, never through lag helpers that
+// like that). On a compacting topic log start 0 proves nothing either
+// (compaction removes records without moving it): a missing offset passes
+// only while the partition is empty. Offsets are compared here, never through lag helpers that
 // clamp a committed offset to the log start.
 //
 // It also returns the per-partition results, sorted by topic and partition.
@@ -36,6 +38,7 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 			continue
 		}
 		retention, finite := t.retention.finiteRetention()
+		compacts := t.retention.compacts
 		for j := range t.obs.Partitions {
 			po := &t.obs.Partitions[j]
 			results = append(results, PartitionResult{})
@@ -46,7 +49,7 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 				// committed offset here is not "no committed offset".
 				pr.Verdict, pr.Reason = Unknown, failureReason(fl)
 				unevaluated++
-			} else if message := judgePartition(pr); message != "" {
+			} else if message := judgePartition(pr, compacts); message != "" {
 				o.add(partitionViolation(pr, message))
 			}
 			if finite {
@@ -110,7 +113,7 @@ func setPartitionOffsets(pr *PartitionResult, topic string, po *PartitionObserva
 // judgePartition sets the partition's verdict, reason and expired records,
 // and returns the violation's message when it is not in range. Messages
 // are built in one buffer: an expired topic can have thousands of them.
-func judgePartition(pr *PartitionResult) (message string) {
+func judgePartition(pr *PartitionResult, compacts bool) (message string) {
 	var m messageBuilder
 	switch {
 	case pr.LogStart < 0 || pr.LogEnd < pr.LogStart || pr.Committed < NoOffset:
@@ -119,9 +122,14 @@ func judgePartition(pr *PartitionResult) (message string) {
 		m.text(": the observed offsets are not a Kafka log (log start ").int(pr.LogStart)
 		m.text(", log end ").int(pr.LogEnd)
 		m.text(", committed offset ").int(pr.Committed).text("): cannot evaluate")
-	case pr.Committed == NoOffset && pr.LogStart == 0:
+	case pr.Committed == NoOffset && pr.LogStart == 0 && (!compacts || pr.LogEnd == 0):
 		pr.Verdict = Proven // a fresh group bootstraps from offset 0: nothing has expired
 		return ""
+	case pr.Committed == NoOffset && pr.LogStart == 0:
+		pr.Verdict, pr.Reason = Violated, ReasonNoCommittedOffset
+		m.partition(pr.Topic, pr.Partition)
+		m.text(": no committed offset on a compacting topic holding offsets 0 to ").int(pr.LogEnd)
+		m.text(": compaction removes records without moving log start 0, so nothing proves the group read what was compacted away")
 	case pr.Committed == NoOffset:
 		pr.Verdict, pr.Reason = Violated, ReasonNoCommittedOffset
 		m.partition(pr.Topic, pr.Partition)
@@ -140,7 +148,7 @@ func judgePartition(pr *PartitionResult) (message string) {
 		m.partition(pr.Topic, pr.Partition)
 		m.text(": committed offset ").int(pr.Committed)
 		m.text(" is beyond log end ").int(pr.LogEnd)
-		m.text(": the topic was recreated or truncated, so the group's position no longer refers to these records")
+		m.text(": the log was truncated below the group's position (an unclean leader election) or an offset past the end was committed, so the group's position does not refer to records it read")
 	default:
 		pr.Verdict = Proven
 		return ""

@@ -7,11 +7,14 @@ import "time"
 // cleanup.policy contains delete, retention.ms is readable, finite (unless
 // infinite retention is allowed) and at least the window, and
 // retention.bytes is -1 (unless size-bounded retention is allowed).
-// Compact-only topics hold: compaction does not delete by time.
+// Compacting topics (compact, or compact,delete) also need
+// delete.retention.ms ≥ the window: tombstones live that long. Compact-only
+// topics delete nothing by time. A topic with an empty cleanup.policy keeps
+// every record: infinite retention, allowed only by allowInfiniteRetention.
 func retentionCoversWindow(f *facts) (Condition, []Violation) {
 	o := clauseOutcome{clause: ClauseRetentionCoversWindow}
 	window := f.policy.RecoveryWindow
-	compacted := 0
+	compacted, kept := 0, 0
 	for i := range f.topics {
 		t := &f.topics[i]
 		if t.obs == nil {
@@ -23,18 +26,37 @@ func retentionCoversWindow(f *facts) (Condition, []Violation) {
 			unreadableConfig(&o, t, keyCleanupPolicy, t.obs.CleanupPolicy, rc.cleanupProblem)
 			continue
 		}
+		if rc.keeps {
+			kept++
+			if !f.policy.AllowInfiniteRetention {
+				o.add(topicViolation("", ReasonInfiniteRetentionNotAllowed, t.name,
+					t.name+": "+keyCleanupPolicy+" is empty: records are never deleted (infinite retention), which is not allowed: "+
+						"set "+keyCleanupPolicy+" delete with a finite "+keyRetentionMs+" of at least recoveryWindow "+
+						FormatDuration(window)+", or allowInfiniteRetention"))
+			}
+			continue
+		}
+		if rc.compacts {
+			if !rc.deletes {
+				compacted++
+			}
+			if rc.deleteRetentionProblem != "" {
+				unreadableConfig(&o, t, keyDeleteRetentionMs, t.obs.DeleteRetentionMs, rc.deleteRetentionProblem)
+			} else if v, ok := checkTombstoneRetention(t.name, t.obs.DeleteRetentionMs, rc, window); !ok {
+				o.add(v)
+			}
+		}
 		if !rc.deletes {
-			compacted++
 			continue
 		}
 		if rc.msProblem != "" {
 			unreadableConfig(&o, t, keyRetentionMs, t.obs.RetentionMs, rc.msProblem)
-		} else if v, ok := checkRetentionMs(t.name, rc, window, f.policy.AllowInfiniteRetention); !ok {
+		} else if v, ok := checkRetentionMs(t.name, t.obs.RetentionMs, rc, window, f.policy.AllowInfiniteRetention); !ok {
 			o.add(v)
 		}
 		if rc.bytesProblem != "" {
 			unreadableConfig(&o, t, keyRetentionBytes, t.obs.RetentionBytes, rc.bytesProblem)
-		} else if v, ok := checkRetentionBytes(t.name, rc, window, f.policy.AllowSizeBoundedRetention); !ok {
+		} else if v, ok := checkRetentionBytes(t.name, t.obs.RetentionBytes, rc, window, f.policy.AllowSizeBoundedRetention); !ok {
 			o.add(v)
 		}
 	}
@@ -48,25 +70,60 @@ func retentionCoversWindow(f *facts) (Condition, []Violation) {
 		if compacted == len(f.topics) {
 			reason = ReasonCompactedTopic
 		}
-		msg += " (" + itoa(int64(compacted)) + " compact-only: compaction does not delete records by time)"
+		msg += " (" + itoa(int64(compacted)) + " compact-only: compaction deletes no record by time, and keeps tombstones " +
+			"at least the window)"
+	}
+	if kept > 0 {
+		msg += " (" + plural(int64(kept), "topic") + " with an empty " + keyCleanupPolicy + ": records are kept forever, allowed by allowInfiniteRetention)"
 	}
 	return o.condition(reason, msg), o.violations
 }
 
+// checkTombstoneRetention judges a compacting topic's readable
+// delete.retention.ms: the log cleaner removes a tombstone (a record with a
+// null value) once delete.retention.ms has passed since the segment holding
+// it was cleaned, so a consumer down longer than that never sees the
+// delete and keeps the key forever (Kafka's LogCleaner; see
+// docs/kafka-semantics.md).
+func checkTombstoneRetention(topic string, v ConfigValue, rc retentionConfig, window time.Duration) (Violation, bool) {
+	ms := rc.deleteRetentionMs
+	switch {
+	case ms < 0:
+		return topicViolation("", ReasonRetentionUnreadable, topic,
+			topic+": "+keyDeleteRetentionMs+" "+itoa(ms)+" is not a valid value (Kafka requires at least 0)"), false
+	case millisToDuration(ms) < window:
+		return topicViolation("", ReasonTombstoneRetentionShorterThanWindow, topic,
+			topic+": "+keyDeleteRetentionMs+" "+itoa(ms)+" ("+formatMillis(ms)+")"+sourceNote(v)+" is shorter than recoveryWindow "+
+				FormatDuration(window)+": the log cleaner drops tombstones that long after writing them, so a consumer down longer "+
+				"misses the deletes and keeps stale keys forever; set "+keyDeleteRetentionMs+" to at least "+
+				itoa(window.Milliseconds())), false
+	}
+	return Violation{}, true
+}
+
+// sourceNote glosses where an inherited config value comes from: " (broker
+// default log.retention.hours, strictest of 3 brokers)".
+func sourceNote(v ConfigValue) string {
+	if v.Source == "" {
+		return ""
+	}
+	return " (" + v.Source + ")"
+}
+
 // checkRetentionMs judges a readable retention.ms (the caller reports an
 // unreadable one).
-func checkRetentionMs(topic string, rc retentionConfig, window time.Duration, allowInfinite bool) (Violation, bool) {
+func checkRetentionMs(topic string, v ConfigValue, rc retentionConfig, window time.Duration, allowInfinite bool) (Violation, bool) {
 	switch {
 	case rc.ms < 0:
 		if allowInfinite {
 			return Violation{}, true
 		}
 		return topicViolation("", ReasonInfiniteRetentionNotAllowed, topic,
-			topic+": "+keyRetentionMs+" "+itoa(rc.ms)+" (infinite) is not allowed: set a finite "+keyRetentionMs+
+			topic+": "+keyRetentionMs+" "+itoa(rc.ms)+" (infinite)"+sourceNote(v)+" is not allowed: set a finite "+keyRetentionMs+
 				" of at least recoveryWindow "+FormatDuration(window)+", or allowInfiniteRetention"), false
 	case millisToDuration(rc.ms) < window:
 		return topicViolation("", ReasonRetentionShorterThanWindow, topic,
-			topic+": "+keyRetentionMs+" "+itoa(rc.ms)+" ("+formatMillis(rc.ms)+") is shorter than recoveryWindow "+
+			topic+": "+keyRetentionMs+" "+itoa(rc.ms)+" ("+formatMillis(rc.ms)+")"+sourceNote(v)+" is shorter than recoveryWindow "+
 				FormatDuration(window)+": records are deleted before a consumer that went down can come back for them"), false
 	}
 	return Violation{}, true
@@ -74,11 +131,11 @@ func checkRetentionMs(topic string, rc retentionConfig, window time.Duration, al
 
 // checkRetentionBytes judges a readable retention.bytes (the caller reports
 // an unreadable one).
-func checkRetentionBytes(topic string, rc retentionConfig, window time.Duration, allowSizeBounded bool) (Violation, bool) {
+func checkRetentionBytes(topic string, v ConfigValue, rc retentionConfig, window time.Duration, allowSizeBounded bool) (Violation, bool) {
 	switch {
 	case rc.bytes >= 0 && !allowSizeBounded:
 		return topicViolation("", ReasonSizeBoundedRetention, topic,
-			topic+": "+keyRetentionBytes+" "+itoa(rc.bytes)+" bounds each partition by size: a burst of writes deletes records "+
+			topic+": "+keyRetentionBytes+" "+itoa(rc.bytes)+sourceNote(v)+" bounds each partition by size: a burst of writes deletes records "+
 				"sooner than recoveryWindow "+FormatDuration(window)+" whatever retention.ms says; set "+keyRetentionBytes+
 				" -1, or allowSizeBoundedRetention"), false
 	}

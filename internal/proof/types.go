@@ -57,11 +57,31 @@ const (
 	ReasonSizeBoundedRetention        = "SizeBoundedRetention"
 	ReasonCompactedTopic              = "CompactedTopic" // holds: compact-only topic
 	ReasonRetentionCoversWindow       = "RetentionCoversWindow"
+	// ReasonTombstoneRetentionShorterThanWindow: a compacting topic's
+	// delete.retention.ms is shorter than the window: the log cleaner drops
+	// tombstones that long after they are written, so a consumer down
+	// longer never sees the deletes and keeps stale keys forever.
+	ReasonTombstoneRetentionShorterThanWindow = "TombstoneRetentionShorterThanWindow"
 
 	// GroupOffsetsRetained
 	ReasonOffsetsRetentionUnreadable        = "OffsetsRetentionUnreadable"
 	ReasonOffsetsRetentionShorterThanWindow = "OffsetsRetentionShorterThanWindow"
 	ReasonGroupOffsetsRetained              = "GroupOffsetsRetained"
+	// ReasonOffsetsExpireBeforeWindow: an offset that expires per commit
+	// (simple, KIP-848 and streams groups, unsubscribed topics) was last
+	// committed, by the exact time read from __consumer_offsets, so long
+	// ago that it expires before now + recoveryWindow.
+	ReasonOffsetsExpireBeforeWindow = "OffsetsExpireBeforeWindow"
+	// ReasonOffsetsMayExpireBeforeWindow: the same, when the commit time is
+	// only bounded from below (record timestamps, a change the observer
+	// witnessed) or unknown: the proof cannot show the offset survives the
+	// window (Unknown, fail closed).
+	ReasonOffsetsMayExpireBeforeWindow = "OffsetsMayExpireBeforeWindow"
+	// ReasonGroupTypeUnknown: the group has committed offsets but no
+	// describe call knows it (a streams group on a broker the observer
+	// could not ask, or a group deleted meanwhile): the clock its offsets
+	// expire on is unknown (Unknown, fail closed).
+	ReasonGroupTypeUnknown = "GroupTypeUnknown"
 
 	// OffsetsInRange
 	ReasonCommittedOffsetExpired      = "CommittedOffsetExpired"
@@ -81,12 +101,50 @@ const (
 const (
 	WarningRecoveryHeadroom     = "recoveryHeadroom"
 	WarningGroupOffsetsExpireIn = "groupOffsetsExpireIn"
+	// WarningRecordTimestamps: a CreateTime topic accepts record timestamps
+	// older than retention.ms − recoveryWindow, so a record stamped that
+	// old (a backfill, a mirror) is deleted sooner than the window after it
+	// was written. Configuration advice: reported in status and by check,
+	// not repeated on every admission.
+	WarningRecordTimestamps = "recordTimestamps"
+	// WarningOffsetsTopic: __consumer_offsets was to be read for exact
+	// commit times and could not be (denied, not caught up): commit times
+	// are bounded instead.
+	WarningOffsetsTopic = "offsetsTopic"
 )
+
+// ConfigWarning reports whether a warning type is configuration advice
+// (shown in status and by check, not on admission) rather than a risk at
+// the group's current position.
+func ConfigWarning(typ string) bool {
+	return typ == WarningRecordTimestamps || typ == WarningOffsetsTopic
+}
 
 // Group protocols, as Kafka names them.
 const (
 	ProtocolClassic  = "classic"
 	ProtocolConsumer = "consumer" // KIP-848
+	ProtocolStreams  = "streams"  // KIP-1071, Kafka 4.1+
+)
+
+// ProtocolTypeConsumer is the protocol type of classic groups of Kafka
+// consumers (Kafka Connect's is "connect"; a simple group, which commits
+// without joining, has none).
+const ProtocolTypeConsumer = "consumer"
+
+// Offset expiry clocks: the time from which the group coordinator counts
+// offsets.retention.minutes before it deletes a committed offset.
+const (
+	// ExpiryClockGroupEmpty: classic groups with a protocol type expire
+	// every offset offsets.retention.minutes after the group became Empty
+	// (KIP-211); nothing expires while it has members.
+	ExpiryClockGroupEmpty = "GroupEmpty"
+	// ExpiryClockLastCommit: each offset expires offsets.retention.minutes
+	// after its own last commit: simple groups in any state, KIP-848 and
+	// streams groups for topics no member subscribes to (all topics once
+	// Empty), a Stable classic consumer group's unsubscribed topics
+	// (KIP-496).
+	ExpiryClockLastCommit = "LastCommit"
 )
 
 // Group states the proof cares about (Kafka's own names).
@@ -122,6 +180,7 @@ const (
 	APIOffsetFetch           = "OffsetFetch"
 	APIDescribeGroups        = "DescribeGroups"
 	APIConsumerGroupDescribe = "ConsumerGroupDescribe"
+	APIStreamsGroupDescribe  = "StreamsGroupDescribe"
 	APIFetch                 = "Fetch"
 )
 
@@ -142,6 +201,11 @@ type ConfigValue struct {
 	// Value is the raw string; Null for a null value.
 	Value string
 	Null  bool
+	// Source says where the value comes from when it is not the topic's
+	// own override, for messages: e.g. "broker default log.retention.hours,
+	// strictest of 3 brokers". Empty for a topic override or a broker
+	// setting read as is.
+	Source string
 }
 
 // Observation is everything gathered from Kafka for one group and its topics
@@ -159,6 +223,20 @@ type Observation struct {
 
 	Group  GroupObservation
 	Topics []TopicObservation
+
+	// OffsetsTopic says whether exact commit times were asked of
+	// __consumer_offsets, and what came of it.
+	OffsetsTopic OffsetsTopicRead
+}
+
+// OffsetsTopicRead is the outcome of reading __consumer_offsets for exact
+// commit times (opt-in: the principal needs Read on that topic).
+type OffsetsTopicRead struct {
+	// Requested: the policy asked for exact commit times.
+	Requested bool
+	// Problem says why they could not be read (denied, not caught up with
+	// the log); empty when they were, or not requested.
+	Problem string
 }
 
 // GroupObservation is the consumer group's state.
@@ -167,12 +245,25 @@ type GroupObservation struct {
 	// State as Kafka reports it (Empty, Stable, PreparingRebalance, Dead, ...);
 	// empty when unknown.
 	State string
-	// Protocol is "classic" or "consumer" (KIP-848); empty when unknown.
+	// Protocol is "classic", "consumer" (KIP-848) or "streams"; empty when
+	// unknown.
 	Protocol string
-	// EmptySince is when the group was first seen Empty (classic groups'
-	// offsets expire offsets.retention.minutes after that). Zero when the
-	// group is not empty or the time is not known.
-	EmptySince time.Time
+	// ProtocolType is a classic group's protocol type: "consumer" for Kafka
+	// consumers, "connect" for Kafka Connect, empty for a simple group
+	// (one that commits offsets without joining: Flink, Spark, assign()).
+	ProtocolType string
+	// Subscribed lists the topics a Stable classic consumer group's members
+	// subscribe to, when SubscriptionKnown (decoded from their metadata):
+	// the others' offsets expire per commit (KIP-496).
+	Subscribed        []string
+	SubscriptionKnown bool
+	// EmptySince is when the group became Empty (classic groups' offsets
+	// expire offsets.retention.minutes after that): exact when
+	// EmptySinceExact (read from __consumer_offsets), else a lower bound
+	// (the last observation that saw the group in another state). Zero
+	// when the group is not Empty or the time is not known.
+	EmptySince      time.Time
+	EmptySinceExact bool
 }
 
 // TopicObservation is one topic's configuration and partitions.
@@ -181,7 +272,15 @@ type TopicObservation struct {
 	RetentionMs    ConfigValue
 	RetentionBytes ConfigValue
 	CleanupPolicy  ConfigValue
-	Partitions     []PartitionObservation
+	// DeleteRetentionMs is how long the log cleaner keeps tombstones of a
+	// compacting topic (delete.retention.ms).
+	DeleteRetentionMs ConfigValue
+	// TimestampType is message.timestamp.type (CreateTime or
+	// LogAppendTime); TimestampBeforeMaxMs is
+	// message.timestamp.before.max.ms (Kafka 3.6+; absent before: no bound).
+	TimestampType        ConfigValue
+	TimestampBeforeMaxMs ConfigValue
+	Partitions           []PartitionObservation
 }
 
 // PartitionObservation is one partition's offsets.
@@ -196,10 +295,17 @@ type PartitionObservation struct {
 	// CommittedTimestamp is the timestamp of the record at the committed
 	// offset; zero when unknown or when the consumer is caught up.
 	CommittedTimestamp time.Time
-	// LastCommit is when the offset was last committed, when the broker
-	// tells (KIP-848 groups expire each offset this long after its last
-	// commit); zero when unknown.
+	// PrecedingTimestamp is the timestamp of the last record before the
+	// committed offset (committing offset n follows the write of record
+	// n−1, so it bounds the commit time from below); zero when unknown.
+	PrecedingTimestamp time.Time
+	// LastCommit is when the offset was last committed, read from
+	// __consumer_offsets (exact); zero when not read.
 	LastCommit time.Time
+	// CommittedAfter is a time the last commit is known to follow: the
+	// last observation that saw another committed offset (a change the
+	// observer witnessed); zero when unknown.
+	CommittedAfter time.Time
 }
 
 // Condition is one clause's result, shaped like metav1.Condition without
@@ -256,8 +362,14 @@ type PartitionResult struct {
 	// retention or unknown timestamps).
 	Headroom    time.Duration
 	HasHeadroom bool
-	Verdict     Verdict
-	Reason      string // the failing reason, empty when in range
+	// OffsetExpiresAt is the earliest time the committed offset may expire,
+	// for offsets that expire per commit and whose commit is dated (exact
+	// when OffsetExpiryExact).
+	OffsetExpiresAt   time.Time
+	HasOffsetExpiry   bool
+	OffsetExpiryExact bool
+	Verdict           Verdict
+	Reason            string // the failing reason, empty when in range
 }
 
 // PartitionSummary counts partitions by outcome.
@@ -286,8 +398,31 @@ type Result struct {
 	// RecoveryHeadroom is the smallest partition headroom.
 	RecoveryHeadroom    time.Duration
 	HasRecoveryHeadroom bool
-	// GroupOffsetsExpireIn is how long until the group's offsets expire,
-	// when the group is empty.
+	// GroupOffsetsExpireIn is how long until the soonest committed offset
+	// of the group may expire, when a clock is running (see OffsetExpiry).
 	GroupOffsetsExpireIn    time.Duration
 	HasGroupOffsetsExpireIn bool
+	// OffsetExpiry says on which clock the group's offsets expire and the
+	// soonest expiry.
+	OffsetExpiry OffsetExpiry
+}
+
+// OffsetExpiry is when the broker may delete the group's committed offsets.
+type OffsetExpiry struct {
+	// Clock is ExpiryClockGroupEmpty or ExpiryClockLastCommit (when any
+	// of the group's offsets expire per commit); empty when the group's
+	// kind is unknown.
+	Clock string
+	// Soonest is the earliest time an offset of the group may expire;
+	// HasSoonest is false when no clock is running (a classic group with
+	// members) or nothing is committed.
+	Soonest    time.Time
+	HasSoonest bool
+	// Exact: Soonest comes from exact times (__consumer_offsets), not a
+	// lower bound.
+	Exact bool
+	// Topic and Partition name the offset that expires soonest; Partition
+	// is -1 when the whole group expires at once (GroupEmpty).
+	Topic     string
+	Partition int32
 }

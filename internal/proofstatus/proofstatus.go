@@ -4,7 +4,9 @@
 package proofstatus
 
 import (
+	"cmp"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,11 +22,12 @@ const MaxViolations = 20
 // From builds the ProofStatus for a result.
 func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
 	ps := &rgv1.ProofStatus{
-		Verdict:       rgv1.Verdict(res.Verdict),
-		ProofID:       res.ProofID,
-		CheckedAt:     metav1.NewTime(obs.ObservedAt.UTC().Truncate(time.Second)),
-		GroupState:    obs.Group.State,
-		GroupProtocol: obs.Group.Protocol,
+		Verdict:           rgv1.Verdict(res.Verdict),
+		ProofID:           res.ProofID,
+		CheckedAt:         metav1.NewTime(obs.ObservedAt.UTC().Truncate(time.Second)),
+		GroupState:        obs.Group.State,
+		GroupProtocol:     obs.Group.Protocol,
+		GroupProtocolType: obs.Group.ProtocolType,
 		PartitionSummary: rgv1.PartitionSummary{
 			Total:     int32(res.Summary.Total),
 			InRange:   int32(res.Summary.InRange),
@@ -48,6 +51,10 @@ func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
 		if t.CleanupPolicy.Present && !t.CleanupPolicy.Null {
 			ts.CleanupPolicy = t.CleanupPolicy.Value
 		}
+		if strings.Contains(ts.CleanupPolicy, "compact") {
+			ts.DeleteRetentionMs = configInt(t.DeleteRetentionMs)
+		}
+		ts.Source = cmp.Or(t.RetentionMs.Source, t.RetentionBytes.Source, t.CleanupPolicy.Source)
 		ps.Topics = append(ps.Topics, ts)
 	}
 	if res.HasRecoveryHeadroom {
@@ -55,6 +62,16 @@ func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
 	}
 	if res.HasGroupOffsetsExpireIn {
 		ps.GroupOffsetsExpireIn = &metav1.Duration{Duration: res.GroupOffsetsExpireIn.Round(time.Second)}
+	}
+	if e := res.OffsetExpiry; e.Clock != "" {
+		ps.OffsetExpiry = &rgv1.OffsetExpiryStatus{Clock: e.Clock, Exact: e.HasSoonest && e.Exact}
+		if e.HasSoonest {
+			t := metav1.NewTime(e.Soonest.UTC().Truncate(time.Second))
+			ps.OffsetExpiry.SoonestAt = &t
+			if e.Partition >= 0 {
+				ps.OffsetExpiry.SoonestPartition = e.Topic + "[" + strconv.Itoa(int(e.Partition)) + "]"
+			}
+		}
 	}
 	for i, v := range res.Violations {
 		if i == MaxViolations {
@@ -69,6 +86,10 @@ func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
 		ps.Violations = append(ps.Violations, vs)
 	}
 	for _, w := range res.Warnings {
+		if proof.ConfigWarning(w.Type) {
+			ps.ConfigWarnings = append(ps.ConfigWarnings, w.Message)
+			continue
+		}
 		ps.Warnings = append(ps.Warnings, w.Message)
 	}
 	return ps

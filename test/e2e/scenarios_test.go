@@ -73,7 +73,7 @@ func TestSeed003ExpiredGroupOffsetsBlockTheBatchRun(t *testing.T) {
 	must(t, kafka.CreateTopic(ctx, topic, 3, map[string]string{"retention.ms": strconv.FormatInt((30 * 24 * time.Hour).Milliseconds(), 10)}))
 	must(t, kafka.Produce(ctx, topic, 3, 100))
 	// Yesterday's run read everything and committed.
-	must(t, kafka.Commit(ctx, group, topic, map[int32]int64{0: 100, 1: 100, 2: 100}))
+	must(t, kafka.CommitAsMember(ctx, group, topic, map[int32]int64{0: 100, 1: 100, 2: 100}))
 	p := policy(t, ns, group, group, topic, "settle")
 	key := client.ObjectKeyFromObject(p)
 	deployment(t, ns, "settle", "settle", 0)

@@ -42,8 +42,13 @@ or the installer brings their own (webhook.caBundle).
 {{- if not (or .Values.certManager.enabled .Values.webhook.caBundle) -}}true{{- end -}}
 {{- end -}}
 
+{{/* The manager's image: by digest when one is given, else by tag (the chart's appVersion unless set). */}}
 {{- define "retention-guard.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
 {{- end -}}
 
 {{/* The first document of a generated manifest copied into files/generated. */}}

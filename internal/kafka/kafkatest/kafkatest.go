@@ -25,13 +25,16 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -400,6 +403,85 @@ func (c *Cluster) JoinGroup(t testing.TB, group, protocol string, topics ...stri
 		default:
 		}
 	}
+}
+
+// CommitAsMember commits offsets for group the way a consumer that joined
+// the group does (a classic group member with the "consumer" protocol
+// type, like seed 003's batch consumer), then leaves: the group is Empty
+// on return, its offsets on the Empty clock. offsets maps partition to
+// offset on topic.
+func (c *Cluster) CommitAsMember(t testing.TB, group, topic string, offsets map[int32]int64) {
+	t.Helper()
+	cx, cancel := bounded()
+	defer cancel()
+	if err := CommitAsMember(cx, c.ClientOpts(), group, topic, offsets); err != nil {
+		t.Fatalf("kafkatest: %v", err)
+	}
+	c.WaitGroupState(t, group, "Empty")
+}
+
+// CommitAsMember joins group as a classic consumer of topic with a client
+// built from opts, commits offsets (partition to offset) as its member,
+// and leaves. Shared by the in-process helpers and the end-to-end stack.
+func CommitAsMember(ctx context.Context, opts []kgo.Opt, group, topic string, offsets map[int32]int64) error {
+	assigned := make(chan struct{}, 1)
+	cl, err := kgo.NewClient(append(slices.Clone(opts),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(),
+		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+			select {
+			case assigned <- struct{}{}:
+			default:
+			}
+		}),
+	)...)
+	if err != nil {
+		return fmt.Errorf("joining group %s: %w", group, err)
+	}
+	defer cl.Close()
+	for joined := false; !joined; {
+		pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		cl.PollFetches(pctx)
+		cancel()
+		select {
+		case <-assigned:
+			joined = true
+		case <-ctx.Done():
+			return fmt.Errorf("joining group %s: not assigned partitions: %w", group, ctx.Err())
+		default:
+		}
+	}
+	return CommitSync(ctx, cl, topic, offsets)
+}
+
+// CommitSync commits offsets (partition to offset) of topic through a
+// group member's client, as the member itself does, and returns the first
+// error, partition errors included.
+func CommitSync(ctx context.Context, cl *kgo.Client, topic string, offsets map[int32]int64) error {
+	eos := make(map[int32]kgo.EpochOffset, len(offsets))
+	for p, at := range offsets {
+		eos[p] = kgo.EpochOffset{Epoch: -1, Offset: at}
+	}
+	var commitErr error
+	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{topic: eos},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err == nil {
+				for _, rt := range resp.Topics {
+					for _, rp := range rt.Partitions {
+						if err == nil {
+							err = kerr.ErrorForCode(rp.ErrorCode)
+						}
+					}
+				}
+			}
+			commitErr = err
+		})
+	if commitErr != nil {
+		return fmt.Errorf("committing %s as a group member: %w", topic, commitErr)
+	}
+	return nil
 }
 
 // GroupState reads a group's state the way an operator would: classic

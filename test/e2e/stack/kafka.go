@@ -9,13 +9,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
 )
 
 // Kafka drives the broker as a team's tools would: an admin creating
-// topics and resetting group offsets, a producer writing records.
+// topics and resetting group offsets, a producer writing records, a
+// consumer that joins its group and commits.
 type Kafka struct {
 	Client *kgo.Client
 	Admin  *kadm.Client
+	addrs  []string
 }
 
 // DialKafka connects to addrs.
@@ -25,7 +29,15 @@ func DialKafka(addrs ...string) (*Kafka, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Kafka{Client: cl, Admin: kadm.NewClient(cl)}, nil
+	return &Kafka{Client: cl, Admin: kadm.NewClient(cl), addrs: addrs}, nil
+}
+
+// CommitAsMember is a consumer's run: it joins group as a classic consumer
+// of topic, commits offsets (partition to offset) and leaves, so the group
+// is a classic consumer group, Empty until the next run (seed 003's batch
+// consumer).
+func (k *Kafka) CommitAsMember(ctx context.Context, group, topic string, offsets map[int32]int64) error {
+	return kafkatest.CommitAsMember(ctx, []kgo.Opt{kgo.SeedBrokers(k.addrs...)}, group, topic, offsets)
 }
 
 // Close closes the connection.

@@ -1,0 +1,67 @@
+package proof
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// recordTimestampWarnings warns, per topic that deletes by time, when it
+// lets in records old enough to be deleted sooner than the recovery window
+// after they are written. Kafka deletes a segment once its largest record
+// timestamp is older than retention.ms (UnifiedLog.
+// deleteRetentionMsBreachedSegments); with message.timestamp.type
+// CreateTime that timestamp is the producer's, bounded only by
+// message.timestamp.before.max.ms (Kafka 3.6+, KIP-937; unbounded by
+// default and before 3.6). A record stamped more than retention.ms −
+// recoveryWindow in the past — a backfill, a mirror, a replay — can expire
+// before a consumer down for the window comes back. Headroom is computed
+// from the real timestamps at the committed offsets; this is the advice for
+// records not yet written.
+func recordTimestampWarnings(f *facts) []Warning {
+	var out []Warning
+	window := f.policy.RecoveryWindow
+	for i := range f.topics {
+		t := &f.topics[i]
+		retention, finite := t.retention.finiteRetention()
+		if t.obs == nil || !finite || retention < window {
+			continue
+		}
+		if v := t.obs.TimestampType; v.Present && !v.Null && strings.EqualFold(strings.TrimSpace(v.Value), "LogAppendTime") {
+			continue
+		}
+		margin := retention - window
+		bound, bounded := timestampBound(t.obs.TimestampBeforeMaxMs)
+		if bounded && bound <= margin {
+			continue
+		}
+		accepts := "record timestamps of any age"
+		if bounded {
+			accepts = "record timestamps up to " + FormatDuration(bound) + " old"
+		}
+		out = append(out, Warning{
+			Type:     WarningRecordTimestamps,
+			Duration: margin,
+			Message: t.name + ": " + keyTimestampType + " CreateTime accepts " + accepts + " (" + keyTimestampBeforeMaxMs + "): " +
+				"a record stamped more than " + FormatDuration(margin) + " (retention.ms − recoveryWindow) before it is written, " +
+				"such as a backfill or a mirror, is deleted sooner than recoveryWindow after it is written; set " +
+				keyTimestampBeforeMaxMs + " to at most " + strconv.FormatInt(margin.Milliseconds(), 10) +
+				", or " + keyTimestampType + " LogAppendTime",
+		})
+	}
+	return out
+}
+
+// timestampBound reads message.timestamp.before.max.ms; absent, null,
+// unparsable or Long.MAX mean no bound (Kafka's default).
+func timestampBound(v ConfigValue) (time.Duration, bool) {
+	if !v.Present || v.Null {
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
+	if err != nil || ms < 0 || ms == math.MaxInt64 {
+		return 0, false
+	}
+	return millisToDuration(ms), true
+}
