@@ -78,10 +78,10 @@ func helm(ctx context.Context, args ...string) (string, error) {
 // chartDir is the chart, as a user installs it from a checkout.
 func chartDir() string { return filepath.Join(testenv.RepoRoot(), "charts", "retention-guard") }
 
-// helmInstall installs the chart with its defaults except the image.
+// helmInstall installs the chart with its defaults: the node holds the
+// image the chart names by default (built from this checkout).
 func helmInstall(ctx context.Context, name, ns string, extra ...string) (string, error) {
 	args := append([]string{"install", name, chartDir(), "--namespace", ns, "--create-namespace",
-		"--set", "image.repository=" + imgs.managerRepo, "--set", "image.tag=" + imgs.managerTag,
 		"--wait", "--timeout", "3m"}, extra...)
 	return helm(ctx, args...)
 }
@@ -303,7 +303,7 @@ func consumerDeployment(ns, name, group, topic, reset string, autoCommit bool, r
 func consumerContainer(group, topic, reset string, autoCommit bool) corev1.Container {
 	return corev1.Container{
 		Name:  "consumer",
-		Image: imgs.consumerRef,
+		Image: imgs.ConsumerRef,
 		Env: []corev1.EnvVar{
 			{Name: "KAFKA_BOOTSTRAP_SERVERS", Value: brk.addr},
 			{Name: "KAFKA_GROUP_ID", Value: group},

@@ -29,6 +29,7 @@ import (
 
 	"github.com/retentionguard/retention-guard/test/e2e/stack"
 	"github.com/retentionguard/retention-guard/test/node/cluster"
+	"github.com/retentionguard/retention-guard/test/node/nodeimages"
 )
 
 // EnvRun must be 1 for the tier to run (make test-node sets it).
@@ -39,7 +40,7 @@ var (
 	kafka  *stack.Kafka
 	brk    *broker
 	tools  toolset
-	imgs   imageSet
+	imgs   nodeimages.Set
 	suite  context.Context // canceled on SIGINT/SIGTERM
 	report = &measurements{}
 )
@@ -96,7 +97,7 @@ func run(m *testing.M) (code int) {
 		fmt.Fprintf(os.Stderr, "node tier: %v\n", err)
 		return 1
 	}
-	if imgs, err = buildImages(ctx, tools.dir); err != nil {
+	if imgs, err = nodeimages.Build(ctx, tools.dir, nodeimages.All); err != nil {
 		fmt.Fprintf(os.Stderr, "node tier: building images: %v\n", err)
 		return 1
 	}
@@ -115,7 +116,7 @@ func run(m *testing.M) (code int) {
 	}
 	defer kafka.Close()
 	up := time.Now()
-	if nd, err = cluster.Start(ctx, cluster.Options{Log: os.Stderr, Images: imgs.tarballs()}); err != nil {
+	if nd, err = cluster.Start(ctx, cluster.Options{Log: os.Stderr, Images: imgs.Archives()}); err != nil {
 		fmt.Fprintf(os.Stderr, "node tier: %v\n", err)
 		return 1
 	}
