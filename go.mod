@@ -2,6 +2,8 @@ module github.com/retentionguard/retention-guard
 
 go 1.26.0
 
+toolchain go1.26.8
+
 require (
 	github.com/go-logr/logr v1.4.4
 	github.com/google/go-containerregistry v0.22.1
