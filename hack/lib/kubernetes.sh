@@ -31,6 +31,9 @@ k8s_missing() {
 # finds them cached. log is the caller's logging function.
 k8s_lock() {
   mkdir -p "$k8s_out"
+  if ! command -v flock >/dev/null; then
+    return 0 # macOS has no flock(1): builds are not serialized there
+  fi
   exec 9>"$k8s_cache/k8s/$k8s_version.lock"
   if ! flock -n 9; then
     log "another build of Kubernetes $k8s_version binaries is running; waiting for it"
