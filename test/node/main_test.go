@@ -77,14 +77,18 @@ func run(m *testing.M) (code int) {
 			}
 		})
 	}
-	// Interrupted (Ctrl-C, CI cancelling): tear down before exiting, so
-	// the machine is left as it was.
-	sigs := make(chan os.Signal, 1)
+	// Interrupted (Ctrl-C, CI cancelling): every wait of the tier runs
+	// under suite, so cancelling it ends the running test (and a bring-up
+	// in progress, which then tears down what it started) quickly; the
+	// normal teardown follows. A second signal tears down at once.
+	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
-		fmt.Fprintf(os.Stderr, "node tier: %v: tearing down\n", s)
+		fmt.Fprintf(os.Stderr, "node tier: %v: stopping the tests, then tearing the node down\n", s)
 		cancel()
+		s = <-sigs
+		fmt.Fprintf(os.Stderr, "node tier: %v again: tearing down now\n", s)
 		teardown()
 		os.Exit(130)
 	}()

@@ -456,7 +456,7 @@ func (c *Cluster) ctr(ctx context.Context, args ...string) (string, error) {
 // or Never.
 func (c *Cluster) ImportImage(ctx context.Context, tarball string) error {
 	start := time.Now()
-	out, err := c.ctr(ctx, "images", "import", "--no-unpack=false", tarball)
+	out, err := c.ctr(ctx, "images", "import", tarball)
 	if err != nil {
 		return fmt.Errorf("importing %s: %w", tarball, err)
 	}
@@ -643,15 +643,4 @@ func (c *Cluster) stopContainers(ctx context.Context) error {
 		c.logf("killed %d containers the kubelet had not stopped", n)
 	}
 	return errors.Join(errs...)
-}
-
-// Pids of the running components, for tests that check what is left.
-func (c *Cluster) Pids() map[string]int {
-	m := map[string]int{}
-	for _, p := range []*process{c.etcd, c.apiserver, c.controllerManager, c.scheduler, c.containerd, c.kubelet, c.kubeProxy} {
-		if p.running() {
-			m[p.name] = p.pid()
-		}
-	}
-	return m
 }
