@@ -73,9 +73,11 @@ ifeq ($(NODE_TIER),yes)
 	$(MAKE) --no-print-directory build-node-tools
 	# -count=1: images and binaries are built outside go test's cache.
 	# -p 1: one node per machine (the packages would wait on its lock).
+	# -v: the tier prints what it measured (docs/benchmarks.md) and each
+	# scenario's story.
 	export RETENTION_GUARD_NODE_TESTS=1 RETENTION_GUARD_NODE_ASSETS=$$(hack/build-node.sh) \
 	  HELM_BIN=$(CURDIR)/bin/node/helm KAFKA_BROKER_BIN=$(CURDIR)/bin/node/kafka-broker; \
-	$(GO) test $(GOTESTFLAGS) -count=1 -p 1 -timeout 45m ./test/node/...
+	$(GO) test $(GOTESTFLAGS) -v -count=1 -p 1 -timeout 45m ./test/node/...
 else
 	@echo "test-node: NOT RUN — the real-node tier needs Linux and root (this is $$(uname -s), uid $$(id -u)): it runs a kubelet, containerd and kube-proxy on this machine. CI runs it as root; on a Linux machine run sudo make test-node."
 endif

@@ -181,6 +181,7 @@ func TestFaultLeaderPodDeleted(t *testing.T) {
 	})
 	resumed := time.Since(deleted)
 	waitManagerReady(t, 2)
+	p.waitAnswers(t, 60) // the replacement replica serves too
 	answered := p.firstOK
 	p.finish(t, "while the leader pod was deleted and replaced")
 	if !answered.IsZero() {
