@@ -171,7 +171,10 @@ func waitFor(t *testing.T, what string, timeout time.Duration, f func() error) {
 		if err == nil {
 			return
 		}
-		if time.Now().After(deadline) || suite.Err() != nil {
+		if suite.Err() != nil {
+			t.Fatalf("%s: interrupted: %v", what, err)
+		}
+		if time.Now().After(deadline) {
 			t.Fatalf("%s: not after %s: %v", what, timeout, err)
 		}
 		time.Sleep(200 * time.Millisecond)
