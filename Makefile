@@ -41,15 +41,15 @@ test: deps verify lint test-go release-rehearsal test-e2e test-node ## Run every
 ##@ Pieces of `make test`
 
 .PHONY: deps
-deps: ## Install what the tests need that Go does not bring (idempotent): kcat, shellcheck for actionlint; containerd, runc, CNI plugins, iptables, conntrack for the real node (Linux, root).
-	hack/install-deps.sh kcat shellcheck $(if $(NODE_TIER),node)
+deps: ## Install what the tests need that Go does not bring (idempotent): kcat, shellcheck for actionlint, PostgreSQL and MariaDB for business cursors, Prometheus and promtool for the alerts; containerd, runc, CNI plugins, iptables, conntrack for the real node (Linux, root).
+	hack/install-deps.sh kcat shellcheck postgresql mariadb-server prometheus $(if $(NODE_TIER),node)
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBEBUILDER_ASSETS.
 	@dir=$$(hack/build-control-plane.sh); echo "KUBEBUILDER_ASSETS=$$dir"
 
 .PHONY: test-go
-test-go: ## Go tests against the real control plane from envtest-assets (all but the end-to-end ones).
+test-go: ## Go tests against the real control plane from envtest-assets (all but the end-to-end ones; the alert tests need promtool: make deps).
 	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh); \
 	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$' -e '/test/release$$' -e '/test/node$$' -e '/test/node/teardown$$')
 
@@ -60,7 +60,7 @@ release-rehearsal: ## The release on loopback: push the image (+SBOM) and the ch
 	$(GO) test $(GOTESTFLAGS) -count=1 -v -run TestReleaseRehearsal ./test/release
 
 .PHONY: test-e2e
-test-e2e: build-e2e ## End to end: control plane, broker and manager as processes, the chart's RBAC, seeds 003 and 000, faults, the demo (needs kcat: make deps).
+test-e2e: build-e2e ## End to end: control plane, broker, manager and Prometheus as processes, the chart's RBAC and alerts, seeds 003 and 000, faults, the demo (needs kcat and prometheus: make deps).
 	# -count=1: the suites run binaries built outside go test, which Go's
 	# test cache cannot see. -p 1: each package starts a whole stack.
 	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh) \

@@ -17,8 +17,23 @@ import (
 
 // Observer is what the Coalescer needs of a *kafka.Observer.
 type Observer interface {
-	Observe(ctx context.Context, conn kafka.Connection, targets []kafka.Target) []proof.Observation
+	ObserveCluster(ctx context.Context, conn kafka.Connection, req kafka.ClusterRequest) kafka.ClusterObservation
 	Forget(conn kafka.Connection)
+}
+
+// ConnectionOwner names a ClusterKafkaConnection (Namespace empty) or a
+// KafkaConnection that watches its cluster through the Coalescer.
+type ConnectionOwner struct {
+	Kind      string
+	Namespace string
+	Name      string
+}
+
+func (o ConnectionOwner) String() string {
+	if o.Namespace == "" {
+		return o.Kind + "/" + o.Name
+	}
+	return o.Kind + "/" + o.Namespace + "/" + o.Name
 }
 
 // CoalescerOptions tune a Coalescer. Zero values take the defaults.
@@ -73,12 +88,16 @@ type Coalescer struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	closed bool
-	conns  map[string]*connState // by Connection.Key()
-	owners map[types.NamespacedName]registration
-	live   map[string]*livePass // ObserveNow single flight, by connection and target key
-	notify func(types.NamespacedName)
+	mu       sync.Mutex
+	closed   bool
+	conns    map[string]*connState // by Connection.Key()
+	owners   map[types.NamespacedName]registration
+	watchers map[ConnectionOwner]string // connection owner → connection key
+	live     map[string]*livePass       // ObserveNow single flight, by connection and target key
+	notify   func(types.NamespacedName)
+	// clusterNotify, by owner kind, is called with each connection owner
+	// whose requested cluster observation is ready.
+	clusterNotify map[string]func(ConnectionOwner)
 }
 
 type registration struct {
@@ -96,19 +115,35 @@ type connState struct {
 	running *observationPass
 	next    *observationPass // scheduled: lingering, or queued behind running
 	timer   *time.Timer      // the linger of next, when nothing runs
+
+	// watchers are the connections that watch the cluster itself, each
+	// with the discovery it wants (nil: none).
+	watchers map[ConnectionOwner]*kafka.Discovery
+	// cluster is the last pass's view of the cluster (per-target
+	// observations dropped), and when it completed.
+	cluster      kafka.ClusterObservation
+	clusterAt    time.Time
+	clusterStart time.Time
+	hasView      bool
+	// discovered: the last view holds a discovery.
+	discovered bool
 }
 
 type targetState struct {
-	target kafka.Target
-	refs   int
-	has    bool
-	obs    proof.Observation
-	at     time.Time // when the pass that produced obs completed
+	target  kafka.Target
+	refs    int
+	has     bool
+	obs     proof.Observation
+	at      time.Time // when the pass that produced obs completed
+	started time.Time // when it started
 }
 
 type observationPass struct {
-	targets map[string]kafka.Target // set at launch: every target registered then
-	waiters map[types.NamespacedName]struct{}
+	targets  map[string]kafka.Target // set at launch: every target registered then
+	waiters  map[types.NamespacedName]struct{}
+	watchers map[ConnectionOwner]struct{} // connection owners waiting for it
+	discover *kafka.Discovery             // set at launch
+	started  time.Time                    // set at launch
 }
 
 type livePass struct {
@@ -139,8 +174,119 @@ func NewCoalescer(observer Observer, opts CoalescerOptions) *Coalescer {
 		cancel:   cancel,
 		conns:    make(map[string]*connState),
 		owners:   make(map[types.NamespacedName]registration),
+		watchers: make(map[ConnectionOwner]string),
 		live:     make(map[string]*livePass),
 	}
+}
+
+// SetClusterNotify sets the function called, outside any lock, with each
+// connection owner of kind whose requested cluster observation is ready
+// (each connection kind's reconciler points it at its own work queue).
+func (c *Coalescer) SetClusterNotify(kind string, fn func(owner ConnectionOwner)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.clusterNotify == nil {
+		c.clusterNotify = make(map[string]func(ConnectionOwner))
+	}
+	c.clusterNotify[kind] = fn
+}
+
+// RequestCluster registers owner as watching conn's cluster, with
+// discovery when d is not nil, and returns the last pass's view of the
+// cluster (brokers, offsets retention, discovered groups) with its age
+// when that pass is no older than maxAge (and holds a discovery, when one
+// is asked). Otherwise it schedules a pass (joined by every policy target
+// registered on the connection) and notifies owner when it completes. It
+// never blocks on Kafka.
+func (c *Coalescer) RequestCluster(owner ConnectionOwner, conn kafka.Connection, d *kafka.Discovery, maxAge time.Duration, notBefore time.Time) (kafka.ClusterObservation, time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return kafka.ClusterObservation{}, 0, false
+	}
+	key := conn.Key()
+	if prev, ok := c.watchers[owner]; ok && prev != key {
+		c.unwatchLocked(owner)
+	}
+	cs := c.connLocked(key, conn)
+	cs.watchers[owner] = d
+	c.watchers[owner] = key
+	if cs.hasView && (d == nil || cs.discovered) && !cs.clusterStart.Before(notBefore) {
+		if age := c.opts.now().Sub(cs.clusterAt); age <= maxAge {
+			return cs.cluster, max(age, 0), true
+		}
+	}
+	if r := cs.running; r != nil && (d == nil || r.discover != nil) && !r.started.Before(notBefore) {
+		r.watchers[owner] = struct{}{}
+		return kafka.ClusterObservation{}, 0, false
+	}
+	c.scheduleLocked(cs).watchers[owner] = struct{}{}
+	return kafka.ClusterObservation{}, 0, false
+}
+
+// UnregisterCluster forgets a connection owner (deleted, or its spec no
+// longer resolves).
+func (c *Coalescer) UnregisterCluster(owner ConnectionOwner) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unwatchLocked(owner)
+}
+
+func (c *Coalescer) unwatchLocked(owner ConnectionOwner) {
+	key, ok := c.watchers[owner]
+	if !ok {
+		return
+	}
+	delete(c.watchers, owner)
+	if cs := c.conns[key]; cs != nil {
+		delete(cs.watchers, owner)
+		c.maybeRetireLocked(cs)
+	}
+}
+
+// connLocked returns the state of the connection with key, creating it.
+func (c *Coalescer) connLocked(key string, conn kafka.Connection) *connState {
+	cs := c.conns[key]
+	if cs == nil {
+		cs = &connState{
+			key:      key,
+			conn:     conn,
+			owners:   make(map[types.NamespacedName]string),
+			targets:  make(map[string]*targetState),
+			watchers: make(map[ConnectionOwner]*kafka.Discovery),
+		}
+		c.conns[key] = cs
+	}
+	return cs
+}
+
+// discovery merges what the watchers of cs want: nil when none wants
+// discovery, every group when one wants them all, else the groups any
+// one's Match accepts.
+func (cs *connState) discovery() *kafka.Discovery {
+	var matches []func(string) bool
+	wanted := false
+	for _, d := range cs.watchers {
+		if d == nil {
+			continue
+		}
+		if d.Match == nil {
+			return &kafka.Discovery{}
+		}
+		wanted = true
+		matches = append(matches, d.Match)
+	}
+	if !wanted {
+		return nil
+	}
+	return &kafka.Discovery{Match: func(g string) bool {
+		for _, m := range matches {
+			if m(g) {
+				return true
+			}
+		}
+		return false
+	}}
 }
 
 // SetNotify sets the function called, outside any lock, with each owner
@@ -189,6 +335,13 @@ func (c *Coalescer) Close() {
 // Otherwise it returns false, and owner is notified once a pass covering
 // its target completes. It never blocks on Kafka.
 func (c *Coalescer) Request(owner types.NamespacedName, conn kafka.Connection, target kafka.Target, maxAge time.Duration) (obs proof.Observation, age time.Duration, fresh bool) {
+	return c.RequestSince(owner, conn, target, maxAge, time.Time{})
+}
+
+// RequestSince is Request for an observation that also started at or
+// after notBefore: the retentionguard.io/requestedAt annotation asks for a
+// pass that began after the request, not one that was already reading.
+func (c *Coalescer) RequestSince(owner types.NamespacedName, conn kafka.Connection, target kafka.Target, maxAge time.Duration, notBefore time.Time) (obs proof.Observation, age time.Duration, fresh bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -196,12 +349,12 @@ func (c *Coalescer) Request(owner types.NamespacedName, conn kafka.Connection, t
 	}
 	cs, tk := c.registerLocked(owner, conn, target)
 	ts := cs.targets[tk]
-	if ts.has {
+	if ts.has && !ts.started.Before(notBefore) {
 		if age := c.opts.now().Sub(ts.at); age <= maxAge {
 			return ts.obs, max(age, 0), true
 		}
 	}
-	if r := cs.running; r != nil {
+	if r := cs.running; r != nil && !r.started.Before(notBefore) {
 		if _, ok := r.targets[tk]; ok {
 			r.waiters[owner] = struct{}{}
 			return proof.Observation{}, 0, false
@@ -257,8 +410,9 @@ func (c *Coalescer) ObserveNow(ctx context.Context, conn kafka.Connection, targe
 
 func (c *Coalescer) runLive(lk, key, tk string, conn kafka.Connection, target kafka.Target, lp *livePass) {
 	defer c.wg.Done()
+	started := c.opts.now()
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.PassTimeout)
-	obs := c.observer.Observe(ctx, conn, []kafka.Target{target})
+	obs := c.observer.ObserveCluster(ctx, conn, kafka.ClusterRequest{Targets: []kafka.Target{target}}).Observations
 	cancel()
 	if len(obs) == 1 {
 		lp.obs = obs[0]
@@ -269,7 +423,7 @@ func (c *Coalescer) runLive(lk, key, tk string, conn kafka.Connection, target ka
 	var owners []types.NamespacedName
 	if cs := c.conns[key]; cs != nil && len(obs) == 1 {
 		if ts := cs.targets[tk]; ts != nil {
-			ts.has, ts.obs, ts.at = true, lp.obs, c.opts.now()
+			ts.has, ts.obs, ts.at, ts.started = true, lp.obs, c.opts.now(), started
 			for o, otk := range cs.owners {
 				if otk == tk {
 					owners = append(owners, o)
@@ -295,16 +449,7 @@ func (c *Coalescer) registerLocked(owner types.NamespacedName, conn kafka.Connec
 		}
 		c.unregisterLocked(owner)
 	}
-	cs := c.conns[key]
-	if cs == nil {
-		cs = &connState{
-			key:     key,
-			conn:    conn,
-			owners:  make(map[types.NamespacedName]string),
-			targets: make(map[string]*targetState),
-		}
-		c.conns[key] = cs
-	}
+	cs := c.connLocked(key, conn)
 	ts := cs.targets[tk]
 	if ts == nil {
 		ts = &targetState{target: normalizeTarget(target)}
@@ -339,7 +484,7 @@ func (c *Coalescer) unregisterLocked(owner types.NamespacedName) {
 // and closes its pooled client (after a credential rotation, the client
 // that still holds the old credentials).
 func (c *Coalescer) maybeRetireLocked(cs *connState) {
-	if len(cs.owners) > 0 || cs.running != nil || c.conns[cs.key] != cs {
+	if len(cs.owners) > 0 || len(cs.watchers) > 0 || cs.running != nil || c.conns[cs.key] != cs {
 		return
 	}
 	if cs.timer != nil && cs.timer.Stop() {
@@ -356,7 +501,7 @@ func (c *Coalescer) scheduleLocked(cs *connState) *observationPass {
 	if cs.next != nil {
 		return cs.next
 	}
-	cs.next = &observationPass{waiters: make(map[types.NamespacedName]struct{})}
+	cs.next = &observationPass{waiters: make(map[types.NamespacedName]struct{}), watchers: make(map[ConnectionOwner]struct{})}
 	if cs.running == nil {
 		c.wg.Add(1)
 		cs.timer = time.AfterFunc(c.opts.Linger, func() {
@@ -377,10 +522,12 @@ func (c *Coalescer) launchLocked(cs *connState) {
 	}
 	p := cs.next
 	cs.next = nil
-	if c.conns[cs.key] != cs || len(cs.targets) == 0 {
+	if c.conns[cs.key] != cs || (len(cs.targets) == 0 && len(cs.watchers) == 0) {
 		c.maybeRetireLocked(cs)
 		return
 	}
+	p.discover = cs.discovery()
+	p.started = c.opts.now()
 	p.targets = make(map[string]kafka.Target, len(cs.targets))
 	keys := make([]string, 0, len(cs.targets))
 	for tk, ts := range cs.targets {
@@ -401,18 +548,21 @@ func (c *Coalescer) runPass(cs *connState, p *observationPass, keys []string, ta
 	defer c.wg.Done()
 	start := c.opts.now()
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.PassTimeout)
-	results := c.observer.Observe(ctx, cs.conn, targets)
+	co := c.observer.ObserveCluster(ctx, cs.conn, kafka.ClusterRequest{Targets: targets, Discover: p.discover})
 	cancel()
+	results := co.Observations
 
 	c.mu.Lock()
 	done := c.opts.now()
 	if len(results) == len(keys) {
 		for i, tk := range keys {
 			if ts := cs.targets[tk]; ts != nil {
-				ts.has, ts.obs, ts.at = true, results[i], done
+				ts.has, ts.obs, ts.at, ts.started = true, results[i], done, p.started
 			}
 		}
 	}
+	co.Observations = nil
+	cs.cluster, cs.clusterAt, cs.clusterStart, cs.hasView, cs.discovered = co, done, p.started, true, p.discover != nil
 	cs.running = nil
 	if cs.next != nil {
 		// Requests that came in while this pass ran: serve them now, with
@@ -421,24 +571,38 @@ func (c *Coalescer) runPass(cs *connState, p *observationPass, keys []string, ta
 	}
 	c.maybeRetireLocked(cs)
 	notify := c.notify
+	clusterNotify := make(map[string]func(ConnectionOwner), len(c.clusterNotify))
+	for k, fn := range c.clusterNotify {
+		clusterNotify[k] = fn
+	}
 	c.mu.Unlock()
 
-	c.log.V(1).Info("observed Kafka for policies", "connection", cs.conn.String(),
-		"targets", len(targets), "waiting", len(p.waiters), "took", done.Sub(start).String())
+	c.log.V(1).Info("observed Kafka", "connection", cs.conn.String(),
+		"targets", len(targets), "discovery", p.discover != nil, "discovered", len(co.Discovered),
+		"waiting", len(p.waiters)+len(p.watchers), "took", done.Sub(start).String())
 	if notify != nil {
 		for o := range p.waiters {
 			notify(o)
 		}
 	}
+	for o := range p.watchers {
+		if fn := clusterNotify[o.Kind]; fn != nil {
+			fn(o)
+		}
+	}
 }
 
 // targetKey identifies a target: its group, its sorted, deduplicated
-// topics, and whether it reads __consumer_offsets.
+// topics, whether it reads __consumer_offsets, and its business cursor
+// (the cursor's own key: database, query and group, no secrets).
 func targetKey(t kafka.Target) string {
 	n := normalizeTarget(t)
 	k := n.Group + "\x00" + strings.Join(n.Topics, "\x00")
 	if n.ReadOffsetsTopic {
 		k += "\x00\x01offsets-topic"
+	}
+	if n.Cursor != nil {
+		k += "\x00\x02cursor\x00" + n.Cursor.Key()
 	}
 	return k
 }
@@ -446,5 +610,5 @@ func targetKey(t kafka.Target) string {
 func normalizeTarget(t kafka.Target) kafka.Target {
 	topics := slices.Clone(t.Topics)
 	slices.Sort(topics)
-	return kafka.Target{Group: t.Group, Topics: slices.Compact(topics), ReadOffsetsTopic: t.ReadOffsetsTopic}
+	return kafka.Target{Group: t.Group, Topics: slices.Compact(topics), ReadOffsetsTopic: t.ReadOffsetsTopic, Cursor: t.Cursor}
 }

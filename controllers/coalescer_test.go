@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
 
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
@@ -23,10 +24,26 @@ type fakeObserver struct {
 	forgotten []string
 	gate      chan struct{}
 	started   chan struct{}
+	discovers []*kafka.Discovery
 }
 
 func newFakeObserver() *fakeObserver {
 	return &fakeObserver{started: make(chan struct{}, 100)}
+}
+
+func (f *fakeObserver) ObserveCluster(ctx context.Context, conn kafka.Connection, req kafka.ClusterRequest) kafka.ClusterObservation {
+	f.mu.Lock()
+	f.discovers = append(f.discovers, req.Discover)
+	f.mu.Unlock()
+	co := kafka.ClusterObservation{ObservedAt: time.Now(), Observations: f.Observe(ctx, conn, req.Targets), Brokers: []int32{1}}
+	if req.Discover != nil {
+		for _, g := range []string{"billing", "shipping", "audit"} {
+			if req.Discover.Match == nil || req.Discover.Match(g) {
+				co.Discovered = append(co.Discovered, kafka.DiscoveredGroup{Group: g})
+			}
+		}
+	}
+	return co
 }
 
 func (f *fakeObserver) Observe(ctx context.Context, conn kafka.Connection, targets []kafka.Target) []proof.Observation {
@@ -267,4 +284,59 @@ func TestCoalescerCloseCancelsPasses(t *testing.T) {
 	g.Expect(fresh).To(BeFalse())
 	_, err := c.ObserveNow(context.Background(), plainConn, target(1))
 	g.Expect(err).To(MatchError(ErrCoalescerClosed))
+}
+
+// A connection watching its cluster rides the policies' pass: one pass
+// carries every policy target and the discovery the connection asks for,
+// and the connection is notified and then served its view from the cache.
+// Two connections on the same cluster with different group patterns share
+// a pass whose discovery covers both.
+func TestCoalescerConnectionsShareThePoliciesPass(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeObserver()
+	c, n := newTestCoalescer(t, f, CoalescerOptions{})
+	var mu sync.Mutex
+	notified := map[ConnectionOwner]int{}
+	c.SetClusterNotify(rgv1.KindClusterKafkaConnection, func(o ConnectionOwner) {
+		mu.Lock()
+		defer mu.Unlock()
+		notified[o]++
+	})
+	prod := ConnectionOwner{Kind: rgv1.KindClusterKafkaConnection, Name: "prod"}
+	audit := ConnectionOwner{Kind: rgv1.KindClusterKafkaConnection, Name: "audit"}
+	for i := range 3 {
+		c.Request(owner(i), plainConn, target(i), time.Minute)
+	}
+	_, _, fresh := c.RequestCluster(prod, plainConn, &kafka.Discovery{Match: func(g string) bool { return g == "billing" }}, time.Minute, time.Time{})
+	g.Expect(fresh).To(BeFalse())
+	_, _, fresh = c.RequestCluster(audit, plainConn, &kafka.Discovery{Match: func(g string) bool { return g == "audit" }}, time.Minute, time.Time{})
+	g.Expect(fresh).To(BeFalse())
+	g.Eventually(func() int { mu.Lock(); defer mu.Unlock(); return notified[prod] + notified[audit] }).Should(Equal(2))
+	for i := range 3 {
+		g.Eventually(func() int { return n.of(owner(i)) }).Should(Equal(1))
+	}
+	g.Expect(f.passCount()).To(Equal(1), "one pass for three policies and two connections")
+	g.Expect(f.pass(0)).To(HaveLen(3))
+	co, _, fresh := c.RequestCluster(prod, plainConn, &kafka.Discovery{}, time.Minute, time.Time{})
+	g.Expect(fresh).To(BeTrue())
+	var groups []string
+	for _, d := range co.Discovered {
+		groups = append(groups, d.Group)
+	}
+	g.Expect(groups).To(ConsistOf("billing", "audit"), "the pass discovered what both connections match")
+	g.Expect(co.Observations).To(BeNil(), "a connection's view carries no policy observations")
+
+	// requestedAt: a view that started before the request is not fresh.
+	_, _, fresh = c.RequestCluster(prod, plainConn, nil, time.Minute, time.Now().Add(time.Second))
+	g.Expect(fresh).To(BeFalse())
+	g.Eventually(f.passCount).Should(Equal(2))
+
+	// Unregistered everywhere: the connection's client is forgotten.
+	for i := range 3 {
+		c.Unregister(owner(i))
+	}
+	c.UnregisterCluster(prod)
+	g.Expect(f.forgottenKeys()).To(BeEmpty(), "audit still watches")
+	c.UnregisterCluster(audit)
+	g.Eventually(f.forgottenKeys).Should(ContainElement(plainConn.Key()))
 }

@@ -23,9 +23,24 @@ const (
 	// (PEM) for mutual TLS; both or neither.
 	SecretKeyCert = corev1.TLSCertKey
 	SecretKeyKey  = corev1.TLSPrivateKeyKey
-	// SecretKeyUsername and SecretKeyPassword are the SASL identity.
+	// SecretKeyUsername and SecretKeyPassword are the SASL identity
+	// (PLAIN, SCRAM).
 	SecretKeyUsername = "username"
 	SecretKeyPassword = "password"
+	// SecretKeyClientID and SecretKeyClientSecret are the OAuth client of
+	// OAUTHBEARER with a token endpoint.
+	SecretKeyClientID     = "clientID"
+	SecretKeyClientSecret = "clientSecret"
+	// SecretKeyAccessKeyID, SecretKeySecretAccessKey and
+	// SecretKeySessionToken (optional) are static AWS keys for AWS_MSK_IAM.
+	SecretKeyAccessKeyID     = "accessKeyID"
+	SecretKeySecretAccessKey = "secretAccessKey"
+	SecretKeySessionToken    = "sessionToken"
+	// SecretKeyStrimziCert and SecretKeyStrimziKey are where a Strimzi
+	// KafkaUser's Secret keeps its client certificate: read when tls.crt
+	// and tls.key are absent.
+	SecretKeyStrimziCert = "user.crt"
+	SecretKeyStrimziKey  = "user.key"
 )
 
 // Reasons the reconciler sets on its own, besides the proof's (see
@@ -132,70 +147,111 @@ func (a BootstrapAllowlist) check(servers []string) *SpecProblem {
 // exist.
 var errSecretNotFound = errors.New("secret not found")
 
-// secretGetter returns the data of a Secret in the policy's namespace,
-// errSecretNotFound when there is none, or another (transient) error.
+// secretGetter returns the data of a Secret in the namespace the
+// connection's Secrets live in, errSecretNotFound when there is none, or
+// another (transient) error.
 type secretGetter func(name string) (map[string][]byte, error)
 
 // secretRefs lists the Secrets a policy references, for the field index.
 func secretRefs(p *rgv1.ConsumerRetentionPolicy) []string {
+	names := connectionSecretRefs(p.Spec.Kafka.TLS, p.Spec.Kafka.SASL)
+	if c := p.Spec.Cursor; c != nil && c.SQL.SecretRef.Name != "" && !slices.Contains(names, c.SQL.SecretRef.Name) {
+		names = append(names, c.SQL.SecretRef.Name)
+	}
+	return names
+}
+
+func connectionSecretRefs(t *rgv1.KafkaTLS, s *rgv1.KafkaSASL) []string {
 	var names []string
-	if t := p.Spec.Kafka.TLS; t != nil && t.SecretRef.Name != "" {
+	if t != nil && t.SecretRef.Name != "" {
 		names = append(names, t.SecretRef.Name)
 	}
-	if s := p.Spec.Kafka.SASL; s != nil && s.SecretRef.Name != "" && !slices.Contains(names, s.SecretRef.Name) {
+	if s != nil && s.SecretRef != nil && s.SecretRef.Name != "" && !slices.Contains(names, s.SecretRef.Name) {
 		names = append(names, s.SecretRef.Name)
 	}
 	return names
 }
 
-// resolveConnection builds the Kafka connection of a policy: the allowlist
-// first (a denied server is never contacted, and no Secret is read), then
-// the TLS and SASL Secrets. A *SpecProblem is returned for what a person
-// must fix; any other error is transient (reading a Secret failed).
+// connectionSource is a connection spec, with what it names resolved: the
+// servers (written, or read from Strimzi), TLS and SASL, where it is
+// declared (for messages), and whether it may use the manager's own
+// identity.
+type connectionSource struct {
+	// field prefixes the spec's fields in messages: "spec.kafka" for a
+	// policy, "spec" for a connection.
+	field string
+	// secretsIn says where the Secrets live, for messages: "the policy's
+	// namespace", "namespace kafka-ops".
+	secretsIn string
+	servers   []string
+	tls       *rgv1.KafkaTLS
+	sasl      *rgv1.KafkaSASL
+	// strimziCA, when set, turns TLS on and verifies the brokers with it
+	// (a Strimzi listener's certificates); a tls Secret may add a client
+	// certificate.
+	strimziCA []byte
+	// ambient allows the manager's own identity: an OAUTHBEARER token
+	// file, AWS_MSK_IAM without a Secret (ClusterKafkaConnection only).
+	ambient bool
+	// allow restricts the servers; nil allows every server.
+	allow *BootstrapAllowlist
+}
+
+// resolveConnection builds the Kafka connection of a policy written inline:
+// the allowlist first (a denied server is never contacted, and no Secret is
+// read), then the TLS and SASL Secrets. A *SpecProblem is returned for what
+// a person must fix; any other error is transient (reading a Secret
+// failed).
 func resolveConnection(p *rgv1.ConsumerRetentionPolicy, allow BootstrapAllowlist, get secretGetter) (kafka.Connection, error) {
 	spec := p.Spec.Kafka
-	if prob := allow.check(spec.BootstrapServers); prob != nil {
-		return kafka.Connection{}, prob
-	}
-	conn := kafka.Connection{BootstrapServers: slices.Clone(spec.BootstrapServers)}
+	return buildConnection(connectionSource{
+		field: "spec.kafka", secretsIn: "the policy's namespace",
+		servers: spec.BootstrapServers, tls: spec.TLS, sasl: spec.SASL, allow: &allow,
+	}, get)
+}
 
-	if spec.TLS != nil {
-		name := spec.TLS.SecretRef.Name
-		data, err := readSecret(get, name, "spec.kafka.tls.secretRef")
-		if err != nil {
-			return kafka.Connection{}, err
+// buildConnection turns a connection source into a kafka.Connection,
+// reading its Secrets through get.
+func buildConnection(src connectionSource, get secretGetter) (kafka.Connection, error) {
+	if src.allow != nil {
+		if prob := src.allow.check(src.servers); prob != nil {
+			return kafka.Connection{}, prob
 		}
-		t := &kafka.TLS{
-			CA:         data[SecretKeyCA],
-			Cert:       data[SecretKeyCert],
-			Key:        data[SecretKeyKey],
-			ServerName: spec.TLS.ServerName,
-		}
-		switch {
-		case len(t.Cert) > 0 && len(t.Key) == 0:
-			return kafka.Connection{}, missingKey(name, SecretKeyKey, "a client certificate ("+SecretKeyCert+") needs its private key")
-		case len(t.Key) > 0 && len(t.Cert) == 0:
-			return kafka.Connection{}, missingKey(name, SecretKeyCert, "a private key ("+SecretKeyKey+") needs its client certificate")
+	}
+	conn := kafka.Connection{BootstrapServers: slices.Clone(src.servers)}
+
+	if src.tls != nil || len(src.strimziCA) > 0 {
+		t := &kafka.TLS{CA: src.strimziCA}
+		if src.tls != nil {
+			name := src.tls.SecretRef.Name
+			data, err := readSecret(get, name, src.field+".tls.secretRef", src.secretsIn)
+			if err != nil {
+				return kafka.Connection{}, err
+			}
+			if len(data[SecretKeyCA]) > 0 {
+				t.CA = data[SecretKeyCA]
+			}
+			t.Cert, t.Key = data[SecretKeyCert], data[SecretKeyKey]
+			if len(t.Cert) == 0 && len(t.Key) == 0 {
+				t.Cert, t.Key = data[SecretKeyStrimziCert], data[SecretKeyStrimziKey]
+			}
+			t.ServerName = src.tls.ServerName
+			switch {
+			case len(t.Cert) > 0 && len(t.Key) == 0:
+				return kafka.Connection{}, missingKey(name, SecretKeyKey, "a client certificate ("+SecretKeyCert+") needs its private key")
+			case len(t.Key) > 0 && len(t.Cert) == 0:
+				return kafka.Connection{}, missingKey(name, SecretKeyCert, "a private key ("+SecretKeyKey+") needs its client certificate")
+			}
 		}
 		conn.TLS = t
 	}
 
-	if spec.SASL != nil {
-		name := spec.SASL.SecretRef.Name
-		data, err := readSecret(get, name, "spec.kafka.sasl.secretRef")
+	if src.sasl != nil {
+		sasl, err := buildSASL(src, get)
 		if err != nil {
 			return kafka.Connection{}, err
 		}
-		for _, key := range []string{SecretKeyUsername, SecretKeyPassword} {
-			if len(data[key]) == 0 {
-				return kafka.Connection{}, missingKey(name, key, "SASL "+string(spec.SASL.Mechanism)+" needs "+SecretKeyUsername+" and "+SecretKeyPassword)
-			}
-		}
-		conn.SASL = &kafka.SASL{
-			Mechanism: string(spec.SASL.Mechanism),
-			Username:  string(data[SecretKeyUsername]),
-			Password:  string(data[SecretKeyPassword]),
-		}
+		conn.SASL = sasl
 	}
 
 	if err := conn.Validate(); err != nil {
@@ -209,13 +265,91 @@ func resolveConnection(p *rgv1.ConsumerRetentionPolicy, allow BootstrapAllowlist
 	return conn, nil
 }
 
-func readSecret(get secretGetter, name, field string) (map[string][]byte, error) {
+// buildSASL reads the SASL identity: a Secret's keys, or (only where the
+// source allows it) the manager's own identity.
+func buildSASL(src connectionSource, get secretGetter) (*kafka.SASL, error) {
+	spec := src.sasl
+	mech := string(spec.Mechanism)
+	sasl := &kafka.SASL{Mechanism: mech}
+	field := src.field + ".sasl"
+	var (
+		data map[string][]byte
+		name string
+	)
+	if spec.SecretRef != nil {
+		name = spec.SecretRef.Name
+		var err error
+		if data, err = readSecret(get, name, field+".secretRef", src.secretsIn); err != nil {
+			return nil, err
+		}
+	}
+	need := func(why string, keys ...string) error {
+		if spec.SecretRef == nil {
+			return &SpecProblem{Reason: ReasonInvalidConnection,
+				Message: fmt.Sprintf("%s: %s needs a secretRef with %s", field, mech, strings.Join(keys, " and "))}
+		}
+		for _, key := range keys {
+			if len(data[key]) == 0 {
+				return missingKey(name, key, why)
+			}
+		}
+		return nil
+	}
+	ambient := func(what string) error {
+		if src.ambient {
+			return nil
+		}
+		return &SpecProblem{Reason: ReasonInvalidConnection,
+			Message: fmt.Sprintf("%s: %s would use the manager's own identity; only a ClusterKafkaConnection may", field, what)}
+	}
+
+	switch spec.Mechanism {
+	case rgv1.SASLOAuthBearer:
+		o := spec.OAuthBearer
+		if o == nil {
+			return nil, &SpecProblem{Reason: ReasonInvalidConnection, Message: field + ": OAUTHBEARER needs oauthBearer (a tokenEndpoint or a tokenFile)"}
+		}
+		ob := &kafka.OAuthBearer{TokenURL: o.TokenEndpoint, Scopes: slices.Clone(o.Scopes), Audience: o.Audience,
+			TokenFile: o.TokenFile, Extensions: o.Extensions}
+		if o.TokenFile != "" {
+			if err := ambient("oauthBearer.tokenFile (a file of the manager's pod)"); err != nil {
+				return nil, err
+			}
+		} else {
+			if err := need("OAUTHBEARER with a token endpoint authenticates as an OAuth client", SecretKeyClientID, SecretKeyClientSecret); err != nil {
+				return nil, err
+			}
+			ob.ClientID, ob.ClientSecret = string(data[SecretKeyClientID]), string(data[SecretKeyClientSecret])
+		}
+		sasl.OAuth = ob
+	case rgv1.SASLAWSMSKIAM:
+		if spec.SecretRef == nil {
+			if err := ambient("AWS_MSK_IAM without a secretRef (the default AWS credential chain)"); err != nil {
+				return nil, err
+			}
+			break
+		}
+		if err := need("AWS_MSK_IAM with a Secret signs with static AWS keys", SecretKeyAccessKeyID, SecretKeySecretAccessKey); err != nil {
+			return nil, err
+		}
+		sasl.AWS = &kafka.AWSCredentials{AccessKeyID: string(data[SecretKeyAccessKeyID]),
+			SecretAccessKey: string(data[SecretKeySecretAccessKey]), SessionToken: string(data[SecretKeySessionToken])}
+	default:
+		if err := need("SASL "+mech+" needs "+SecretKeyUsername+" and "+SecretKeyPassword, SecretKeyUsername, SecretKeyPassword); err != nil {
+			return nil, err
+		}
+		sasl.Username, sasl.Password = string(data[SecretKeyUsername]), string(data[SecretKeyPassword])
+	}
+	return sasl, nil
+}
+
+func readSecret(get secretGetter, name, field, where string) (map[string][]byte, error) {
 	data, err := get(name)
 	switch {
 	case errors.Is(err, errSecretNotFound):
 		return nil, &SpecProblem{
 			Reason:  ReasonSecretNotFound,
-			Message: fmt.Sprintf("Secret %q named by %s does not exist in the policy's namespace", name, field),
+			Message: fmt.Sprintf("Secret %q named by %s does not exist in %s", name, field, where),
 		}
 	case err != nil:
 		return nil, fmt.Errorf("reading Secret %q: %w", name, err)

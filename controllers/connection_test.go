@@ -39,7 +39,7 @@ func TestBootstrapAllowlist(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("kafka-[.prod:9092")))
 }
 
-func policyWith(k rgv1.KafkaConnection) *rgv1.ConsumerRetentionPolicy {
+func policyWith(k rgv1.PolicyKafka) *rgv1.ConsumerRetentionPolicy {
 	return &rgv1.ConsumerRetentionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
 		Spec:       rgv1.ConsumerRetentionPolicySpec{GroupID: "g", Topics: []string{"t"}, Kafka: k},
@@ -61,21 +61,21 @@ func TestResolveConnection(t *testing.T) {
 	allowAll := BootstrapAllowlist{}
 	onlySvc, _ := NewBootstrapAllowlist([]string{"*.kafka.svc:9093"})
 	servers := []string{"b-0.kafka.svc:9093"}
-	sasl := &rgv1.KafkaSASL{Mechanism: rgv1.SASLScramSHA512, SecretRef: rgv1.SecretReference{Name: "user"}}
+	sasl := &rgv1.KafkaSASL{Mechanism: rgv1.SASLScramSHA512, SecretRef: &rgv1.SecretReference{Name: "user"}}
 	tlsRef := &rgv1.KafkaTLS{SecretRef: rgv1.SecretReference{Name: "tls"}, ServerName: "kafka"}
 
 	cases := []struct {
 		name    string
-		kafka   rgv1.KafkaConnection
+		kafka   rgv1.PolicyKafka
 		allow   BootstrapAllowlist
 		secrets map[string]map[string][]byte
 		reason  string // the SpecProblem's reason, "" for success
-		check   func(g Gomega, c rgv1.KafkaConnection, err error)
+		check   func(g Gomega, c rgv1.PolicyKafka, err error)
 	}{
-		{name: "plaintext", kafka: rgv1.KafkaConnection{BootstrapServers: servers}, allow: allowAll},
+		{name: "plaintext", kafka: rgv1.PolicyKafka{BootstrapServers: servers}, allow: allowAll},
 		{
 			name: "SASL and mutual TLS", allow: onlySvc,
-			kafka: rgv1.KafkaConnection{BootstrapServers: servers, SASL: sasl, TLS: tlsRef},
+			kafka: rgv1.PolicyKafka{BootstrapServers: servers, SASL: sasl, TLS: tlsRef},
 			secrets: map[string]map[string][]byte{
 				"user": {"username": []byte("svc"), "password": []byte("s3cret")},
 				"tls":  {"ca.crt": ca.PEM, "tls.crt": cert, "tls.key": key},
@@ -83,34 +83,34 @@ func TestResolveConnection(t *testing.T) {
 		},
 		{
 			name: "TLS with only a CA", allow: allowAll,
-			kafka:   rgv1.KafkaConnection{BootstrapServers: servers, TLS: tlsRef},
+			kafka:   rgv1.PolicyKafka{BootstrapServers: servers, TLS: tlsRef},
 			secrets: map[string]map[string][]byte{"tls": {"ca.crt": ca.PEM}},
 		},
 		{
 			name: "server outside the allowlist: refused before any Secret is read", allow: onlySvc,
-			kafka:  rgv1.KafkaConnection{BootstrapServers: []string{"b-0.kafka.svc:9093", "evil:9092"}, SASL: sasl},
+			kafka:  rgv1.PolicyKafka{BootstrapServers: []string{"b-0.kafka.svc:9093", "evil:9092"}, SASL: sasl},
 			reason: proof.ReasonBootstrapServerNotAllowed,
 		},
 		{
 			name: "SASL Secret missing", allow: allowAll,
-			kafka:  rgv1.KafkaConnection{BootstrapServers: servers, SASL: sasl},
+			kafka:  rgv1.PolicyKafka{BootstrapServers: servers, SASL: sasl},
 			reason: ReasonSecretNotFound,
 		},
 		{
 			name: "SASL Secret without password", allow: allowAll,
-			kafka:   rgv1.KafkaConnection{BootstrapServers: servers, SASL: sasl},
+			kafka:   rgv1.PolicyKafka{BootstrapServers: servers, SASL: sasl},
 			secrets: map[string]map[string][]byte{"user": {"username": []byte("svc")}},
 			reason:  ReasonSecretKeyMissing,
 		},
 		{
 			name: "client certificate without its key", allow: allowAll,
-			kafka:   rgv1.KafkaConnection{BootstrapServers: servers, TLS: tlsRef},
+			kafka:   rgv1.PolicyKafka{BootstrapServers: servers, TLS: tlsRef},
 			secrets: map[string]map[string][]byte{"tls": {"tls.crt": cert}},
 			reason:  ReasonSecretKeyMissing,
 		},
 		{
 			name: "CA that is not PEM", allow: allowAll,
-			kafka:   rgv1.KafkaConnection{BootstrapServers: servers, TLS: tlsRef},
+			kafka:   rgv1.PolicyKafka{BootstrapServers: servers, TLS: tlsRef},
 			secrets: map[string]map[string][]byte{"tls": {"ca.crt": []byte("not a certificate")}},
 			reason:  ReasonInvalidConnection,
 		},
@@ -144,7 +144,7 @@ func TestResolveConnection(t *testing.T) {
 	t.Run("a transient read error is not a spec problem", func(t *testing.T) {
 		g := NewWithT(t)
 		boom := errors.New("etcd is having a day")
-		_, err := resolveConnection(policyWith(rgv1.KafkaConnection{BootstrapServers: servers, SASL: sasl}), allowAll,
+		_, err := resolveConnection(policyWith(rgv1.PolicyKafka{BootstrapServers: servers, SASL: sasl}), allowAll,
 			func(string) (map[string][]byte, error) { return nil, boom })
 		g.Expect(err).To(MatchError(boom))
 		var problem *SpecProblem

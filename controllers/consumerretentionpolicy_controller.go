@@ -38,9 +38,6 @@ import (
 // its log lines.
 const ControllerName = "retention-guard"
 
-// secretRefIndex indexes policies by the Secrets they reference.
-const secretRefIndex = ".spec.kafka.secretRefs"
-
 // defaultCheckInterval applies when spec.checkInterval is unset (the CRD
 // defaults it, so only objects written before the default existed lack it).
 const defaultCheckInterval = time.Minute
@@ -66,6 +63,7 @@ type ConsumerRetentionPolicyReconciler struct {
 	MaxConcurrentReconciles int
 
 	verdicts lastVerdicts
+	rechecks rechecks
 
 	// intervalOverride replaces every policy's checkInterval (tests: the
 	// CRD's minimum is 10s).
@@ -75,10 +73,12 @@ type ConsumerRetentionPolicyReconciler struct {
 }
 
 // SetupWithManager registers the reconciler: policies (spec and annotation
-// changes), the Secrets they reference (metadata only, mapped through a
-// field index), the CronJobs they select (spec changes, mapped by a
-// namespace-scoped list of the cached policies) and the Coalescer's
-// notifications.
+// changes), the Secrets they reference directly or through their
+// connection (metadata only, mapped through field indexes), the
+// connections they name, the labels of their namespaces (a
+// ClusterKafkaConnection's allowedNamespaces selector), the CronJobs they
+// select (spec changes, mapped by a namespace-scoped list of the cached
+// policies) and the Coalescer's notifications.
 func (r *ConsumerRetentionPolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -98,15 +98,8 @@ func (r *ConsumerRetentionPolicyReconciler) SetupWithManager(ctx context.Context
 	if r.MaxConcurrentReconciles <= 0 {
 		r.MaxConcurrentReconciles = 4
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &rgv1.ConsumerRetentionPolicy{}, secretRefIndex,
-		func(o client.Object) []string {
-			p, ok := o.(*rgv1.ConsumerRetentionPolicy)
-			if !ok {
-				return nil
-			}
-			return secretRefs(p)
-		}); err != nil {
-		return fmt.Errorf("indexing policies by Secret: %w", err)
+	if err := setupIndexes(ctx, mgr); err != nil {
+		return err
 	}
 
 	notifications := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
@@ -121,6 +114,12 @@ func (r *ConsumerRetentionPolicyReconciler) SetupWithManager(ctx context.Context
 		For(&rgv1.ConsumerRetentionPolicy{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.policiesForSecret)).
+		Watches(&rgv1.ClusterKafkaConnection{}, handler.EnqueueRequestsFromMapFunc(r.policiesForConnection),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&rgv1.KafkaConnection{}, handler.EnqueueRequestsFromMapFunc(r.policiesForConnection),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.policiesForNamespace),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&batchv1.CronJob{}, handler.EnqueueRequestsFromMapFunc(r.policiesForCronJob),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(notifications).
@@ -129,20 +128,89 @@ func (r *ConsumerRetentionPolicyReconciler) SetupWithManager(ctx context.Context
 }
 
 // policiesForSecret maps a Secret to the policies in its namespace that
-// reference it, so a rotated Secret takes effect at once.
+// reference it, and to the policies of the connections that reference it
+// (a KafkaConnection of its namespace, a ClusterKafkaConnection when it
+// lives in the manager's namespace), so a rotated Secret takes effect at
+// once.
 func (r *ConsumerRetentionPolicyReconciler) policiesForSecret(ctx context.Context, s client.Object) []reconcile.Request {
+	log := ctrl.LoggerFrom(ctx)
 	var list rgv1.ConsumerRetentionPolicyList
 	if err := r.Client.List(ctx, &list, client.InNamespace(s.GetNamespace()),
 		client.MatchingFields{secretRefIndex: s.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the policies that reference a Secret", "secret", s.GetName())
+		log.Error(err, "listing the policies that reference a Secret", "secret", s.GetName())
 		return nil
-	}
-	if len(list.Items) == 0 {
-		r.Resolver.drop(client.ObjectKeyFromObject(s))
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	var keys []string
+	var kcs rgv1.KafkaConnectionList
+	if err := r.Client.List(ctx, &kcs, client.InNamespace(s.GetNamespace()),
+		client.MatchingFields{connectionSecretIndex: s.GetName()}); err != nil {
+		log.Error(err, "listing the KafkaConnections that reference a Secret", "secret", s.GetName())
+	}
+	for _, kc := range kcs.Items {
+		keys = append(keys, connectionKey(rgv1.KindKafkaConnection, kc.Namespace, kc.Name))
+	}
+	if ns := r.Resolver.ManagerNamespace; ns != "" && s.GetNamespace() == ns {
+		var ckcs rgv1.ClusterKafkaConnectionList
+		if err := r.Client.List(ctx, &ckcs, client.MatchingFields{connectionSecretIndex: s.GetName()}); err != nil {
+			log.Error(err, "listing the ClusterKafkaConnections that reference a Secret", "secret", s.GetName())
+		}
+		for _, c := range ckcs.Items {
+			keys = append(keys, connectionKey(rgv1.KindClusterKafkaConnection, "", c.Name))
+		}
+	}
+	if len(reqs) == 0 && len(keys) == 0 {
+		r.Resolver.drop(client.ObjectKeyFromObject(s))
+	}
+	for _, k := range keys {
+		reqs = append(reqs, r.policiesOf(ctx, k)...)
+	}
+	return reqs
+}
+
+// policiesOf lists the policies that name the connection with key.
+func (r *ConsumerRetentionPolicyReconciler) policiesOf(ctx context.Context, key string) []reconcile.Request {
+	var list rgv1.ConsumerRetentionPolicyList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{connectionRefIndex: key}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the policies that name a connection", "connection", key)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// policiesForConnection maps a connection (created, changed, deleted) to
+// the policies that name it.
+func (r *ConsumerRetentionPolicyReconciler) policiesForConnection(ctx context.Context, o client.Object) []reconcile.Request {
+	switch o.(type) {
+	case *rgv1.ClusterKafkaConnection:
+		return r.policiesOf(ctx, connectionKey(rgv1.KindClusterKafkaConnection, "", o.GetName()))
+	case *rgv1.KafkaConnection:
+		return r.policiesOf(ctx, connectionKey(rgv1.KindKafkaConnection, o.GetNamespace(), o.GetName()))
+	}
+	return nil
+}
+
+// policiesForNamespace maps a namespace whose labels changed to its
+// policies that name a ClusterKafkaConnection (allowedNamespaces may
+// select it, or no longer).
+func (r *ConsumerRetentionPolicyReconciler) policiesForNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
+	var list rgv1.ConsumerRetentionPolicyList
+	if err := r.Client.List(ctx, &list, client.InNamespace(ns.GetName())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the policies of a namespace", "namespace", ns.GetName())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if ref := list.Items[i].Spec.Kafka.ConnectionRef; ref != nil && ref.Kind == rgv1.KindClusterKafkaConnection {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
 	}
 	return reqs
 }
@@ -244,14 +312,22 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 		if outcome.Result == nil {
 			return
 		}
-		metricsState.record(req.NamespacedName, outcome.Result)
+		ready := meta.FindStatusCondition(policy.Status.Conditions, proof.ClauseReady)
+		facts := policyFacts{GroupID: policy.Spec.GroupID, Enforcement: string(policy.Spec.Enforcement),
+			RecoveryWindow: in.Policy.RecoveryWindow}
+		if facts.Enforcement == "" {
+			facts.Enforcement = string(rgv1.EnforcementDeny) // the CRD's default
+		}
+		if ready != nil {
+			facts.ReadyReason = ready.Reason
+		}
+		metricsState.record(req.NamespacedName, facts, outcome.Result)
 		metricsState.recordSchedules(req.NamespacedName, in.CronJobs)
 		var prev rgv1.Verdict
 		if before.Status.Proof != nil {
 			prev = before.Status.Proof.Verdict
 		}
 		prev = r.verdicts.swap(req.NamespacedName, policy.UID, rgv1.Verdict(outcome.Result.Verdict), prev)
-		ready := meta.FindStatusCondition(policy.Status.Conditions, proof.ClauseReady)
 		if ready == nil {
 			return
 		}
@@ -281,14 +357,16 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 		Policy:     proofPolicy(policy),
 		Now:        r.now(),
 	}
+	pending := pendingRecheck(policy.Annotations, policy.Status.LastHandledRequestedAt)
 	conn, err := r.Resolver.Resolve(ctx, policy)
 	var problem *SpecProblem
 	switch {
 	case errors.As(err, &problem):
-		// Nothing to observe until a person fixes it; Secret and policy
-		// watches bring the policy back.
+		// Nothing to observe until a person fixes it; Secret, connection,
+		// namespace and policy watches bring the policy back.
 		r.Coalescer.Unregister(key)
 		in.Problem = problem
+		in.HandledRequestedAt = pending
 		return in, ctrl.Result{}, nil
 	case err != nil:
 		return in, ctrl.Result{}, err
@@ -296,7 +374,20 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 
 	interval := r.interval(policy)
 	target := policyTarget(policy)
-	obs, age, fresh := r.Coalescer.Request(key, conn, target, maxObservationAge(interval))
+	if in.CursorProblem, err = r.Resolver.cursorTarget(ctx, policy, &target); err != nil {
+		return in, ctrl.Result{}, err
+	}
+	var notBefore time.Time
+	if pending != "" {
+		// retentionguard.io/requestedAt: only a pass that starts now
+		// answers it, not the cached one.
+		notBefore = r.rechecks.since(policyRecheckKey(key), pending, in.Now)
+	}
+	obs, age, fresh := r.Coalescer.RequestSince(key, conn, target, maxObservationAge(interval), notBefore)
+	if fresh && pending != "" {
+		in.HandledRequestedAt = pending
+		r.rechecks.forget(policyRecheckKey(key))
+	}
 	if !fresh {
 		// The Coalescer requeues the policy as soon as the pass that serves
 		// it completes; this requeue is only a safety net.
@@ -368,6 +459,7 @@ func (r *ConsumerRetentionPolicyReconciler) patchStatus(ctx context.Context, bef
 // the Coalescer, its metric series and its last verdict.
 func (r *ConsumerRetentionPolicyReconciler) forget(key types.NamespacedName) {
 	r.Coalescer.Unregister(key)
+	r.rechecks.forget(policyRecheckKey(key))
 	metricsState.forget(key)
 	r.verdicts.forget(key)
 }

@@ -124,6 +124,9 @@ func TestHealthyGroupIsProven(t *testing.T) {
 	v, ok := metricValue("retentionguard_expired_records", with(labels, "topic", "orders"))
 	g.Expect(ok).To(BeTrue())
 	g.Expect(v).To(BeZero())
+	g.Expect(gauge(g, "retentionguard_policy_recovery_window_seconds", labels)).To(Equal((72 * time.Hour).Seconds()))
+	g.Expect(gauge(g, "retentionguard_policy_info",
+		with(with(with(labels, "consumer_group", "billing"), "enforcement", "Deny"), "reason", proof.ReasonProven))).To(Equal(1.0))
 	g.Expect(seriesOf("retentionguard_kafka_request_duration_seconds", map[string]string{"api": "ListOffsets"})).NotTo(BeEmpty())
 
 	// kstatus: a reconciled, proven policy is Current.
@@ -478,6 +481,8 @@ func TestDeletedPolicyLosesItsSeries(t *testing.T) {
 	g.Expect(seriesOf("retentionguard_policy_verdict", labels)).To(HaveLen(3))
 	g.Expect(seriesOf("retentionguard_expired_records", labels)).To(HaveLen(1))
 	g.Expect(seriesOf("retentionguard_recovery_headroom_seconds", labels)).To(HaveLen(1))
+	g.Expect(seriesOf("retentionguard_policy_recovery_window_seconds", labels)).To(HaveLen(1))
+	g.Expect(seriesOf("retentionguard_policy_info", labels)).To(HaveLen(1))
 	headroom, _ := metricValue("retentionguard_recovery_headroom_seconds", labels)
 	g.Expect(headroom).To(Equal(float64(sevenDaysMs/1000)), "caught up: the full retention.ms")
 
@@ -485,6 +490,7 @@ func TestDeletedPolicyLosesItsSeries(t *testing.T) {
 	for _, name := range []string{
 		"retentionguard_policy_verdict", "retentionguard_expired_records",
 		"retentionguard_recovery_headroom_seconds", "retentionguard_group_offsets_expiry_seconds",
+		"retentionguard_policy_recovery_window_seconds", "retentionguard_policy_info",
 	} {
 		g.Eventually(func() int { return len(seriesOf(name, labels)) }, eventually, poll).Should(BeZero(), name)
 	}

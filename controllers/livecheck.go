@@ -38,7 +38,11 @@ func (l *LiveChecker) Check(ctx context.Context, p *rgv1.ConsumerRetentionPolicy
 	case err != nil:
 		return nil, err
 	}
-	obs, err := l.Coalescer.ObserveNow(ctx, conn, policyTarget(p))
+	target := policyTarget(p)
+	if _, err := l.Resolver.cursorTarget(ctx, p, &target); err != nil {
+		return nil, err
+	}
+	obs, err := l.Coalescer.ObserveNow(ctx, conn, target)
 	if err != nil {
 		return nil, err
 	}

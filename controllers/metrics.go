@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -37,10 +38,23 @@ var (
 
 	groupOffsetsExpirySeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "retentionguard_group_offsets_expiry_seconds",
-		Help: "How long until the group's soonest committed offset may expire, on the clock Kafka uses for the group " +
-			"(classic groups: offsets.retention.minutes after becoming Empty; simple, KIP-848 and streams groups: after each offset's " +
-			"last commit). No series while no clock runs (a classic group with members) or no commit can be dated.",
+		Help: "How long until the group's soonest committed offset may expire, on the clock Kafka uses for the group, named by " +
+			"the clock label (GroupEmpty: a classic group's offsets, offsets.retention.minutes after it became Empty; " +
+			"LastCommit: simple, KIP-848 and streams groups' offsets, after each offset's last commit). " +
+			"No series while no clock runs (a classic group with members) or no commit can be dated.",
+	}, []string{"namespace", "policy", "clock"})
+
+	recoveryWindowSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "retentionguard_policy_recovery_window_seconds",
+		Help: "The policy's spec.recoveryWindow: the longest downtime its group must survive. Compare " +
+			"retentionguard_recovery_headroom_seconds and retentionguard_group_offsets_expiry_seconds with it.",
 	}, []string{"namespace", "policy"})
+
+	policyInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "retentionguard_policy_info",
+		Help: "Always 1: the policy's consumer group, enforcement (Deny, Warn, Audit) and the reason of its Ready condition, " +
+			"to join on (namespace, policy).",
+	}, []string{"namespace", "policy", "consumer_group", "enforcement", "reason"})
 
 	cronJobScheduleGapSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "retentionguard_cronjob_schedule_gap_seconds",
@@ -58,7 +72,7 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(policyVerdict, recoveryHeadroomSeconds, expiredRecords,
-		groupOffsetsExpirySeconds, cronJobScheduleGapSeconds, kafkaRequestDuration)
+		groupOffsetsExpirySeconds, recoveryWindowSeconds, policyInfo, cronJobScheduleGapSeconds, kafkaRequestDuration)
 }
 
 // ObserveKafkaRequest feeds retentionguard_kafka_request_duration_seconds.
@@ -78,10 +92,22 @@ type policyMetrics struct {
 	mu       sync.Mutex
 	topics   map[types.NamespacedName][]string
 	cronJobs map[types.NamespacedName][]string
+	// single holds the labels of the one series a policy has of the
+	// vectors whose other labels change (info, offsets expiry clock).
+	single map[singleKey]prometheus.Labels
+}
+
+type singleKey struct {
+	vec    *prometheus.GaugeVec
+	policy types.NamespacedName
 }
 
 func newPolicyMetrics() *policyMetrics {
-	return &policyMetrics{topics: make(map[types.NamespacedName][]string), cronJobs: make(map[types.NamespacedName][]string)}
+	return &policyMetrics{
+		topics:   make(map[types.NamespacedName][]string),
+		cronJobs: make(map[types.NamespacedName][]string),
+		single:   make(map[singleKey]prometheus.Labels),
+	}
 }
 
 // recordSchedules sets the gap series of the CronJobs the policy selects,
@@ -106,9 +132,23 @@ func (m *policyMetrics) recordSchedules(policy types.NamespacedName, cjs []cronJ
 	m.cronJobs[policy] = names
 }
 
-// record sets the policy's series from a proof result.
-func (m *policyMetrics) record(policy types.NamespacedName, res *proof.Result) {
+// policyFacts are what the series say about the policy itself, beside
+// its proof.
+type policyFacts struct {
+	GroupID        string
+	Enforcement    string
+	RecoveryWindow time.Duration
+	// ReadyReason is the reason of the policy's Ready condition.
+	ReadyReason string
+}
+
+// record sets the policy's series from a proof result and the policy it
+// judged.
+func (m *policyMetrics) record(policy types.NamespacedName, facts policyFacts, res *proof.Result) {
 	ns, name := policy.Namespace, policy.Name
+	m.setSingle(policyInfo, policy, prometheus.Labels{"namespace": ns, "policy": name,
+		"consumer_group": facts.GroupID, "enforcement": facts.Enforcement, "reason": facts.ReadyReason}, 1)
+	recoveryWindowSeconds.WithLabelValues(ns, name).Set(facts.RecoveryWindow.Seconds())
 	for _, v := range verdicts {
 		value := 0.0
 		if string(v) == string(res.Verdict) {
@@ -123,9 +163,14 @@ func (m *policyMetrics) record(policy types.NamespacedName, res *proof.Result) {
 		recoveryHeadroomSeconds.DeleteLabelValues(ns, name)
 	}
 	if res.HasGroupOffsetsExpireIn {
-		groupOffsetsExpirySeconds.WithLabelValues(ns, name).Set(res.GroupOffsetsExpireIn.Seconds())
+		clock := res.OffsetExpiry.Clock
+		if clock == "" {
+			clock = "Unknown"
+		}
+		m.setSingle(groupOffsetsExpirySeconds, policy,
+			prometheus.Labels{"namespace": ns, "policy": name, "clock": clock}, res.GroupOffsetsExpireIn.Seconds())
 	} else {
-		groupOffsetsExpirySeconds.DeleteLabelValues(ns, name)
+		m.dropSingle(groupOffsetsExpirySeconds, policy)
 	}
 
 	// Expired records per topic, for the topics whose partitions were
@@ -155,6 +200,31 @@ func (m *policyMetrics) record(policy types.NamespacedName, res *proof.Result) {
 	m.topics[policy] = topics
 }
 
+// setSingle sets the one series of vec the policy has (its labels
+// include the policy's): when its other label values change, the new
+// series is set before the old one goes, so a scrape never finds none.
+func (m *policyMetrics) setSingle(vec *prometheus.GaugeVec, policy types.NamespacedName, labels prometheus.Labels, v float64) {
+	vec.With(labels).Set(v)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := singleKey{vec, policy}
+	if old, ok := m.single[k]; ok && !maps.Equal(old, labels) {
+		vec.Delete(old)
+	}
+	m.single[k] = labels
+}
+
+// dropSingle removes the one series of vec the policy has.
+func (m *policyMetrics) dropSingle(vec *prometheus.GaugeVec, policy types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := singleKey{vec, policy}
+	if old, ok := m.single[k]; ok {
+		vec.Delete(old)
+		delete(m.single, k)
+	}
+}
+
 // forget removes every series of a deleted policy.
 func (m *policyMetrics) forget(policy types.NamespacedName) {
 	labels := prometheus.Labels{"namespace": policy.Namespace, "policy": policy.Name}
@@ -162,9 +232,16 @@ func (m *policyMetrics) forget(policy types.NamespacedName) {
 	recoveryHeadroomSeconds.DeletePartialMatch(labels)
 	expiredRecords.DeletePartialMatch(labels)
 	groupOffsetsExpirySeconds.DeletePartialMatch(labels)
+	recoveryWindowSeconds.DeletePartialMatch(labels)
+	policyInfo.DeletePartialMatch(labels)
 	cronJobScheduleGapSeconds.DeletePartialMatch(labels)
 	m.mu.Lock()
 	delete(m.topics, policy)
 	delete(m.cronJobs, policy)
+	for k := range m.single {
+		if k.policy == policy {
+			delete(m.single, k)
+		}
+	}
 	m.mu.Unlock()
 }

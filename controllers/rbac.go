@@ -1,5 +1,7 @@
-// Package controllers holds the reconciler that keeps every
-// ConsumerRetentionPolicy's proof current: observe Kafka, prove, patch status.
+// Package controllers holds the reconcilers that keep every
+// ConsumerRetentionPolicy's proof current (observe Kafka, prove, patch
+// status) and every ClusterKafkaConnection's and KafkaConnection's view of
+// its cluster (brokers, offsets retention, the groups no policy guards).
 package controllers
 
 // The manager's permissions, generated into config/rbac/role.yaml by
@@ -7,6 +9,10 @@ package controllers
 //
 // +kubebuilder:rbac:groups=retentionguard.io,resources=consumerretentionpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=retentionguard.io,resources=consumerretentionpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=retentionguard.io,resources=clusterkafkaconnections;kafkaconnections,verbs=get;list;watch
+// +kubebuilder:rbac:groups=retentionguard.io,resources=clusterkafkaconnections/status;kafkaconnections/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kafka.strimzi.io,resources=kafkas,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 )
 
@@ -28,11 +29,25 @@ type ConnectionResolver struct {
 	Metadata client.Reader
 	// Secrets reads Secret data, normally the manager's API reader.
 	Secrets client.Reader
-	// Allowlist restricts the bootstrap servers (empty: all allowed).
+	// Allowlist restricts the bootstrap servers of inline connections and
+	// KafkaConnections (empty: all allowed). A ClusterKafkaConnection is
+	// the platform team's own declaration and is not restricted.
 	Allowlist BootstrapAllowlist
+	// Objects reads connections and namespaces, normally the manager's
+	// cached client (Metadata when nil).
+	Objects client.Reader
+	// ManagerNamespace holds the Secrets of ClusterKafkaConnections, and
+	// is the namespace allowedNamespaces.from Same allows.
+	ManagerNamespace string
+	// Cursors reads business cursors (spec.cursor); CursorHosts restricts
+	// the database hosts their connection strings may name (empty: all
+	// allowed).
+	Cursors     *cursor.Reader
+	CursorHosts BootstrapAllowlist
 
-	mu    sync.Mutex
-	cache map[types.NamespacedName]cachedSecret
+	mu      sync.Mutex
+	cache   map[types.NamespacedName]cachedSecret
+	strimzi *strimziReader
 }
 
 type cachedSecret struct {
@@ -40,11 +55,37 @@ type cachedSecret struct {
 	data            map[string][]byte
 }
 
-// Resolve returns the policy's connection. A *SpecProblem error is a
-// problem a person must fix (server not allowed, Secret or key missing,
+// Resolve returns the policy's connection: the one its connectionRef names
+// (when the policy's namespace may use it), or the one written inline. A
+// *SpecProblem error is a problem a person must fix (connection missing,
+// namespace not allowed, server not allowed, Secret or key missing,
 // unusable PEM); any other error is transient.
 func (r *ConnectionResolver) Resolve(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (kafka.Connection, error) {
-	return resolveConnection(p, r.Allowlist, func(name string) (map[string][]byte, error) {
+	if ref := p.Spec.Kafka.ConnectionRef; ref != nil {
+		return r.resolveRef(ctx, p.Namespace, *ref)
+	}
+	return resolveConnection(p, r.Allowlist, r.secretsIn(ctx, p.Namespace))
+}
+
+func (r *ConnectionResolver) secretsIn(ctx context.Context, namespace string) secretGetter {
+	return func(name string) (map[string][]byte, error) {
+		return r.secretData(ctx, types.NamespacedName{Namespace: namespace, Name: name})
+	}
+}
+
+func (r *ConnectionResolver) objects() client.Reader {
+	if r.Objects != nil {
+		return r.Objects
+	}
+	return r.Metadata
+}
+
+// ResolveCursor returns the policy's business cursor reader (nil without
+// spec.cursor). A *SpecProblem error is a problem a person must fix
+// (Secret or key missing, connection string unparsable, host not
+// allowed); any other error is transient.
+func (r *ConnectionResolver) ResolveCursor(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (kafka.CursorReader, error) {
+	return resolveCursor(p, r.Cursors, r.CursorHosts, func(name string) (map[string][]byte, error) {
 		return r.secretData(ctx, types.NamespacedName{Namespace: p.Namespace, Name: name})
 	})
 }

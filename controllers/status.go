@@ -44,6 +44,14 @@ type statusInput struct {
 	// CronJobs are the CronJobs the policy selects, with their schedules'
 	// longest gaps (gathered with an observation).
 	CronJobs []cronJobSchedule
+	// CursorProblem is a spec problem of spec.cursor (Secret or key
+	// missing, host not allowed): Kafka is observed all the same and the
+	// proof says CursorUnreadable, and the policy is Stalled while it
+	// lasts.
+	CursorProblem *SpecProblem
+	// HandledRequestedAt is the retentionguard.io/requestedAt value this
+	// reconcile answers (with a fresh observation or a spec problem).
+	HandledRequestedAt string
 }
 
 // statusOutcome is the computed status and the proof result behind it (nil
@@ -102,17 +110,32 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
 		st.ObservedGeneration = in.Generation
 		st.Proof = keepCheckedAt(cur.Proof, proofStatus(obs, res))
+		if in.HandledRequestedAt != "" {
+			st.LastHandledRequestedAt = in.HandledRequestedAt
+		}
 		return statusOutcome{Status: st, Result: &res}
 
 	case in.Observation != nil:
 		res := proof.Evaluate(*in.Observation, in.Policy, in.Observation.ObservedAt)
 		setClauseConditions(&st.Conditions, res.Conditions, in.Generation, now)
 		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
-		meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
+		if in.Policy.Cursor == nil {
+			meta.RemoveStatusCondition(&st.Conditions, proof.ClauseCursorInRange)
+		}
+		if p := in.CursorProblem; p != nil {
+			setCondition(&st.Conditions, metav1.Condition{
+				Type: ConditionStalled, Status: metav1.ConditionTrue, Reason: p.Reason, Message: p.Message,
+			}, in.Generation, now)
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
+		}
 		st.ObservedGeneration = in.Generation
 		st.Proof = proofStatus(*in.Observation, res)
 		for _, w := range cronJobWarnings(in.CronJobs, in.Policy.RecoveryWindow, st.Proof.OffsetsRetentionMinutes) {
 			st.Proof.Warnings = append(st.Proof.Warnings, truncate(w, maxWarningLength))
+		}
+		if in.HandledRequestedAt != "" {
+			st.LastHandledRequestedAt = in.HandledRequestedAt
 		}
 		return statusOutcome{Status: st, Result: &res}
 	}
@@ -204,14 +227,15 @@ func truncate(s string, n int) string {
 	return s[:cut] + "..."
 }
 
-// policyTarget is what the observer reads for a policy.
+// policyTarget is what the observer reads for a policy (its business
+// cursor, when it has one, is resolved by the caller: cursorTarget).
 func policyTarget(p *rgv1.ConsumerRetentionPolicy) kafka.Target {
 	return kafka.Target{Group: p.Spec.GroupID, Topics: p.Spec.Topics, ReadOffsetsTopic: p.Spec.Kafka.ReadOffsetsTopic}
 }
 
 // proofPolicy is the spec as internal/proof sees it.
 func proofPolicy(p *rgv1.ConsumerRetentionPolicy) proof.Policy {
-	return proof.Policy{
+	pol := proof.Policy{
 		UID:                       string(p.UID),
 		GroupID:                   p.Spec.GroupID,
 		Topics:                    slices.Clone(p.Spec.Topics),
@@ -219,4 +243,11 @@ func proofPolicy(p *rgv1.ConsumerRetentionPolicy) proof.Policy {
 		AllowInfiniteRetention:    p.Spec.AllowInfiniteRetention,
 		AllowSizeBoundedRetention: p.Spec.AllowSizeBoundedRetention,
 	}
+	if c := p.Spec.Cursor; c != nil {
+		pol.Cursor = &proof.CursorPolicy{ResumeFrom: string(c.ResumeFrom)}
+		if pol.Cursor.ResumeFrom == "" {
+			pol.Cursor.ResumeFrom = proof.ResumeFromGroupOffsets
+		}
+	}
+	return pol
 }

@@ -346,3 +346,36 @@ func TestTruncateKeepsUTF8(t *testing.T) {
 	g.Expect([]rune(strings.TrimSuffix(out, "..."))).To(HaveEach('é'), fmt.Sprintf("%q", out))
 	g.Expect(truncate("short", 10)).To(Equal("short"))
 }
+
+// A cursor spec problem (Secret missing, host not allowed) stalls the
+// policy while the proof of the Kafka facts stands, with the cursor
+// CursorUnreadable; dropping spec.cursor removes CursorInRange and the
+// stall.
+func TestComputeStatusCursor(t *testing.T) {
+	g := NewWithT(t)
+	pol := testPolicy()
+	pol.Cursor = &proof.CursorPolicy{ResumeFrom: proof.ResumeFromCursor}
+	obs := healthyObs()
+	obs.Cursor = proof.CursorObservation{Problem: `Secret "settle-db" named by spec.cursor.sql.secretRef does not exist in the policy's namespace`}
+	problem := &SpecProblem{Reason: ReasonSecretNotFound, Message: obs.Cursor.Problem}
+	out := computeStatus(rgv1.ConsumerRetentionPolicyStatus{}, statusInput{Generation: 2, Policy: pol, Now: statusNow, Observation: &obs, CursorProblem: problem})
+	st := out.Status
+	g.Expect(st.ObservedGeneration).To(Equal(int64(2)))
+	g.Expect(st.Proof.Verdict).To(Equal(rgv1.VerdictUnknown))
+	g.Expect(condition(st, proof.ClauseKafkaReachable).Status).To(Equal(metav1.ConditionTrue))
+	cur := condition(st, proof.ClauseCursorInRange)
+	g.Expect(cur).NotTo(BeNil())
+	g.Expect(cur.Reason).To(Equal(proof.ReasonCursorUnreadable))
+	g.Expect(cur.Message).To(ContainSubstring(`Secret "settle-db"`))
+	stalled := condition(st, ConditionStalled)
+	g.Expect(stalled).NotTo(BeNil())
+	g.Expect(stalled.Reason).To(Equal(ReasonSecretNotFound))
+	g.Expect(st.Proof.Cursor).To(Equal(&rgv1.CursorStatus{ResumeFrom: rgv1.ResumeFromCursor}))
+
+	// spec.cursor removed: the clause and the stall go.
+	out = computeStatus(st, statusInput{Generation: 3, Policy: testPolicy(), Now: statusNow, Observation: ptrTo(healthyObs())})
+	g.Expect(condition(out.Status, proof.ClauseCursorInRange)).To(BeNil())
+	g.Expect(condition(out.Status, ConditionStalled)).To(BeNil())
+	g.Expect(out.Status.Proof.Cursor).To(BeNil())
+	g.Expect(out.Status.Proof.Verdict).To(Equal(rgv1.VerdictProven))
+}

@@ -30,6 +30,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/testenv"
@@ -44,7 +45,9 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Main(m, &env))
+	code := testenv.Main(m, &env)
+	pg.Stop() // started by the business cursor tests, on first use
+	os.Exit(code)
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -116,17 +119,23 @@ type countingObserver struct {
 	targets atomic.Int64
 }
 
-func (o *countingObserver) Observe(ctx context.Context, conn kafka.Connection, targets []kafka.Target) []proof.Observation {
+func (o *countingObserver) ObserveCluster(ctx context.Context, conn kafka.Connection, req kafka.ClusterRequest) kafka.ClusterObservation {
 	o.passes.Add(1)
-	o.targets.Add(int64(len(targets)))
-	return o.Observer.Observe(ctx, conn, targets)
+	o.targets.Add(int64(len(req.Targets)))
+	return o.Observer.ObserveCluster(ctx, conn, req)
 }
 
 type harnessOptions struct {
-	namespace string   // default: a new one
-	allow     []string // --allowed-bootstrap-servers
-	interval  time.Duration
-	logLevel  int // zap verbosity: 0 info, 5 everything (franz-go debug included)
+	namespace string // default: a new one
+	// managerNamespace holds ClusterKafkaConnections' Secrets; extra are
+	// more namespaces the manager watches. With either, the connection
+	// reconcilers run too.
+	managerNamespace string
+	extra            []string
+	allow            []string // --allowed-bootstrap-servers
+	cursorHosts      []string // --allowed-cursor-hosts
+	interval         time.Duration
+	logLevel         int // zap verbosity: 0 info, 5 everything (franz-go debug included)
 }
 
 // harness is a running manager with the reconciler, watching one
@@ -157,6 +166,12 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 		kafka.WithRequestHook(h.requests.hook),
 		kafka.WithTimeouts(time.Second, 2*time.Second, 2*time.Second),
 	)}
+	namespaces := map[string]cache.Config{h.ns: {}}
+	for _, ns := range append([]string{o.managerNamespace}, o.extra...) {
+		if ns != "" {
+			namespaces[ns] = cache.Config{}
+		}
+	}
 	h.coalescer = NewCoalescer(h.observer, CoalescerOptions{
 		PassTimeout: 6 * time.Second,
 		Linger:      50 * time.Millisecond,
@@ -164,26 +179,39 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 	})
 	allow, err := NewBootstrapAllowlist(o.allow)
 	g.Expect(err).NotTo(HaveOccurred())
+	cursorHosts, err := NewBootstrapAllowlist(o.cursorHosts)
+	g.Expect(err).NotTo(HaveOccurred())
+	cursors := cursor.NewReader(cursor.WithStatementTimeout(2*time.Second), cursor.WithConnectTimeout(2*time.Second),
+		cursor.WithLogger(logger.WithName("cursor")))
 
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Logger:                 logger,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
+		Cache:                  cache.Options{DefaultNamespaces: namespaces},
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(mgr.Add(h.coalescer)).To(Succeed())
+	resolver := &ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow,
+		ManagerNamespace: o.managerNamespace, Cursors: cursors, CursorHosts: cursorHosts}
 	r := &ConsumerRetentionPolicyReconciler{
 		Client:           mgr.GetClient(),
-		Resolver:         &ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow},
+		Resolver:         resolver,
 		Coalescer:        h.coalescer,
 		Recorder:         mgr.GetEventRecorder(ControllerName),
 		intervalOverride: o.interval,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.Expect(r.SetupWithManager(ctx, mgr)).To(Succeed())
+	if o.managerNamespace != "" || len(o.extra) > 0 {
+		for _, kind := range []string{rgv1.KindClusterKafkaConnection, rgv1.KindKafkaConnection} {
+			cr := &KafkaConnectionReconciler{Resolver: resolver, Coalescer: h.coalescer,
+				Recorder: mgr.GetEventRecorder(ControllerName), Kind: kind, intervalOverride: o.interval}
+			g.Expect(cr.SetupWithManager(mgr)).To(Succeed())
+		}
+	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 
@@ -200,6 +228,7 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 				t.Errorf("the manager did not stop within a minute")
 			}
 			h.observer.Close()
+			cursors.Close()
 		})
 	}
 	t.Cleanup(h.stop)
@@ -215,6 +244,8 @@ type policyOptions struct {
 	interval time.Duration
 	// readOffsetsTopic: exact commit times from __consumer_offsets.
 	readOffsetsTopic bool
+	// cursor: a business cursor (spec.cursor).
+	cursor *rgv1.CursorSpec
 }
 
 func createPolicy(t *testing.T, ns, name, group string, topics []string, o policyOptions) *rgv1.ConsumerRetentionPolicy {
@@ -233,15 +264,16 @@ func createPolicy(t *testing.T, ns, name, group string, topics []string, o polic
 			RecoveryWindow: metav1.Duration{Duration: o.window},
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			CheckInterval:  &metav1.Duration{Duration: o.interval},
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: o.servers, ReadOffsetsTopic: o.readOffsetsTopic},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: o.servers, ReadOffsetsTopic: o.readOffsetsTopic},
 		},
 	}
 	if o.sasl != "" {
-		p.Spec.Kafka.SASL = &rgv1.KafkaSASL{Mechanism: rgv1.SASLScramSHA512, SecretRef: rgv1.SecretReference{Name: o.sasl}}
+		p.Spec.Kafka.SASL = &rgv1.KafkaSASL{Mechanism: rgv1.SASLScramSHA512, SecretRef: &rgv1.SecretReference{Name: o.sasl}}
 	}
 	if o.tls != "" {
 		p.Spec.Kafka.TLS = &rgv1.KafkaTLS{SecretRef: rgv1.SecretReference{Name: o.tls}}
 	}
+	p.Spec.Cursor = o.cursor
 	if err := env.Client.Create(testCtx(t), p); err != nil {
 		t.Fatalf("creating policy %s: %v", name, err)
 	}

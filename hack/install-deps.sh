@@ -16,11 +16,18 @@ if [ "$(printf '%s\n%s\n' "$need_go" "$have_go" | sort -V | head -1)" != "$need_
   log "Go $have_go is too old: retention-guard needs Go $need_go or newer"; exit 1
 fi
 
-# Debian packages the tests use, named on the command line (kcat:
-# librdkafka's command-line client, a real consumer that shows
-# auto.offset.reset skipping expired records). "node" stands for what the
-# real-node tier (test/node) runs besides the binaries hack/build-node.sh
-# builds: containerd, runc, the CNI plugins, iptables and conntrack.
+# Debian packages the tests use, named by the caller (make deps): kcat
+# (librdkafka's command-line client, a real consumer that shows
+# auto.offset.reset skipping expired records), shellcheck (actionlint checks
+# workflow scripts with it), postgresql and mariadb-server (real databases
+# holding business cursors), prometheus (the server the end-to-end suite
+# scrapes the manager and the API server with, and promtool, which checks
+# and unit-tests the chart's alerts). The tests start their own servers in
+# temporary directories, so the packages' services are kept from starting
+# at install. "node" stands for what the real-node tier (test/node) runs
+# besides the binaries hack/build-node.sh builds: containerd, runc, the CNI
+# plugins, iptables and conntrack (no service of theirs is started either:
+# the tier starts containerd itself, in its run folder).
 apt_pkgs=()
 for spec in "$@"; do
   case "$spec" in
@@ -36,6 +43,27 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   log "installing Debian packages: ${missing[*]}"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # No service starts at install (policy-rc.d exit 101): the tests run
+  # their own database servers, and a machine without an init system has
+  # none to start them anyway.
+  policy=/usr/sbin/policy-rc.d
+  added_policy=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+    $sudo chmod +x "$policy"
+    added_policy=1
+  fi
+  status=0
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || status=$?
+  if [ -n "$added_policy" ]; then $sudo rm -f "$policy"; fi
+  if [ $status -ne 0 ]; then log "apt-get install failed ($status)"; exit $status; fi
 fi
+# Debian's PostgreSQL server binaries live under /usr/lib/postgresql/<v>/bin,
+# not on PATH (a postgres on PATH may be another program).
+for p in "${apt_pkgs[@]}"; do
+  case "$p" in
+    postgresql) ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { log "postgresql installed but no initdb under /usr/lib/postgresql/*/bin"; exit 1; } ;;
+    mariadb-server) [ -x /usr/sbin/mariadbd ] || { log "mariadb-server installed but no /usr/sbin/mariadbd"; exit 1; } ;;
+  esac
+done
 log "ok (go $have_go${apt_pkgs:+, ${apt_pkgs[*]}})"

@@ -32,7 +32,7 @@ func settlePolicy(mut ...func(*rgv1.ConsumerRetentionPolicy)) *rgv1.ConsumerRete
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": "settle"}},
 			Enforcement:    rgv1.EnforcementDeny,
 			CheckInterval:  &metav1.Duration{Duration: time.Minute},
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: []string{"kafka-0.kafka.kafka.svc:9093"}},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: []string{"kafka-0.kafka.kafka.svc:9093"}},
 		},
 	}
 	for _, m := range mut {

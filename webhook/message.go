@@ -274,10 +274,11 @@ func denialParts(r *policyResult, now time.Time) policyParts {
 // retention), then the rest.
 func findingRank(reason string) int {
 	switch reason {
-	case proof.ReasonCommittedOffsetExpired, proof.ReasonNoCommittedOffset, proof.ReasonCommittedOffsetBeyondLogEnd:
+	case proof.ReasonCommittedOffsetExpired, proof.ReasonNoCommittedOffset, proof.ReasonCommittedOffsetBeyondLogEnd,
+		proof.ReasonCursorExpired, proof.ReasonNoCursor, proof.ReasonCursorBeyondLogEnd, proof.ReasonGroupAheadOfCursor:
 		return 0
 	case proof.ReasonBrokerUnreachable, proof.ReasonAuthenticationFailed, proof.ReasonAuthorizationFailed,
-		proof.ReasonTopicNotFound, proof.ReasonBootstrapServerNotAllowed,
+		proof.ReasonTopicNotFound, proof.ReasonBootstrapServerNotAllowed, proof.ReasonCursorUnreadable,
 		ReasonProofMissing, ReasonProofStale, ReasonLiveCheckFailed:
 		return 1
 	case proof.ReasonGroupTypeUnknown:
@@ -291,10 +292,17 @@ func findingRank(reason string) int {
 }
 
 // orderedFindings are the policy's findings, Kafka and consumer, ordered
-// by findingRank, stable within a rank.
+// by findingRank, data loss by proof.LossRank (the business cursor's
+// facts first: it is the authority on what was processed), stable within
+// a rank.
 func orderedFindings(r *policyResult) []finding {
 	fs := append(append(make([]finding, 0, len(r.Kafka)+len(r.Consumer)), r.Kafka...), r.Consumer...)
-	slices.SortStableFunc(fs, func(a, b finding) int { return findingRank(a.Reason) - findingRank(b.Reason) })
+	slices.SortStableFunc(fs, func(a, b finding) int {
+		if d := findingRank(a.Reason) - findingRank(b.Reason); d != 0 {
+			return d
+		}
+		return proof.LossRank(a.Reason) - proof.LossRank(b.Reason)
+	})
 	return fs
 }
 
@@ -357,25 +365,37 @@ func findingLines(r *policyResult) (lines []string, ranks []int, omitted int) {
 				of = " of " + strconv.Itoa(len(topics)) + " topics"
 			}
 		}
-		lines = append(lines, g.reason+" on "+proof.Plural(int64(count), "partition")+of+", e.g. "+
-			strings.TrimPrefix(worst.String(), g.reason+" "))
+		example := strings.TrimPrefix(strings.TrimPrefix(worst.String(), g.reason+" "), g.reason+": ")
+		lines = append(lines, g.reason+" on "+proof.Plural(int64(count), "partition")+of+", e.g. "+example)
 	}
 	return lines, ranks, max(omitted, 0)
 }
 
 // summaryCount is how many partitions the proof's summary counts with a
 // data-loss reason; 0 for other reasons or without a proof.
+//
+// The summary counts each partition once, by the reason that decides it:
+// with a cursor the consumer resumes from, only the cursor's reasons
+// decide; with a cursor beside the group's offsets both kinds do, and a
+// count by reason cannot be told apart (0: the listed findings count).
 func summaryCount(r *policyResult, reason string) int {
 	if r.Proof == nil {
 		return 0
 	}
+	fromCursor := false
+	if c := r.Policy.Spec.Cursor; c != nil {
+		if c.ResumeFrom != rgv1.ResumeFromCursor {
+			return 0
+		}
+		fromCursor = true
+	}
 	s := r.Proof.PartitionSummary
-	switch reason {
-	case proof.ReasonCommittedOffsetExpired:
+	switch {
+	case reason == proof.ReasonCommittedOffsetExpired && !fromCursor, reason == proof.ReasonCursorExpired && fromCursor:
 		return int(s.Expired)
-	case proof.ReasonNoCommittedOffset:
+	case reason == proof.ReasonNoCommittedOffset && !fromCursor, reason == proof.ReasonNoCursor && fromCursor:
 		return int(s.Missing)
-	case proof.ReasonCommittedOffsetBeyondLogEnd:
+	case reason == proof.ReasonCommittedOffsetBeyondLogEnd && !fromCursor, reason == proof.ReasonCursorBeyondLogEnd && fromCursor:
 		return int(s.BeyondEnd)
 	}
 	return 0
@@ -418,6 +438,18 @@ func severity(f finding) int64 {
 		after = "log start is "
 	case proof.ReasonCommittedOffsetBeyondLogEnd:
 		after = "committed offset "
+	case proof.ReasonCursorBeyondLogEnd:
+		after = "cursor "
+	case proof.ReasonCursorExpired:
+		// "cursor 140 is below log start 150 on t[7]: 10 records were ..."
+		if _, rest, ok := strings.Cut(f.Message, "]: "); ok {
+			return leadingInt(rest)
+		}
+		return -1
+	case proof.ReasonNoCursor:
+		after = "log start is "
+	case proof.ReasonGroupAheadOfCursor:
+		after = "skips "
 	default:
 		return -1
 	}
@@ -514,6 +546,10 @@ func (f finding) String() string {
 	switch {
 	case f.Subject != "" && strings.HasPrefix(f.Message, f.Subject+":"):
 		return f.Reason + " " + f.Message
+	case f.Subject != "" && strings.Contains(f.Message, f.Subject):
+		// The message names its subject in its own words ("cursor 140 is
+		// below log start 150 on settle-task[7]: ...").
+		return f.Reason + ": " + f.Message
 	case f.Subject != "":
 		return f.Reason + " " + f.Subject + ": " + f.Message
 	case f.Message != "":
@@ -570,6 +606,9 @@ func summaryPhrase(r *policyResult) string {
 	if pr.ExpiredRecords > 0 {
 		s += "; " + proof.Plural(pr.ExpiredRecords, "record") + " expired unread"
 	}
+	if c := pr.Cursor; c != nil && c.AheadRecords > 0 {
+		s += "; the group's offsets are " + proof.Plural(c.AheadRecords, "record") + " ahead of the business cursor"
+	}
 	return s
 }
 
@@ -582,7 +621,8 @@ func summaryPhrase(r *policyResult) string {
 func wayOut(r *policyResult, withCheck, compact bool) []string {
 	p := r.Policy
 	var offsets, retention, tombstones, commits, other bool
-	var access []string // what to check, for the reasons listed
+	var cursorGone, cursorBeyond, cursorBehind bool // the business cursor's facts
+	var access []string                             // what to check, for the reasons listed
 	addAccess := func(what string) {
 		if !slices.Contains(access, what) {
 			access = append(access, what)
@@ -603,6 +643,14 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 			tombstones = r.Verdict == rgv1.VerdictViolated
 		case proof.ReasonOffsetsExpireBeforeWindow, proof.ReasonOffsetsMayExpireBeforeWindow:
 			commits = true
+		case proof.ReasonCursorExpired, proof.ReasonNoCursor:
+			cursorGone = true
+		case proof.ReasonCursorBeyondLogEnd:
+			cursorBeyond = true
+		case proof.ReasonGroupAheadOfCursor:
+			cursorBehind = true
+		case proof.ReasonCursorUnreadable:
+			addAccess("the cursor database, its Secret and query (spec.cursor)")
 		case proof.ReasonBrokerUnreachable, proof.ReasonBootstrapServerNotAllowed:
 			addAccess("the bootstrap servers and network")
 		case proof.ReasonAuthenticationFailed:
@@ -624,7 +672,7 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 	}
 	// Something keeps the proof from being made when it is not Violated on
 	// the facts listed (Unknown, or a reason the proof did not list).
-	blocked := len(access) > 0 || other || (!offsets && !retention && !tombstones && !commits)
+	blocked := len(access) > 0 || other || (!offsets && !retention && !tombstones && !commits && !cursorGone && !cursorBeyond && !cursorBehind)
 	if len(topics) == 0 {
 		topics = p.Spec.Topics[:min(len(p.Spec.Topics), 3)]
 	}
@@ -633,14 +681,26 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 		topicFlags += " --topic " + t
 	}
 	server := ""
-	if len(p.Spec.Kafka.BootstrapServers) > 0 {
+	switch ref := p.Spec.Kafka.ConnectionRef; {
+	case len(p.Spec.Kafka.BootstrapServers) > 0:
 		server = p.Spec.Kafka.BootstrapServers[0]
+	case ref != nil:
+		// The servers are the connection's (status.bootstrapServers).
+		server = "<" + ref.Kind + "/" + ref.Name + ">"
 	}
 	window := humanDuration(p.Spec.RecoveryWindow.Duration)
 	if compact {
 		// In words, one sentence: the way out of every kind of problem.
 		var ways []string
-		if offsets {
+		if cursorGone {
+			ways = append(ways, "reconcile from their source the records the cursor never reached")
+		}
+		if cursorBeyond {
+			ways = append(ways, "reconcile the cursor with the topic")
+		}
+		if cursorBehind || (offsets && p.Spec.Cursor != nil) {
+			ways = append(ways, "reset the group's offsets to the business cursor (or resume from it: spec.cursor.resumeFrom Cursor)")
+		} else if offsets {
 			ways = append(ways, "replay or reset the group's offsets (kafka-consumer-groups --reset-offsets)")
 		}
 		if retention {
@@ -666,7 +726,20 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 		return append(out, consumerFix(r)...)
 	}
 	var out []string
-	if offsets {
+	if cursorGone {
+		out = append(out, wrapFinding("Way out: reconcile the records the business cursor never reached from their source (the topic no longer has them), "+
+			"move the cursor past them, then retry.", maxLine)...)
+	}
+	if cursorBeyond {
+		out = append(out, "Way out: reconcile the business cursor with the topic (it was truncated or recreated), then retry.")
+	}
+	switch {
+	case cursorBehind || (offsets && p.Spec.Cursor != nil):
+		// With a business cursor, earliest is the silent replay seed 003
+		// warns about: the cursor says where to resume.
+		out = append(out, wrapFinding("Way out: resume from the business cursor, not from where the group's offsets are: reset the group's offsets "+
+			"to the cursor (kafka-consumer-groups --reset-offsets --to-offset), or set spec.cursor.resumeFrom Cursor if the consumer seeks to it on start; then retry.", maxLine)...)
+	case offsets:
 		out = append(out,
 			"Way out: replay or reset the group's offsets, then retry, e.g.",
 			"  kafka-consumer-groups --bootstrap-server "+server+" --group "+p.Spec.GroupID+
@@ -687,9 +760,16 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 		out = append(out, accessLine)
 	}
 	if withCheck && !compact && r.kafkaFailing() {
+		cursorFlags := ""
+		if c := p.Spec.Cursor; c != nil {
+			cursorFlags = " --cursor-driver " + string(c.SQL.Driver) + " --cursor-dsn-file DSN_FILE"
+			if c.ResumeFrom == rgv1.ResumeFromCursor {
+				cursorFlags += " --resume-from cursor"
+			}
+		}
 		out = append(out, "Prove it now (exit 0 when it holds):",
 			"  retention-guard check --bootstrap-server "+server+" --group "+p.Spec.GroupID+
-				topicFlags+" --recovery-window "+humanDuration(p.Spec.RecoveryWindow.Duration))
+				topicFlags+" --recovery-window "+humanDuration(p.Spec.RecoveryWindow.Duration)+cursorFlags)
 	}
 	return append(out, consumerFix(r)...)
 }

@@ -272,6 +272,21 @@ func TestDenyMessageWayOutByReason(t *testing.T) {
 	}
 }
 
+// A policy that names a connection has no servers of its own: the way out
+// names the connection whose status holds them.
+func TestDenyMessageWayOutThroughAConnection(t *testing.T) {
+	proof := &rgv1.ProofStatus{Verdict: rgv1.VerdictViolated, ProofID: "12345678",
+		Violations: []rgv1.ViolationStatus{{Reason: "NoCommittedOffset", Topic: "settle-task", Message: "numbers here"}}}
+	p := settlePolicy(withProof(proof, time.Second))
+	p.Spec.Kafka = rgv1.PolicyKafka{ConnectionRef: &rgv1.ConnectionReference{Kind: rgv1.KindClusterKafkaConnection, Name: "prod"}}
+	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	msg := denyMessage(settleTarget, &d, testNow)
+	if !strings.Contains(msg, "retention-guard check --bootstrap-server <ClusterKafkaConnection/prod> --group ledger-settle-consumer") {
+		t.Errorf("the way out does not name the connection:\n%s", msg)
+	}
+	checkMessageShape(t, msg)
+}
+
 // However many policies and long messages, the denial stays under 1 KiB,
 // dropping listed violations first.
 func TestDenyMessageStaysUnderOneKiB(t *testing.T) {

@@ -22,6 +22,18 @@ var (
 	}, []string{"kind", "decision"})
 )
 
+// outcomes are every decision label value.
+var outcomes = []outcome{outcomeAllowed, outcomeDenied, outcomeWarned, outcomeAudited, outcomeOverridden, outcomeSkipped, outcomeError}
+
 func init() {
 	metrics.Registry.MustRegister(decisionsTotal, durationSeconds)
+	// Every kind and decision starts at 0: rate() and increase() see a
+	// counter's first increment only against an earlier sample, so a
+	// series born at 1 would hide the first denial (or the first
+	// fail-closed refusal) after a restart from the alerts.
+	for _, kind := range []string{kindDeployment, kindStatefulSet, kindJob, kindCronJob} {
+		for _, o := range outcomes {
+			decisionsTotal.WithLabelValues(kind, string(o))
+		}
+	}
 }

@@ -53,6 +53,7 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	pg.Stop() // started by the business cursor test, on first use
 	if suite != nil {
 		suite.cancel()
 		if err := suite.env.Stop(); err != nil {

@@ -22,13 +22,18 @@ const (
 )
 
 // SASLMechanism is a SASL mechanism supported for Kafka authentication.
-// +kubebuilder:validation:Enum=PLAIN;SCRAM-SHA-256;SCRAM-SHA-512
+// +kubebuilder:validation:Enum=PLAIN;SCRAM-SHA-256;SCRAM-SHA-512;OAUTHBEARER;AWS_MSK_IAM
 type SASLMechanism string
 
 const (
 	SASLPlain       SASLMechanism = "PLAIN"
 	SASLScramSHA256 SASLMechanism = "SCRAM-SHA-256"
 	SASLScramSHA512 SASLMechanism = "SCRAM-SHA-512"
+	// SASLOAuthBearer authenticates with an OAuth 2 bearer token (KIP-255):
+	// from a token endpoint (client credentials) or from a file.
+	SASLOAuthBearer SASLMechanism = "OAUTHBEARER"
+	// SASLAWSMSKIAM authenticates to Amazon MSK with AWS IAM credentials.
+	SASLAWSMSKIAM SASLMechanism = "AWS_MSK_IAM"
 )
 
 // Verdict is the outcome of a retention proof.
@@ -41,9 +46,33 @@ const (
 	VerdictUnknown  Verdict = "Unknown"
 )
 
+// ResumeFrom is where a consumer with a business cursor restarts from.
+// +kubebuilder:validation:Enum=Cursor;GroupOffsets
+type ResumeFrom string
+
+const (
+	// ResumeFromCursor: the consumer seeks to its business cursor on
+	// start; the group's offsets are a cache and do not decide.
+	ResumeFromCursor ResumeFrom = "Cursor"
+	// ResumeFromGroupOffsets: the consumer resumes from the group's
+	// committed offsets; the cursor says what was really processed.
+	ResumeFromGroupOffsets ResumeFrom = "GroupOffsets"
+)
+
+// CursorDriver is the database a business cursor lives in.
+// +kubebuilder:validation:Enum=postgres;mysql
+type CursorDriver string
+
+const (
+	CursorDriverPostgres CursorDriver = "postgres"
+	// CursorDriverMySQL is MySQL or MariaDB.
+	CursorDriverMySQL CursorDriver = "mysql"
+)
+
 // ConsumerRetentionPolicySpec declares one consumer group, the topics it
 // reads, how long it must be able to stay down, and which workloads consume
 // as that group.
+// +kubebuilder:validation:XValidation:rule="!has(self.cursor) || size(self.topics) == 1 || (has(self.cursor.sql.query) && self.cursor.sql.query.contains('topic'))",message="spec.cursor.sql.query is required with several topics, and must return a topic column: the default query reads seed 003's table, which has no topic to tell their partitions apart"
 type ConsumerRetentionPolicySpec struct {
 	// groupID is the Kafka consumer group id (group.id) whose committed
 	// offsets are proven, exactly as the consumers configure it.
@@ -119,7 +148,83 @@ type ConsumerRetentionPolicySpec struct {
 
 	// kafka is how to reach the cluster that holds the group and topics.
 	// +required
-	Kafka KafkaConnection `json:"kafka"`
+	Kafka PolicyKafka `json:"kafka"`
+
+	// cursor, when set, also proves the consumer's own record of progress:
+	// a business cursor table in its database, written in the same
+	// transaction as the effect (the authority on what was processed;
+	// __consumer_offsets is a cache with a TTL). Every partition's cursor
+	// must lie inside the retained log (condition CursorInRange), and the
+	// group's committed offsets are compared with it: records a restart
+	// from the group would skip, or replay, are reported.
+	// +optional
+	Cursor *CursorSpec `json:"cursor,omitempty"`
+}
+
+// CursorSpec declares where the consumer keeps its business cursor and
+// where it restarts from.
+type CursorSpec struct {
+	// resumeFrom is where the consumer restarts: GroupOffsets (the
+	// default: it resumes from the group's committed offsets, so a group
+	// offset ahead of the cursor is a violation, GroupAheadOfCursor) or
+	// Cursor (it seeks to its cursor on start: the group's offsets then do
+	// not decide the verdict, retention still does, and recoveryHeadroom
+	// is measured from the cursor).
+	// +optional
+	// +kubebuilder:default=GroupOffsets
+	ResumeFrom ResumeFrom `json:"resumeFrom,omitempty"`
+
+	// sql is the database and query the cursor is read with.
+	// +required
+	SQL CursorSQL `json:"sql"`
+}
+
+// CursorSQL reads a business cursor from PostgreSQL, MySQL or MariaDB.
+// +kubebuilder:validation:XValidation:rule="!has(self.query) || size(self.query) == 0 || (self.driver == 'postgres' ? self.query.contains('$1') : self.query.contains('?'))",message="spec.cursor.sql.query must take the group ID as its one parameter: $1 for postgres, ? for mysql"
+// +kubebuilder:validation:XValidation:rule="!has(self.query) || size(self.query) == 0 || self.query.trim().lowerAscii().startsWith('select') || self.query.trim().lowerAscii().startsWith('with')",message="spec.cursor.sql.query must be a SELECT (it runs in a read-only transaction)"
+type CursorSQL struct {
+	// driver is postgres, or mysql (MySQL and MariaDB).
+	// +required
+	Driver CursorDriver `json:"driver"`
+
+	// secretRef names the key of a Secret in the policy's namespace that
+	// holds the connection string: a postgres URL
+	// (postgres://user:password@host:5432/db?sslmode=require) or key=value
+	// string, or a MySQL DSN (user:password@tcp(host:3306)/db). The manager
+	// may restrict the hosts it names (--allowed-cursor-hosts). It never
+	// appears in status, events, logs or metrics.
+	// +required
+	SecretRef SecretKeyReference `json:"secretRef"`
+
+	// query reads the cursor, with the group ID as its one parameter ($1
+	// for postgres, ? for mysql), one row per partition, in columns named
+	// partition (integer), next_offset (integer: the next offset the
+	// consumer will process, a Kafka committed offset's meaning),
+	// optionally topic (required with several topics) and updated_at
+	// (timestamp). It runs in a read-only transaction with a statement
+	// timeout and a row limit. Default: seed 003's table,
+	// SELECT partition_id AS partition, last_offset + 1 AS next_offset,
+	// updated_at FROM consumer_cursor WHERE group_id = $1 (partition
+	// quoted with backticks for mysql).
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Query string `json:"query,omitempty"`
+}
+
+// SecretKeyReference names a key of a Secret in the policy's own namespace.
+type SecretKeyReference struct {
+	// name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// key in the Secret's data.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
 }
 
 // ConsumerClientSpec names the environment variables through which the
@@ -151,18 +256,32 @@ type ConsumerClientSpec struct {
 	AutoCommitEnv string `json:"autoCommitEnv,omitempty"`
 }
 
-// KafkaConnection is how to reach a Kafka cluster.
-type KafkaConnection struct {
+// PolicyKafka is how a policy reaches its Kafka cluster: a connection
+// declared once (connectionRef), or the connection written inline.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.connectionRef) != has(self.bootstrapServers)",message="spec.kafka: set exactly one of connectionRef (a KafkaConnection or ClusterKafkaConnection) and bootstrapServers (an inline connection)"
+// +kubebuilder:validation:XValidation:rule="!has(self.connectionRef) || (!has(self.tls) && !has(self.sasl))",message="spec.kafka: tls and sasl belong to the connection named by connectionRef; remove them from the policy"
+// +kubebuilder:validation:XValidation:rule="!has(self.sasl) || !has(self.sasl.oauthBearer) || !has(self.sasl.oauthBearer.tokenFile)",message="spec.kafka.sasl.oauthBearer.tokenFile reads a file of the manager's pod (its identity): only a ClusterKafkaConnection may use it; use tokenEndpoint with a Secret, or a connectionRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.sasl) || self.sasl.mechanism != 'AWS_MSK_IAM' || has(self.sasl.secretRef)",message="spec.kafka.sasl: AWS_MSK_IAM without a secretRef would use the manager's own AWS identity: only a ClusterKafkaConnection may; name a Secret with accessKeyID and secretAccessKey, or use a connectionRef"
+type PolicyKafka struct {
+	// connectionRef names a ClusterKafkaConnection (declared once by the
+	// platform team, its Secrets out of the policy's reach) or a
+	// KafkaConnection in the policy's namespace. Instead of
+	// bootstrapServers, tls and sasl.
+	// +optional
+	ConnectionRef *ConnectionReference `json:"connectionRef,omitempty"`
+
 	// bootstrapServers are host:port addresses of brokers, e.g.
-	// "kafka-0.kafka:9092". The manager may restrict which servers policies
-	// may name (--allowed-bootstrap-servers).
-	// +required
+	// "kafka-0.kafka:9092", for a connection written inline. The manager
+	// may restrict which servers policies may name
+	// (--allowed-bootstrap-servers).
+	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=261
 	// +kubebuilder:validation:XValidation:rule="self.all(s, s.matches('^(\\\\[[0-9a-fA-F:.]+\\\\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):[0-9]{1,5}$'))",message="spec.kafka.bootstrapServers: each entry must be host:port, e.g. kafka-0.kafka:9092"
-	BootstrapServers []string `json:"bootstrapServers"`
+	BootstrapServers []string `json:"bootstrapServers,omitempty"`
 
 	// tls enables TLS. The Secret, in the policy's namespace, may hold
 	// ca.crt (the CA that signed the brokers' certificates; the system
@@ -171,8 +290,8 @@ type KafkaConnection struct {
 	// +optional
 	TLS *KafkaTLS `json:"tls,omitempty"`
 
-	// sasl enables SASL authentication with the username and password
-	// keys of a Secret in the policy's namespace.
+	// sasl enables SASL authentication with a Secret in the policy's
+	// namespace.
 	// +optional
 	SASL *KafkaSASL `json:"sasl,omitempty"`
 
@@ -188,10 +307,32 @@ type KafkaConnection struct {
 	ReadOffsetsTopic bool `json:"readOffsetsTopic,omitempty"`
 }
 
+// Kinds a connectionRef may name.
+const (
+	KindClusterKafkaConnection = "ClusterKafkaConnection"
+	KindKafkaConnection        = "KafkaConnection"
+)
+
+// ConnectionReference names a ClusterKafkaConnection, or a KafkaConnection
+// in the policy's own namespace.
+type ConnectionReference struct {
+	// kind is ClusterKafkaConnection or KafkaConnection.
+	// +required
+	// +kubebuilder:validation:Enum=ClusterKafkaConnection;KafkaConnection
+	Kind string `json:"kind"`
+
+	// name of the connection.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
 // KafkaTLS configures TLS to the brokers.
 type KafkaTLS struct {
-	// secretRef names a Secret in the policy's namespace with keys ca.crt,
-	// tls.crt and tls.key (each optional).
+	// secretRef names a Secret with keys ca.crt, tls.crt and tls.key (each
+	// optional; Strimzi's user.crt and user.key are read when tls.crt and
+	// tls.key are absent).
 	// +required
 	SecretRef SecretReference `json:"secretRef"`
 
@@ -203,19 +344,81 @@ type KafkaTLS struct {
 }
 
 // KafkaSASL configures SASL authentication.
+//
+// +kubebuilder:validation:XValidation:rule="!(self.mechanism in ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512']) || has(self.secretRef)",message="sasl: PLAIN and SCRAM need a secretRef (keys username and password)"
+// +kubebuilder:validation:XValidation:rule="(self.mechanism == 'OAUTHBEARER') == has(self.oauthBearer)",message="sasl: oauthBearer is required with mechanism OAUTHBEARER, and only with it"
+// +kubebuilder:validation:XValidation:rule="self.mechanism != 'OAUTHBEARER' || !has(self.oauthBearer.tokenEndpoint) || has(self.secretRef)",message="sasl: oauthBearer.tokenEndpoint needs a secretRef (keys clientID and clientSecret)"
 type KafkaSASL struct {
-	// mechanism is the SASL mechanism: PLAIN, SCRAM-SHA-256 or
-	// SCRAM-SHA-512. Use PLAIN only together with TLS.
+	// mechanism is the SASL mechanism: PLAIN, SCRAM-SHA-256,
+	// SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM. Use PLAIN only together
+	// with TLS.
 	// +required
 	Mechanism SASLMechanism `json:"mechanism"`
 
-	// secretRef names a Secret in the policy's namespace with keys
-	// username and password.
-	// +required
-	SecretRef SecretReference `json:"secretRef"`
+	// secretRef names a Secret holding the credentials: username and
+	// password (PLAIN, SCRAM); clientID and clientSecret (OAUTHBEARER with
+	// a tokenEndpoint); accessKeyID, secretAccessKey and optionally
+	// sessionToken (AWS_MSK_IAM with static keys; without a secretRef, a
+	// ClusterKafkaConnection uses the AWS SDK's default credential chain:
+	// IRSA, EKS Pod Identity, environment). The Secret lives in the
+	// policy's or KafkaConnection's namespace, or in the manager's
+	// namespace for a ClusterKafkaConnection.
+	// +optional
+	SecretRef *SecretReference `json:"secretRef,omitempty"`
+
+	// oauthBearer says where OAUTHBEARER tokens come from.
+	// +optional
+	OAuthBearer *OAuthBearer `json:"oauthBearer,omitempty"`
 }
 
-// SecretReference names a Secret in the policy's own namespace.
+// OAuthBearer says where OAUTHBEARER tokens come from: a token endpoint
+// (the OAuth 2 client credentials grant, RFC 6749 section 4.4) or a file
+// the manager's pod holds, such as a projected ServiceAccount token.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.tokenEndpoint) != has(self.tokenFile)",message="oauthBearer: set exactly one of tokenEndpoint and tokenFile"
+type OAuthBearer struct {
+	// tokenEndpoint is the identity provider's token URL, e.g.
+	// https://login.example.com/oauth2/token. Tokens are requested with
+	// the client credentials grant (clientID and clientSecret from the
+	// secretRef), kept until they expire, and sent to the brokers.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^ ]+$`
+	TokenEndpoint string `json:"tokenEndpoint,omitempty"`
+
+	// scopes are requested from the token endpoint.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	Scopes []string `json:"scopes,omitempty"`
+
+	// audience, when set, is sent to the token endpoint as the audience
+	// parameter (some identity providers require it).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Audience string `json:"audience,omitempty"`
+
+	// tokenFile is an absolute path, in the manager's pod, to a file
+	// holding the token (a projected ServiceAccount token, or one written
+	// by a sidecar). It is read again for every authentication, so
+	// rotations take effect. Only ClusterKafkaConnections may use it: the
+	// file is the manager's own identity.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:Pattern=`^/`
+	TokenFile string `json:"tokenFile,omitempty"`
+
+	// extensions are SASL extensions sent with the token (KIP-342), e.g.
+	// Confluent Cloud's logicalCluster and identityPoolId.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	Extensions map[string]string `json:"extensions,omitempty"`
+}
+
+// SecretReference names a Secret: in the policy's own namespace for an
+// inline connection, in the connection's namespace for a KafkaConnection,
+// in the manager's namespace for a ClusterKafkaConnection.
 type SecretReference struct {
 	// name of the Secret.
 	// +required
@@ -231,9 +434,12 @@ type ConsumerRetentionPolicyStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: one per clause of the proof (KafkaReachable,
-	// RetentionCoversWindow, GroupOffsetsRetained, OffsetsInRange) and
-	// Ready, which is True only when the proof holds. Reconciling is
-	// present while the first proof is pending.
+	// RetentionCoversWindow, GroupOffsetsRetained, OffsetsInRange, and
+	// CursorInRange with spec.cursor) and Ready, which is True only when
+	// the proof holds. With spec.cursor.resumeFrom Cursor the group offset
+	// clauses keep the facts but do not decide (their message says so).
+	// Reconciling is present while the first proof is pending; Stalled
+	// while a person must fix the spec or a Secret.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -242,6 +448,12 @@ type ConsumerRetentionPolicyStatus struct {
 	// proof is the last proof: the verdict and the facts behind it.
 	// +optional
 	Proof *ProofStatus `json:"proof,omitempty"`
+
+	// lastHandledRequestedAt is the value of the
+	// retentionguard.io/requestedAt annotation the last fresh observation
+	// answered.
+	// +optional
+	LastHandledRequestedAt string `json:"lastHandledRequestedAt,omitempty"`
 }
 
 // ProofStatus is the outcome of one check against the brokers.
@@ -339,6 +551,12 @@ type ProofStatus struct {
 	// +listType=atomic
 	Warnings []string `json:"warnings,omitempty"`
 
+	// cursor is the business cursor against the group's offsets, with
+	// spec.cursor (per-partition cursors: retention-guard check --output
+	// json).
+	// +optional
+	Cursor *CursorStatus `json:"cursor,omitempty"`
+
 	// configWarnings are configuration advice that never denies and is not
 	// repeated on admission: topics that accept record timestamps old
 	// enough to be deleted sooner than the window, exact commit times that
@@ -346,6 +564,20 @@ type ProofStatus struct {
 	// +optional
 	// +listType=atomic
 	ConfigWarnings []string `json:"configWarnings,omitempty"`
+}
+
+// CursorStatus sums the business cursor against the group's committed
+// offsets, over the partitions whose cursor lies in the retained log.
+type CursorStatus struct {
+	// resumeFrom is Cursor or GroupOffsets (spec.cursor.resumeFrom).
+	ResumeFrom ResumeFrom `json:"resumeFrom"`
+	// replayRecords: records a restart from the group's offsets reads
+	// again (the group behind the cursor, seed 002: harmless with an
+	// idempotent inbox).
+	ReplayRecords int64 `json:"replayRecords"`
+	// aheadRecords: records a restart from the group's offsets skips (the
+	// group ahead of the cursor, auto commit, seed 003).
+	AheadRecords int64 `json:"aheadRecords"`
 }
 
 // Offset expiry clocks (OffsetExpiryStatus.clock).

@@ -1,7 +1,9 @@
 // Package v1alpha1 contains the retentionguard.io/v1alpha1 API: the
 // ConsumerRetentionPolicy, which declares that a Kafka consumer group must be
 // able to stay down for its recovery window without losing records to topic
-// retention or to the expiry of its committed offsets.
+// retention or to the expiry of its committed offsets; and the
+// ClusterKafkaConnection and KafkaConnection, which declare a Kafka cluster
+// once for the policies that name it.
 //
 // The package depends only on the standard library and k8s.io/apimachinery,
 // so other projects can import it cheaply.
@@ -28,7 +30,11 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &ConsumerRetentionPolicy{}, &ConsumerRetentionPolicyList{})
+	s.AddKnownTypes(GroupVersion,
+		&ConsumerRetentionPolicy{}, &ConsumerRetentionPolicyList{},
+		&ClusterKafkaConnection{}, &ClusterKafkaConnectionList{},
+		&KafkaConnection{}, &KafkaConnectionList{},
+	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

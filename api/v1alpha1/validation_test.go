@@ -45,8 +45,12 @@ func namespace(t *testing.T, name string) string {
 
 // loadSample reads config/samples' policy as an unstructured object.
 func loadSample(t *testing.T) *unstructured.Unstructured {
+	return loadSampleFile(t, "retentionguard_v1alpha1_consumerretentionpolicy.yaml")
+}
+
+func loadSampleFile(t *testing.T, name string) *unstructured.Unstructured {
 	t.Helper()
-	path := filepath.Join(testenv.RepoRoot(), "config", "samples", "retentionguard_v1alpha1_consumerretentionpolicy.yaml")
+	path := filepath.Join(testenv.RepoRoot(), "config", "samples", name)
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +81,7 @@ func TestSampleIsAcceptedAndDefaulted(t *testing.T) {
 			Topics:         []string{"outbox"},
 			RecoveryWindow: metav1.Duration{Duration: 72 * time.Hour},
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": "fanout"}},
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: []string{"kafka:9092"}},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: []string{"kafka:9092"}},
 		},
 	}
 	if err := env.Client.Create(ctx(t), minimal); err != nil {
@@ -92,6 +96,55 @@ func TestSampleIsAcceptedAndDefaulted(t *testing.T) {
 	}
 	if got.Spec.CheckInterval == nil || got.Spec.CheckInterval.Duration != time.Minute {
 		t.Errorf("checkInterval defaulted to %v, want 1m", got.Spec.CheckInterval)
+	}
+}
+
+// cursorSpec is a spec.cursor as unstructured data.
+func cursorSpec(driver, query string) map[string]any {
+	sql := map[string]any{"driver": driver, "secretRef": map[string]any{"name": "settle-db", "key": "dsn"}}
+	if query != "" {
+		sql["query"] = query
+	}
+	return map[string]any{"sql": sql}
+}
+
+// The sample with seed 003's business cursor is valid as written.
+func TestCursorSampleIsAccepted(t *testing.T) {
+	u := loadSampleFile(t, "retentionguard_v1alpha1_consumerretentionpolicy_cursor.yaml")
+	u.SetNamespace(namespace(t, "cursor-sample"))
+	if err := env.Client.Create(ctx(t), u); err != nil {
+		t.Fatalf("the cursor sample was refused: %v", err)
+	}
+}
+
+// A business cursor with the default query is valid and resumes from the
+// group's offsets by default; a query with a topic column covers several
+// topics.
+func TestCursorSpecAcceptedAndDefaulted(t *testing.T) {
+	ns := namespace(t, "cursor")
+	for name, edit := range map[string]func(map[string]any){
+		"default-query": func(s map[string]any) { s["cursor"] = cursorSpec("postgres", "") },
+		"two-topics": func(s map[string]any) {
+			s["topics"] = []any{"settle-task", "refund-task"}
+			s["cursor"] = cursorSpec("mysql", "SELECT topic, partition_id AS `partition`, last_offset + 1 AS next_offset FROM cursors WHERE group_id = ?")
+		},
+	} {
+		spec := validSpec()
+		edit(spec)
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": rgv1.GroupVersion.String(), "kind": "ConsumerRetentionPolicy",
+			"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec,
+		}}
+		if err := env.Client.Create(ctx(t), u); err != nil {
+			t.Fatalf("%s: refused: %v", name, err)
+		}
+		got := &rgv1.ConsumerRetentionPolicy{}
+		if err := env.Client.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: name}, got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Spec.Cursor == nil || got.Spec.Cursor.ResumeFrom != rgv1.ResumeFromGroupOffsets {
+			t.Errorf("%s: cursor %+v, want resumeFrom defaulted to GroupOffsets", name, got.Spec.Cursor)
+		}
 	}
 }
 
@@ -136,7 +189,34 @@ func TestInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
 		}, "spec.kafka.sasl.mechanism", "SCRAM-SHA-512"},
 		{"SASL without secretRef", func(s map[string]any) {
 			s["kafka"].(map[string]any)["sasl"] = map[string]any{"mechanism": "SCRAM-SHA-512"}
-		}, "spec.kafka.sasl.secretRef", "Required"},
+		}, "spec.kafka.sasl", "need a secretRef"},
+		{"both connectionRef and bootstrapServers", func(s map[string]any) {
+			s["kafka"].(map[string]any)["connectionRef"] = map[string]any{"kind": "ClusterKafkaConnection", "name": "prod"}
+		}, "spec.kafka", "exactly one of connectionRef"},
+		{"neither connectionRef nor bootstrapServers", func(s map[string]any) {
+			s["kafka"] = map[string]any{"readOffsetsTopic": true}
+		}, "spec.kafka", "exactly one of connectionRef"},
+		{"connectionRef with its own sasl", func(s map[string]any) {
+			s["kafka"] = map[string]any{"connectionRef": map[string]any{"kind": "KafkaConnection", "name": "prod"},
+				"sasl": map[string]any{"mechanism": "PLAIN", "secretRef": map[string]any{"name": "u"}}}
+		}, "spec.kafka", "belong to the connection"},
+		{"connectionRef of an unknown kind", func(s map[string]any) {
+			s["kafka"] = map[string]any{"connectionRef": map[string]any{"kind": "Secret", "name": "prod"}}
+		}, "spec.kafka.connectionRef.kind", "ClusterKafkaConnection"},
+		{"a policy using the manager's token file", func(s map[string]any) {
+			s["kafka"].(map[string]any)["sasl"] = map[string]any{"mechanism": "OAUTHBEARER",
+				"oauthBearer": map[string]any{"tokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token"}}
+		}, "spec.kafka", "only a ClusterKafkaConnection"},
+		{"a policy using the manager's AWS identity", func(s map[string]any) {
+			s["kafka"].(map[string]any)["sasl"] = map[string]any{"mechanism": "AWS_MSK_IAM"}
+		}, "spec.kafka", "only a ClusterKafkaConnection"},
+		{"OAUTHBEARER without oauthBearer", func(s map[string]any) {
+			s["kafka"].(map[string]any)["sasl"] = map[string]any{"mechanism": "OAUTHBEARER", "secretRef": map[string]any{"name": "u"}}
+		}, "spec.kafka.sasl", "oauthBearer is required"},
+		{"token endpoint without a Secret", func(s map[string]any) {
+			s["kafka"].(map[string]any)["sasl"] = map[string]any{"mechanism": "OAUTHBEARER",
+				"oauthBearer": map[string]any{"tokenEndpoint": "https://idp.example.com/token"}}
+		}, "spec.kafka.sasl", "clientID and clientSecret"},
 		{"duplicate topic", func(s map[string]any) { s["topics"] = []any{"settle-task", "settle-task"} }, "spec.topics[1]", "Duplicate"},
 		{"no topics", func(s map[string]any) { s["topics"] = []any{} }, "spec.topics", ""},
 		{"invalid topic name", func(s map[string]any) { s["topics"] = []any{"settle task"} }, "spec.topics[0]", ""},
@@ -145,6 +225,28 @@ func TestInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
 		{"missing group", func(s map[string]any) { delete(s, "groupID") }, "spec.groupID", "Required"},
 		{"unknown enforcement", func(s map[string]any) { s["enforcement"] = "Block" }, "spec.enforcement", "Deny"},
 		{"consumer without offsetResetEnv", func(s map[string]any) { s["consumer"] = map[string]any{"container": "app"} }, "spec.consumer.offsetResetEnv", "Required"},
+		{"cursor with an unknown driver", func(s map[string]any) { s["cursor"] = cursorSpec("oracle", "") }, "spec.cursor.sql.driver", "postgres"},
+		{"cursor with an unknown resumeFrom", func(s map[string]any) {
+			c := cursorSpec("postgres", "")
+			c["resumeFrom"] = "Earliest"
+			s["cursor"] = c
+		}, "spec.cursor.resumeFrom", "GroupOffsets"},
+		{"cursor without secretRef key", func(s map[string]any) {
+			s["cursor"] = map[string]any{"sql": map[string]any{"driver": "postgres", "secretRef": map[string]any{"name": "settle-db"}}}
+		}, "spec.cursor.sql.secretRef.key", "Required"},
+		{"postgres cursor query without $1", func(s map[string]any) {
+			s["cursor"] = cursorSpec("postgres", "SELECT partition_id AS partition, last_offset + 1 AS next_offset FROM consumer_cursor WHERE group_id = ?")
+		}, "spec.cursor.sql", "$1 for postgres, ? for mysql"},
+		{"mysql cursor query without ?", func(s map[string]any) {
+			s["cursor"] = cursorSpec("mysql", "SELECT partition_id AS `partition`, last_offset + 1 AS next_offset FROM consumer_cursor WHERE group_id = $1")
+		}, "spec.cursor.sql", "$1 for postgres, ? for mysql"},
+		{"cursor query that is not a SELECT", func(s map[string]any) {
+			s["cursor"] = cursorSpec("postgres", "DELETE FROM consumer_cursor WHERE group_id = $1")
+		}, "spec.cursor.sql", "must be a SELECT"},
+		{"cursor on several topics without a query", func(s map[string]any) {
+			s["topics"] = []any{"settle-task", "refund-task"}
+			s["cursor"] = cursorSpec("postgres", "")
+		}, "spec", "required with several topics"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,7 +292,7 @@ func TestStatusSubresourceStoresProof(t *testing.T) {
 		Spec: rgv1.ConsumerRetentionPolicySpec{
 			GroupID: "g", Topics: []string{"t"}, RecoveryWindow: metav1.Duration{Duration: time.Hour},
 			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
-			Kafka:    rgv1.KafkaConnection{BootstrapServers: []string{"[::1]:9092"}},
+			Kafka:    rgv1.PolicyKafka{BootstrapServers: []string{"[::1]:9092"}},
 		},
 	}
 	if err := env.Client.Create(ctx(t), p); err != nil {
@@ -247,3 +349,99 @@ func TestKubectlExplainShowsFieldDocs(t *testing.T) {
 }
 
 var _ runtime.Object = &rgv1.ConsumerRetentionPolicy{}
+
+// A ClusterKafkaConnection and a KafkaConnection are validated by the API
+// server as the contract says, and the platform team's two-line Strimzi
+// connection is accepted.
+func TestConnectionValidation(t *testing.T) {
+	ns := namespace(t, "connections")
+	create := func(kind, name string, spec map[string]any) error {
+		meta := map[string]any{"name": name}
+		if kind == "KafkaConnection" {
+			meta["namespace"] = ns
+		}
+		return env.Client.Create(ctx(t), &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": rgv1.GroupVersion.String(), "kind": kind, "metadata": meta, "spec": spec,
+		}})
+	}
+	valid := []struct {
+		kind, name string
+		spec       map[string]any
+	}{
+		{"ClusterKafkaConnection", "strimzi", map[string]any{
+			"strimzi": map[string]any{"kafkaRef": map[string]any{"namespace": "kafka", "name": "prod"}, "listener": "tls"}}},
+		{"ClusterKafkaConnection", "msk", map[string]any{
+			"bootstrapServers": []any{"b-1.prod.abc123.c2.kafka.eu-west-1.amazonaws.com:9098"},
+			"tls":              map[string]any{"secretRef": map[string]any{"name": "msk-ca"}},
+			"sasl":             map[string]any{"mechanism": "AWS_MSK_IAM"},
+			"allowedNamespaces": map[string]any{"from": "Selector",
+				"selector": map[string]any{"matchLabels": map[string]any{"kafka": "prod"}}},
+			"discovery": map[string]any{"enabled": true, "recoveryWindow": "168h"}}},
+		{"ClusterKafkaConnection", "confluent", map[string]any{
+			"bootstrapServers": []any{"pkc-12345.eu-west-1.aws.confluent.cloud:9092"},
+			"sasl": map[string]any{"mechanism": "OAUTHBEARER", "secretRef": map[string]any{"name": "confluent-client"},
+				"oauthBearer": map[string]any{"tokenEndpoint": "https://idp.example.com/oauth2/token",
+					"extensions": map[string]any{"logicalCluster": "lkc-abc123", "identityPoolId": "pool-x1"}}},
+			"allowedNamespaces": map[string]any{"from": "All"}}},
+		{"KafkaConnection", "team", map[string]any{"bootstrapServers": []any{"kafka:9092"}}},
+	}
+	for _, v := range valid {
+		if err := create(v.kind, v.name, v.spec); err != nil {
+			t.Errorf("%s %s was refused: %v", v.kind, v.name, err)
+		}
+	}
+	// The sample in config/samples is valid as written.
+	path := filepath.Join(testenv.RepoRoot(), "config", "samples", "retentionguard_v1alpha1_clusterkafkaconnection.yaml")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sample := &unstructured.Unstructured{}
+	if err := yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&sample.Object); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx(t), sample); err != nil {
+		t.Errorf("the ClusterKafkaConnection sample was refused: %v", err)
+	}
+
+	ckc := &rgv1.ClusterKafkaConnection{}
+	if err := env.Client.Get(ctx(t), client.ObjectKey{Name: "strimzi"}, ckc); err != nil {
+		t.Fatal(err)
+	}
+	if ckc.Spec.AllowedNamespaces.From != rgv1.NamespacesFromSame || ckc.Spec.CheckInterval == nil || ckc.Spec.CheckInterval.Duration != time.Minute {
+		t.Errorf("defaults: allowedNamespaces %+v, checkInterval %v; want Same and 1m", ckc.Spec.AllowedNamespaces, ckc.Spec.CheckInterval)
+	}
+
+	invalid := []struct {
+		kind, name string
+		spec       map[string]any
+		want       string
+	}{
+		{"ClusterKafkaConnection", "both", map[string]any{"bootstrapServers": []any{"k:9092"},
+			"strimzi": map[string]any{"kafkaRef": map[string]any{"namespace": "kafka", "name": "prod"}, "listener": "tls"}},
+			"exactly one of bootstrapServers and strimzi"},
+		{"ClusterKafkaConnection", "neither", map[string]any{}, "exactly one of bootstrapServers and strimzi"},
+		{"ClusterKafkaConnection", "strimzi-no-ns", map[string]any{
+			"strimzi": map[string]any{"kafkaRef": map[string]any{"name": "prod"}, "listener": "tls"}}, "kafkaRef.namespace is required"},
+		{"ClusterKafkaConnection", "selector-missing", map[string]any{"bootstrapServers": []any{"k:9092"},
+			"allowedNamespaces": map[string]any{"from": "Selector"}}, "selector is required"},
+		{"ClusterKafkaConnection", "discovery-no-window", map[string]any{"bootstrapServers": []any{"k:9092"},
+			"discovery": map[string]any{"enabled": true}}, "recoveryWindow is required"},
+		{"ClusterKafkaConnection", "token-both", map[string]any{"bootstrapServers": []any{"k:9092"},
+			"sasl": map[string]any{"mechanism": "OAUTHBEARER", "secretRef": map[string]any{"name": "c"},
+				"oauthBearer": map[string]any{"tokenEndpoint": "https://idp/t", "tokenFile": "/t"}}},
+			"exactly one of tokenEndpoint and tokenFile"},
+		{"KafkaConnection", "team-token-file", map[string]any{"bootstrapServers": []any{"k:9092"},
+			"sasl": map[string]any{"mechanism": "OAUTHBEARER", "oauthBearer": map[string]any{"tokenFile": "/t"}}},
+			"only a ClusterKafkaConnection"},
+		{"KafkaConnection", "team-aws-chain", map[string]any{"bootstrapServers": []any{"k:9092"},
+			"sasl": map[string]any{"mechanism": "AWS_MSK_IAM"}}, "only a ClusterKafkaConnection"},
+	}
+	for _, tc := range invalid {
+		err := create(tc.kind, tc.name, tc.spec)
+		if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s: want Invalid saying %q, got %v", tc.kind, tc.name, tc.want, err)
+		}
+	}
+}

@@ -4,8 +4,10 @@
 // end-to-end suite, package test/e2e/stack), applies the sample policy of
 // config/samples adapted to the local broker, and replays seed 003's
 // incident (a settlement batch consumer down 8 days 12 hours, whose group
-// offsets expired) in compressed time, printing what a user sees:
-// `kubectl get crp`, the denial, the recovery.
+// offsets expired) to its end in compressed time, with the consumer's
+// business cursor table in a real PostgreSQL, printing what a user sees:
+// `kubectl get crp`, the denial, the recovery from the cursor, a cursor
+// behind the log start refused, an auto-committing twin refused.
 //
 // hack/demo.sh builds the control plane first (about 10 minutes on the
 // first run) and runs this. Ctrl-C stops everything it started.

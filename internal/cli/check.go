@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
@@ -40,6 +41,10 @@ type checkOptions struct {
 	saslUsername              string
 	saslPasswordFile          string
 	readOffsetsTopic          bool
+	cursorDriver              string
+	cursorDSNFile             string
+	cursorQuery               string
+	resumeFrom                string
 	timeout                   time.Duration
 	color                     string
 	logs                      logOptions
@@ -58,6 +63,14 @@ group can stay down for its recovery window and resume without losing records:
   - each topic's retention.ms covers the window and retention.bytes is -1;
   - the brokers' offsets.retention.minutes covers the window.
 
+With a business cursor (--cursor-driver, --cursor-dsn-file: the consumer's own
+record of progress in PostgreSQL, MySQL or MariaDB, seed 003's consumer_cursor
+table by default) every partition's cursor must lie inside the retained log
+too, and the group's offsets are compared with it: records a restart from the
+group would skip (--resume-from group, the default: a violation) or replay
+(reported). With --resume-from cursor the consumer seeks to its cursor, and the
+group's offsets do not decide.
+
 Run it before a consumer starts (an init container, a CI step, a runbook).
 
 Exit codes: 0 Proven, 1 Violated, 2 Unknown (could not prove), 64 usage error.`,
@@ -66,7 +79,11 @@ Exit codes: 0 Proven, 1 Violated, 2 Unknown (could not prove), 64 usage error.`,
 
   retention-guard check --bootstrap-server kafka:9093 --group fanout --topic outbox \
     --recovery-window 72h --tls-ca ca.crt --sasl-mechanism SCRAM-SHA-512 \
-    --sasl-username fanout --sasl-password-file /run/secrets/kafka-password --output json`,
+    --sasl-username fanout --sasl-password-file /run/secrets/kafka-password --output json
+
+  retention-guard check --bootstrap-server kafka-0:9092 --group ledger-settle-consumer \
+    --topic settle-task --recovery-window 240h \
+    --cursor-driver postgres --cursor-dsn-file /run/secrets/settle-db-dsn --resume-from cursor`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
@@ -93,6 +110,11 @@ Exit codes: 0 Proven, 1 Violated, 2 Unknown (could not prove), 64 usage error.`,
 	f.StringVar(&o.saslPasswordFile, "sasl-password-file", "", "file holding the SASL password (never passed on the command line)")
 	f.BoolVar(&o.readOffsetsTopic, "read-offsets-topic", false, "read exact commit times from __consumer_offsets (needs Read and Describe on it); "+
 		"without it, commit times of offsets that expire per commit are bounded from record timestamps")
+	f.StringVar(&o.cursorDriver, "cursor-driver", "", "database of the business cursor: postgres or mysql (MySQL, MariaDB)")
+	f.StringVar(&o.cursorDSNFile, "cursor-dsn-file", "", "file holding the cursor database's connection string (never passed on the command line)")
+	f.StringVar(&o.cursorQuery, "cursor-query", "", "query returning partition, next_offset (and topic, updated_at) with the group ID as its one parameter "+
+		"($1 for postgres, ? for mysql); default: seed 003's consumer_cursor table")
+	f.StringVar(&o.resumeFrom, "resume-from", "", "where the consumer restarts: group (its committed offsets, the default) or cursor (it seeks to its business cursor)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound on the whole check")
 	f.StringVar(&o.color, "color", "auto", "colour the table: auto (only on a terminal, not with NO_COLOR), always or never")
 	o.logs.bind(f)
@@ -159,6 +181,7 @@ func (o *checkOptions) validate() error {
 	if o.timeout <= 0 {
 		add("--timeout must be positive, e.g. --timeout 10s")
 	}
+	o.validateCursor(add)
 	if len(problems) > 0 {
 		return fmt.Errorf("%s\nRun 'retention-guard check --help' for usage", strings.Join(problems, "\n"))
 	}
@@ -203,6 +226,77 @@ func (o *checkOptions) connection() (kafka.Connection, error) {
 	return conn, nil
 }
 
+// validateCursor checks the business cursor flags: driver and connection
+// string file go together; the query takes the group as its parameter and
+// names the topic with several topics (as the CRD's CEL rules say).
+func (o *checkOptions) validateCursor(add func(format string, args ...any)) {
+	if o.cursorDriver == "" && o.cursorDSNFile == "" {
+		if o.cursorQuery != "" {
+			add("--cursor-query needs --cursor-driver and --cursor-dsn-file")
+		}
+		if o.resumeFrom != "" {
+			add("--resume-from needs a business cursor: --cursor-driver and --cursor-dsn-file")
+		}
+		return
+	}
+	switch o.cursorDriver {
+	case cursor.DriverPostgres, cursor.DriverMySQL:
+	case "":
+		add("--cursor-driver is required with --cursor-dsn-file: postgres or mysql")
+	default:
+		add("--cursor-driver %q: use postgres or mysql (MySQL and MariaDB)", o.cursorDriver)
+	}
+	if o.cursorDSNFile == "" {
+		add("--cursor-dsn-file is required with --cursor-driver (the connection string is read from a file, never from the command line)")
+	}
+	switch o.resumeFrom {
+	case "", "group", "cursor":
+	default:
+		add("--resume-from %q: use group (the group's committed offsets) or cursor (the business cursor)", o.resumeFrom)
+	}
+	if q := strings.TrimSpace(o.cursorQuery); q != "" {
+		param := "$1"
+		if o.cursorDriver == cursor.DriverMySQL {
+			param = "?"
+		}
+		if !strings.Contains(q, param) {
+			add("--cursor-query must take the group ID as its one parameter: %s for %s", param, o.cursorDriver)
+		}
+		if l := strings.ToLower(q); !strings.HasPrefix(l, "select") && !strings.HasPrefix(l, "with") {
+			add("--cursor-query must be a SELECT (it runs in a read-only transaction)")
+		}
+	}
+	if len(o.topics) > 1 && !strings.Contains(o.cursorQuery, "topic") {
+		add("--cursor-query with a topic column is required with several --topic: the default query reads seed 003's table, which has no topic")
+	}
+}
+
+// cursorSource reads the connection string the flags point at; nil
+// without a cursor. A file that cannot be read, or a string that does not
+// parse, is a usage error: the command was pointed wrongly.
+func (o *checkOptions) cursorSource() (*cursor.Source, error) {
+	if o.cursorDriver == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(o.cursorDSNFile)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--cursor-dsn-file: cannot read %s: %v", o.cursorDSNFile, pathError(err))}
+	}
+	src := &cursor.Source{Driver: o.cursorDriver, DSN: strings.TrimSpace(string(b)), Query: o.cursorQuery, Origin: "--cursor-dsn-file " + o.cursorDSNFile}
+	if err := src.Validate(); err != nil {
+		return nil, usageError{fmt.Errorf("--cursor-dsn-file: %v", err)}
+	}
+	return src, nil
+}
+
+// resumeFromPolicy is --resume-from as the proof names it.
+func (o *checkOptions) resumeFromPolicy() string {
+	if o.resumeFrom == "cursor" {
+		return proof.ResumeFromCursor
+	}
+	return proof.ResumeFromGroupOffsets
+}
+
 // pathError drops the path from an *os.PathError (the caller names it).
 func pathError(err error) error {
 	if pe, ok := err.(*os.PathError); ok {
@@ -216,6 +310,10 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	src, err := o.cursorSource()
+	if err != nil {
+		return err
+	}
 	log := zap.New(zap.UseFlagOptions(&o.logs.Options), zap.WriteTo(cmd.ErrOrStderr()))
 	if !cmd.Flags().Changed("zap-log-level") && !cmd.Flags().Changed("zap-devel") {
 		log = logr.Discard() // a check prints its result; logs only when asked for
@@ -226,8 +324,7 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 
 	observer := kafka.NewObserver(kafka.WithLogger(log))
 	defer observer.Close()
-	obs := observer.Observe(ctx, conn, []kafka.Target{{Group: o.group, Topics: o.topics, ReadOffsetsTopic: o.readOffsetsTopic}})[0]
-
+	target := kafka.Target{Group: o.group, Topics: o.topics, ReadOffsetsTopic: o.readOffsetsTopic}
 	pol := proof.Policy{
 		GroupID:                   o.group,
 		Topics:                    o.topics,
@@ -235,6 +332,16 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		AllowInfiniteRetention:    o.allowInfiniteRetention,
 		AllowSizeBoundedRetention: o.allowSizeBoundedRetention,
 	}
+	if src != nil {
+		// The cursor is read within the Kafka observation: at most a third
+		// of the check's time to connect, as long to query.
+		reader := cursor.NewReader(cursor.WithStatementTimeout(o.timeout/3), cursor.WithConnectTimeout(o.timeout/3), cursor.WithLogger(log))
+		defer reader.Close()
+		target.Cursor = cursor.Query{Reader: reader, Source: *src, Group: o.group}
+		pol.Cursor = &proof.CursorPolicy{ResumeFrom: o.resumeFromPolicy()}
+	}
+	obs := observer.Observe(ctx, conn, []kafka.Target{target})[0]
+
 	res := proof.Evaluate(obs, pol, time.Now())
 
 	out := cmd.OutOrStdout()

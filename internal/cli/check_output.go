@@ -28,13 +28,22 @@ type checkJSON struct {
 }
 
 type partitionJSON struct {
-	Topic          string `json:"topic"`
-	Partition      int32  `json:"partition"`
-	Committed      int64  `json:"committed"` // -1 when none
-	LogStart       int64  `json:"logStart"`
-	LogEnd         int64  `json:"logEnd"`
-	Lag            int64  `json:"lag"`
-	ExpiredRecords int64  `json:"expiredRecords"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Committed int64  `json:"committed"` // -1 when none
+	// Cursor is the business cursor (the next offset the business will
+	// process); -1 when none (no row, or no --cursor-driver).
+	Cursor          int64      `json:"cursor"`
+	CursorUpdatedAt *time.Time `json:"cursorUpdatedAt,omitempty"`
+	// ReplayRecords and AheadRecords compare the group's committed offset
+	// with the cursor: records a restart from the group reads again, or
+	// skips.
+	ReplayRecords  int64 `json:"replayRecords,omitempty"`
+	AheadRecords   int64 `json:"aheadRecords,omitempty"`
+	LogStart       int64 `json:"logStart"`
+	LogEnd         int64 `json:"logEnd"`
+	Lag            int64 `json:"lag"`
+	ExpiredRecords int64 `json:"expiredRecords"`
 	// HeadroomSeconds is null when it cannot be computed.
 	HeadroomSeconds *int64 `json:"headroomSeconds"`
 	// OffsetExpiresAt is when the committed offset may expire, for offsets
@@ -55,13 +64,18 @@ func writeCheckJSON(w io.Writer, o *checkOptions, obs proof.Observation, res pro
 	}
 	for _, p := range res.Partitions {
 		pj := partitionJSON{
-			Topic: p.Topic, Partition: p.Partition, Committed: p.Committed,
+			Topic: p.Topic, Partition: p.Partition, Committed: p.Committed, Cursor: p.Cursor,
+			ReplayRecords: p.ReplayRecords, AheadRecords: p.AheadRecords,
 			LogStart: p.LogStart, LogEnd: p.LogEnd, Lag: p.Lag,
 			ExpiredRecords: p.ExpiredRecords, Verdict: string(p.Verdict), Reason: p.Reason,
 		}
 		if p.HasHeadroom {
 			s := int64(p.Headroom.Seconds())
 			pj.HeadroomSeconds = &s
+		}
+		if !p.CursorUpdatedAt.IsZero() {
+			at := p.CursorUpdatedAt.UTC()
+			pj.CursorUpdatedAt = &at
 		}
 		if p.HasOffsetExpiry {
 			at := p.OffsetExpiresAt.UTC().Truncate(time.Second)
@@ -132,6 +146,9 @@ func writeCheckTable(w io.Writer, o *checkOptions, obs proof.Observation, res pr
 	if line := expiryLine(obs, res); line != "" {
 		b.WriteString(line + "\n")
 	}
+	if line := cursorLine(o, res); line != "" {
+		b.WriteString(line + "\n")
+	}
 	b.WriteString("\n")
 
 	// The clauses: what holds and what does not.
@@ -162,12 +179,13 @@ func writeCheckTable(w io.Writer, o *checkOptions, obs proof.Observation, res pr
 
 	if len(res.Partitions) > 0 {
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG START\tLOG END\tLAG\tEXPIRED\tHEADROOM\tVERDICT\t")
+		if res.Cursor != nil {
+			fmt.Fprintln(tw, "TOPIC\tPARTITION\tCURSOR\tCOMMITTED\tGAP\tLOG START\tLOG END\tLAG\tEXPIRED\tHEADROOM\tVERDICT\t")
+		} else {
+			fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG START\tLOG END\tLAG\tEXPIRED\tHEADROOM\tVERDICT\t")
+		}
 		for _, p := range res.Partitions {
-			committed := "-"
-			if p.Committed != proof.NoOffset {
-				committed = strconv.FormatInt(p.Committed, 10)
-			}
+			committed := offsetText(p.Committed)
 			headroom := "-"
 			if p.HasHeadroom {
 				headroom = proof.FormatDuration(p.Headroom.Round(time.Millisecond))
@@ -178,6 +196,11 @@ func writeCheckTable(w io.Writer, o *checkOptions, obs proof.Observation, res pr
 			}
 			if p.Verdict != proof.Proven {
 				verdict = c.wrap("31", verdict)
+			}
+			if res.Cursor != nil {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", p.Topic, p.Partition, offsetText(p.Cursor), committed, gapText(p),
+					p.LogStart, p.LogEnd, p.Lag, p.ExpiredRecords, headroom, verdict)
+				continue
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", p.Topic, p.Partition, committed, p.LogStart, p.LogEnd, p.Lag, p.ExpiredRecords, headroom, verdict)
 		}
@@ -202,15 +225,64 @@ func writeCheckTable(w io.Writer, o *checkOptions, obs proof.Observation, res pr
 	if res.ExpiredRecords > 0 {
 		fmt.Fprintf(&b, "%s expired before group %s read them.\n", proof.Plural(res.ExpiredRecords, "record"), o.group)
 	}
-	switch res.Verdict {
-	case proof.Violated:
+	switch {
+	case res.Verdict == proof.Violated && cursorLoss(res):
+		b.WriteString("Do not start the consumer as it is: its business cursor is not inside the retained log, or its group's offsets\n" +
+			"are ahead of it. Reconcile the records the cursor never reached from their source, or restart from the cursor\n" +
+			"(seek to it, or reset the group's offsets to it), then check again.\n")
+	case res.Verdict == proof.Violated:
 		b.WriteString("Do not start the consumer as it is: it would resume from a position that skips records.\n" +
 			"Replay what expired from its source, or reset the group's offsets knowingly, then check again.\n")
-	case proof.Unknown:
-		b.WriteString("Could not prove the group safe: fix what is reported above (connection, credentials, ACLs) and check again.\n")
+	case res.Verdict == proof.Unknown:
+		b.WriteString("Could not prove the group safe: fix what is reported above (connection, credentials, ACLs, the cursor query) and check again.\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// cursorLine says where the business cursor was read and how the group's
+// offsets compare with it.
+func cursorLine(o *checkOptions, res proof.Result) string {
+	c := res.Cursor
+	if c == nil {
+		return ""
+	}
+	resume := "the consumer resumes from the group's offsets"
+	if c.ResumeFrom == proof.ResumeFromCursor {
+		resume = "the consumer resumes from its cursor"
+	}
+	return fmt.Sprintf("business cursor: %s read from %s; %s; a restart from the group replays %s and skips %s",
+		proof.Plural(int64(c.Rows), "row"), o.cursorDriver, resume, proof.Plural(c.ReplayRecords, "record"), proof.Plural(c.AheadRecords, "record"))
+}
+
+// cursorLoss: a violation the business cursor decides.
+func cursorLoss(res proof.Result) bool {
+	for _, v := range res.Violations {
+		if v.Clause == proof.ClauseCursorInRange {
+			return true
+		}
+	}
+	return false
+}
+
+func offsetText(v int64) string {
+	if v == proof.NoOffset {
+		return "-"
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// gapText compares the group's committed offset with the cursor.
+func gapText(p proof.PartitionResult) string {
+	switch {
+	case p.AheadRecords > 0:
+		return "ahead " + strconv.FormatInt(p.AheadRecords, 10)
+	case p.ReplayRecords > 0:
+		return "replay " + strconv.FormatInt(p.ReplayRecords, 10)
+	case p.Cursor == proof.NoOffset || p.Committed == proof.NoOffset:
+		return "-"
+	}
+	return "0"
 }
 
 // expiryLine says on which clock the group's offsets expire and when the

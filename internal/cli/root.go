@@ -1,5 +1,8 @@
 // Package cli is retention-guard's command line: a cobra root with the
-// manager, check and version subcommands.
+// check and version subcommands, which need no Kubernetes. The manager
+// command is wired in by the composition root (package main at the top of
+// the repository), which imports the controllers and the webhook this
+// package must not depend on.
 package cli
 
 import (
@@ -28,6 +31,13 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
+// UsageError marks err as the user's misuse of the command line: Execute
+// prints it and exits with ExitUsage.
+func UsageError(err error) error { return usageError{err} }
+
+// ExitError makes Execute exit with code, printing err when it is not nil.
+func ExitError(code int, err error) error { return exitError{code: code, err: err} }
+
 // exitError carries an exit code chosen by a subcommand (e.g. check's 1 and 2).
 type exitError struct {
 	code int
@@ -45,14 +55,21 @@ func (e exitError) Error() string {
 // (--zap-log-level, --zap-encoder, --zap-devel, ...).
 type logOptions struct{ zap.Options }
 
+// LogOptions are the zap flags, for commands defined outside this package.
+type LogOptions = logOptions
+
+// Bind adds the zap flags to fs.
+func (o *logOptions) Bind(fs *pflag.FlagSet) { o.bind(fs) }
+
 func (o *logOptions) bind(fs *pflag.FlagSet) {
 	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.BindFlags(gofs)
 	fs.AddGoFlagSet(gofs)
 }
 
-// NewRootCommand builds the command tree.
-func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
+// NewRootCommand builds the command tree: check, version, and the commands
+// the caller adds (the composition root adds manager).
+func NewRootCommand(stdout, stderr io.Writer, commands ...*cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "retention-guard",
 		Short: "Prove Kafka consumer groups cannot silently lose data to retention",
@@ -62,6 +79,7 @@ offsets retention cover the longest downtime it must survive.
 
   manager   run the Kubernetes controller and admission webhook
   check     prove one consumer group against a live cluster (no Kubernetes)
+  scan      judge every consumer group on a cluster (no Kubernetes, no policy)
   version   print the version`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -71,13 +89,15 @@ offsets retention cover the longest downtime it must survive.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w\nRun '%s --help' for usage", err, c.CommandPath())}
 	})
-	root.AddCommand(newVersionCommand(), newManagerCommand(), newCheckCommand())
+	root.AddCommand(newVersionCommand(), newCheckCommand(), newScanCommand())
+	root.AddCommand(commands...)
 	return root
 }
 
-// Execute runs the command line and returns the process exit code.
-func Execute(args []string, stdout, stderr io.Writer) int {
-	root := NewRootCommand(stdout, stderr)
+// Execute runs the command line, with the given commands added to the
+// root, and returns the process exit code.
+func Execute(args []string, stdout, stderr io.Writer, commands ...*cobra.Command) int {
+	root := NewRootCommand(stdout, stderr, commands...)
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {

@@ -2,13 +2,14 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -283,7 +284,10 @@ func TestObserveShardFailureNamesItsPartitions(t *testing.T) {
 	var d net.Dialer
 	dial := kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
 		if host == downAddr {
-			return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("connection refused (broker down)")}
+			// What a dial to a stopped broker returns: a syscall error,
+			// which the client retries elsewhere when any broker will do
+			// (FindCoordinator), and which fails the shards pinned to it.
+			return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 		}
 		return d.DialContext(ctx, network, host)
 	})

@@ -179,6 +179,7 @@ func (p *pass) describeConfigs(ctx context.Context) {
 		}
 	}
 
+	p.brokerRetention = brokerValues
 	p.offsetsRetention = p.smallestOffsetsRetention(brokerValues, brokerFailed)
 	p.applyBrokerDefaults(inherited, defaults)
 }

@@ -51,10 +51,52 @@ type TLS struct {
 
 // SASL is the SASL identity of a Connection.
 type SASL struct {
-	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (case-insensitive).
+	// Mechanism is PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or
+	// AWS_MSK_IAM (case-insensitive).
 	Mechanism string
-	Username  string
-	Password  string
+	// Username and Password: PLAIN and SCRAM.
+	Username string
+	Password string
+	// OAuth: OAUTHBEARER.
+	OAuth *OAuthBearer
+	// AWS: AWS_MSK_IAM with static keys; nil uses the AWS SDK's default
+	// credential chain.
+	AWS *AWSCredentials
+}
+
+// identity describes who authenticates, for messages: the username, the
+// OAuth client or token file, the AWS access key id or "the default AWS
+// credential chain". Never a secret.
+func (s *SASL) identity() string {
+	switch strings.ToUpper(s.Mechanism) {
+	case MechanismOAuthBearer:
+		switch {
+		case s.OAuth == nil:
+			return "no OAuth configuration"
+		case s.OAuth.TokenFile != "":
+			return "the token in " + s.OAuth.TokenFile
+		default:
+			return fmt.Sprintf("client %q of %s", s.OAuth.ClientID, s.OAuth.TokenURL)
+		}
+	case MechanismAWSMSKIAM:
+		if s.AWS == nil {
+			return "the default AWS credential chain"
+		}
+		return fmt.Sprintf("AWS access key %q", s.AWS.AccessKeyID)
+	}
+	return fmt.Sprintf("%q", s.Username)
+}
+
+// secrets are the values redact removes from messages and logs.
+func (s *SASL) secrets() []string {
+	out := []string{s.Password}
+	if s.OAuth != nil {
+		out = append(out, s.OAuth.ClientSecret)
+	}
+	if s.AWS != nil {
+		out = append(out, s.AWS.SecretAccessKey, s.AWS.SessionToken)
+	}
+	return out
 }
 
 // LoadTLSFiles reads PEM files into a TLS. Any path may be empty: caFile
@@ -168,9 +210,16 @@ func (s *SASL) mechanism() (sasl.Mechanism, error) {
 		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism(), nil
 	case MechanismScramSHA512:
 		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism(), nil
+	case MechanismOAuthBearer:
+		return oauthMechanism(s.OAuth)
+	case MechanismAWSMSKIAM:
+		if s.AWS != nil && (s.AWS.AccessKeyID == "" || s.AWS.SecretAccessKey == "") {
+			return nil, errors.New("AWS_MSK_IAM with static keys needs an access key id and a secret access key")
+		}
+		return awsMechanism(s.AWS), nil
 	default:
-		return nil, fmt.Errorf("unsupported SASL mechanism %q (want %s, %s or %s)",
-			s.Mechanism, MechanismPlain, MechanismScramSHA256, MechanismScramSHA512)
+		return nil, fmt.Errorf("unsupported SASL mechanism %q (want %s, %s, %s, %s or %s)",
+			s.Mechanism, MechanismPlain, MechanismScramSHA256, MechanismScramSHA512, MechanismOAuthBearer, MechanismAWSMSKIAM)
 	}
 }
 
@@ -208,6 +257,29 @@ func (c Connection) Key() string {
 		field("sasl", []byte(strings.ToUpper(c.SASL.Mechanism)))
 		field("user", []byte(c.SASL.Username))
 		field("pass", []byte(c.SASL.Password))
+		if o := c.SASL.OAuth; o != nil {
+			field("oauth", []byte("on"))
+			field("tokenurl", []byte(o.TokenURL))
+			field("clientid", []byte(o.ClientID))
+			field("clientsecret", []byte(o.ClientSecret))
+			field("scopes", []byte(strings.Join(o.Scopes, " ")))
+			field("audience", []byte(o.Audience))
+			field("tokenfile", []byte(o.TokenFile))
+			keys := make([]string, 0, len(o.Extensions))
+			for k := range o.Extensions {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				field("ext", []byte(k+"="+o.Extensions[k]))
+			}
+		}
+		if a := c.SASL.AWS; a != nil {
+			field("aws", []byte("static"))
+			field("akid", []byte(a.AccessKeyID))
+			field("secret", []byte(a.SecretAccessKey))
+			field("session", []byte(a.SessionToken))
+		}
 	}
 	return strings.Join(servers, ",") + "#" + hex.EncodeToString(h.Sum(nil))
 }
@@ -246,7 +318,13 @@ func (c Connection) String() string {
 		b.WriteString(" tls=off")
 	}
 	if c.SASL != nil {
-		b.WriteString(" sasl=" + strings.ToUpper(c.SASL.Mechanism) + " user=" + c.SASL.Username)
+		b.WriteString(" sasl=" + strings.ToUpper(c.SASL.Mechanism))
+		switch strings.ToUpper(c.SASL.Mechanism) {
+		case MechanismOAuthBearer, MechanismAWSMSKIAM:
+			b.WriteString(" identity=" + c.SASL.identity())
+		default:
+			b.WriteString(" user=" + c.SASL.Username)
+		}
 	} else {
 		b.WriteString(" sasl=off")
 	}
@@ -254,13 +332,19 @@ func (c Connection) String() string {
 	return b.String()
 }
 
-// redact removes the connection's password from s, should any text from a
-// server or library ever echo it. Passwords shorter than three characters
-// are left alone: they would cut ordinary words apart ("password" holds
-// "p") and no text can hide them meaningfully anyway.
+// redact removes the connection's secrets (password, OAuth client secret,
+// AWS secret key and session token) from s, should any text from a server
+// or library ever echo them. Secrets shorter than three characters are
+// left alone: they would cut ordinary words apart ("password" holds "p")
+// and no text can hide them meaningfully anyway.
 func (c Connection) redact(s string) string {
-	if c.SASL == nil || len(c.SASL.Password) < 3 {
+	if c.SASL == nil {
 		return s
 	}
-	return strings.ReplaceAll(s, c.SASL.Password, "[redacted]")
+	for _, secret := range c.SASL.secrets() {
+		if len(secret) >= 3 {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
+	}
+	return s
 }

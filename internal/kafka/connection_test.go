@@ -150,3 +150,57 @@ func TestLoadTLSFiles(t *testing.T) {
 		}
 	}
 }
+
+// OAuth and AWS credentials change the key (a rotated client secret or
+// access key gets a new pooled client) and never appear in it, nor in
+// String.
+func TestConnectionKeyOAuthAndAWS(t *testing.T) {
+	oauthConn := func(mod func(*OAuthBearer)) Connection {
+		o := &OAuthBearer{TokenURL: "https://idp/token", ClientID: "guard", ClientSecret: "oauth-secret-1", Scopes: []string{"kafka"},
+			Extensions: map[string]string{"logicalCluster": "lkc-1"}}
+		if mod != nil {
+			mod(o)
+		}
+		return Connection{BootstrapServers: []string{"k:9092"}, SASL: &SASL{Mechanism: "OAUTHBEARER", OAuth: o}}
+	}
+	base := oauthConn(nil)
+	for name, mod := range map[string]func(*OAuthBearer){
+		"client secret": func(o *OAuthBearer) { o.ClientSecret = "oauth-secret-2" },
+		"client id":     func(o *OAuthBearer) { o.ClientID = "other" },
+		"scopes":        func(o *OAuthBearer) { o.Scopes = nil },
+		"extension":     func(o *OAuthBearer) { o.Extensions = map[string]string{"logicalCluster": "lkc-2"} },
+		"token url":     func(o *OAuthBearer) { o.TokenURL = "https://idp/other" },
+	} {
+		if oauthConn(mod).Key() == base.Key() {
+			t.Errorf("changing the OAuth %s keeps the key", name)
+		}
+	}
+	awsConn := func(secret string) Connection {
+		return Connection{BootstrapServers: []string{"k:9092"}, SASL: &SASL{Mechanism: "AWS_MSK_IAM",
+			AWS: &AWSCredentials{AccessKeyID: "AKIA1", SecretAccessKey: secret}}}
+	}
+	if awsConn("aws-secret-1").Key() == awsConn("aws-secret-2").Key() {
+		t.Error("changing the AWS secret key keeps the key")
+	}
+	chain := Connection{BootstrapServers: []string{"k:9092"}, SASL: &SASL{Mechanism: "AWS_MSK_IAM"}}
+	if chain.Key() == awsConn("aws-secret-1").Key() {
+		t.Error("the default chain and static keys share a key")
+	}
+	for _, c := range []Connection{base, awsConn("aws-secret-1")} {
+		for _, secret := range []string{"oauth-secret-1", "aws-secret-1"} {
+			if strings.Contains(c.Key(), secret) || strings.Contains(c.String(), secret) {
+				t.Errorf("key or string of %s holds %q", c.String(), secret)
+			}
+		}
+	}
+	for c, secret := range map[*Connection]string{&base: "oauth-secret-1", ptr(awsConn("aws-secret-1")): "aws-secret-1"} {
+		if got := c.redact("x " + secret + " y"); got != "x [redacted] y" {
+			t.Errorf("redact(%q) = %q", secret, got)
+		}
+	}
+	if s := chain.String(); !strings.Contains(s, "identity=the default AWS credential chain") {
+		t.Errorf("String() = %q", s)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

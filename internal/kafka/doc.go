@@ -19,7 +19,10 @@
 //	ConsumerGroupDescribe  1 per coordinator  KIP-848 groups
 //	Fetch                  1 per leader       a few bytes per partition at the committed offset
 //
-// (plus FindCoordinator and connection setup the first time). The requests
+// (plus FindCoordinator and connection setup the first time). A target with
+// a business cursor (Target.Cursor, read by internal/cursor) has it read
+// once per pass, between the committed offsets and the log end, and the
+// records at its cursors ride along in the same Fetch requests. The requests
 // are raw kmsg requests sharded by the franz-go client, not kadm's helpers,
 // because the raw answers keep an error code per topic, partition, group and
 // config resource; see the Kafka facts below.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
@@ -30,6 +31,10 @@ const (
 // reasonForError maps an error from a request (transport, TLS, SASL, or a
 // Kafka error code) to one of the KafkaReachable reasons.
 func reasonForError(err error) string {
+	var ce *credentialError
+	if errors.As(err, &ce) {
+		return proof.ReasonAuthenticationFailed
+	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
 		switch ke {
@@ -72,10 +77,15 @@ func isAuthorization(err error) bool {
 // describeError turns err into a short, credential-free explanation.
 // Callers still pass the result through Connection.redact.
 func describeError(err error) string {
-	var ke *kerr.Error
+	var (
+		ke *kerr.Error
+		ce *credentialError
+	)
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &ce):
+		return ce.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		return "no answer before the deadline (context deadline exceeded)"
 	case errors.Is(err, context.Canceled):
@@ -131,12 +141,15 @@ func tlsProblem(err error) (string, bool) {
 // many targets hands each target only what is its business.
 type failure struct {
 	proof.Failure
-	group  string // "" when not group-specific
-	global bool   // concerns every target (connection, brokers)
+	group     string // "" when not group-specific
+	global    bool   // concerns every target (connection, brokers)
+	discovery bool   // concerns only the discovery of groups
 }
 
 func (f failure) appliesTo(t Target, topics map[string]bool) bool {
 	switch {
+	case f.discovery:
+		return false
 	case f.global:
 		return true
 	case f.group != "" && f.group != t.Group:
@@ -146,4 +159,47 @@ func (f failure) appliesTo(t Target, topics map[string]bool) bool {
 	default:
 		return f.group == t.Group
 	}
+}
+
+// requestCoordinated sends a request served by group coordinators
+// (OffsetFetch, DescribeGroups, ConsumerGroupDescribe, StreamsGroupDescribe)
+// through the client's sharder, and sends each shard that could not reach
+// a broker once more. The client finds a group's coordinator by asking any
+// broker, without retrying: with one broker down — a rolling restart — a
+// lookup that picked it fails the group's shard although its coordinator is
+// up. Asked again, the lookup likely goes elsewhere; a shard whose
+// coordinator is the down broker keeps failing, as it should.
+func (p *pass) requestCoordinated(ctx context.Context, req kmsg.Request) []kgo.ResponseShard {
+	shards := p.cl.RequestSharded(ctx, req)
+	// Any broker is picked at random: as many tries as there are brokers
+	// (at most 5) make a lookup that keeps picking the down one unlikely.
+	for try := 1; try < min(len(p.brokers), 5); try++ {
+		var retry []kmsg.Request
+		out := shards[:0]
+		for _, sh := range shards {
+			if sh.Err != nil && unreachable(sh.Err) {
+				retry = append(retry, sh.Req)
+				continue
+			}
+			out = append(out, sh)
+		}
+		if len(retry) == 0 || ctx.Err() != nil {
+			break
+		}
+		for _, r := range retry {
+			out = append(out, p.cl.RequestSharded(ctx, r)...)
+		}
+		shards = out
+	}
+	return shards
+}
+
+// unreachable reports whether err is a broker that could not be reached:
+// not a Kafka error code, nor the pass's own deadline.
+func unreachable(err error) bool {
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	_, isKafka := asKerr(err)
+	return !isKafka
 }

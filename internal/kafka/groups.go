@@ -125,7 +125,7 @@ func (p *pass) describeClassic(ctx context.Context) map[string]groupAnswer {
 	out := make(map[string]groupAnswer, len(p.groups))
 	req := kmsg.NewPtrDescribeGroupsRequest()
 	req.Groups = slices.Clone(p.groups)
-	for _, shard := range p.cl.RequestSharded(ctx, req) {
+	for _, shard := range p.requestCoordinated(ctx, req) {
 		sreq := shard.Req.(*kmsg.DescribeGroupsRequest)
 		if shard.Err != nil {
 			for _, g := range sreq.Groups {
@@ -178,7 +178,7 @@ func (p *pass) describeConsumer(ctx context.Context) map[string]groupAnswer {
 	out := make(map[string]groupAnswer, len(p.groups))
 	req := kmsg.NewPtrConsumerGroupDescribeRequest()
 	req.Groups = slices.Clone(p.groups)
-	for _, shard := range p.cl.RequestSharded(ctx, req) {
+	for _, shard := range p.requestCoordinated(ctx, req) {
 		sreq := shard.Req.(*kmsg.ConsumerGroupDescribeRequest)
 		if shard.Err != nil {
 			for _, g := range sreq.Groups {
@@ -201,7 +201,7 @@ func (p *pass) describeStreams(ctx context.Context) map[string]groupAnswer {
 	out := make(map[string]groupAnswer, len(p.groups))
 	req := kmsg.NewPtrStreamsGroupDescribeRequest()
 	req.Groups = slices.Clone(p.groups)
-	for _, shard := range p.cl.RequestSharded(ctx, req) {
+	for _, shard := range p.requestCoordinated(ctx, req) {
 		sreq := shard.Req.(*kmsg.StreamsGroupDescribeRequest)
 		if shard.Err != nil {
 			for _, g := range sreq.Groups {

@@ -45,12 +45,12 @@ func (p *pass) metadata(ctx context.Context) bool {
 		switch {
 		case p.conn.SASL == nil:
 		case reason == proof.ReasonAuthenticationFailed:
-			msg = fmt.Sprintf("SASL authentication as %q with %s failed at %s: %s",
-				p.conn.SASL.Username, strings.ToUpper(p.conn.SASL.Mechanism), strings.Join(p.conn.BootstrapServers, ","), describeError(err))
+			msg = fmt.Sprintf("SASL authentication as %s with %s failed at %s: %s",
+				p.conn.SASL.identity(), strings.ToUpper(p.conn.SASL.Mechanism), strings.Join(p.conn.BootstrapServers, ","), describeError(err))
 		case reason == proof.ReasonBrokerUnreachable && p.sasl.failedSince(sent):
 			reason = proof.ReasonAuthenticationFailed
-			msg = fmt.Sprintf("SASL authentication as %q with %s failed at %s: the broker closed the connection during the exchange (wrong username, password or mechanism?)",
-				p.conn.SASL.Username, strings.ToUpper(p.conn.SASL.Mechanism), strings.Join(p.conn.BootstrapServers, ","))
+			msg = fmt.Sprintf("SASL authentication as %s with %s failed at %s: the broker closed the connection during the exchange (wrong credentials or mechanism?)",
+				p.conn.SASL.identity(), strings.ToUpper(p.conn.SASL.Mechanism), strings.Join(p.conn.BootstrapServers, ","))
 		}
 		p.fail(failure{global: true, Failure: proof.Failure{
 			Reason:    reason,

@@ -19,6 +19,10 @@ type Target struct {
 	// offsets from __consumer_offsets (the principal needs Read on it);
 	// see offsetstopic.go.
 	ReadOffsetsTopic bool
+	// Cursor, when set, is the consumer's business cursor: read once per
+	// pass, after the committed offsets and before the log end (see
+	// readCursors), with the record timestamps at it.
+	Cursor CursorReader
 }
 
 // Observer observes Kafka clusters. It pools one client per Connection.Key,
@@ -180,22 +184,5 @@ func (o *Observer) reapIdle() {
 // could not be read is a Failure in the observations it concerns. ctx
 // bounds the pass.
 func (o *Observer) Observe(ctx context.Context, conn Connection, targets []Target) []proof.Observation {
-	now := o.opts.now()
-	pc, err := o.acquire(conn)
-	if err != nil {
-		f := failure{global: true, Failure: proof.Failure{
-			Reason:    reasonForConfigError(conn, err),
-			Partition: -1,
-			Message:   conn.redact(fmt.Sprintf("cannot use %s: %s", conn, err)),
-		}}
-		p := &pass{o: o, conn: conn, targets: targets, now: now}
-		p.fail(f)
-		return p.observations()
-	}
-	defer o.release(pc)
-
-	p := newPass(o, pc.cl, conn, targets, now)
-	p.sasl = pc.sasl
-	p.run(ctx)
-	return p.observations()
+	return o.ObserveCluster(ctx, conn, ClusterRequest{Targets: targets}).Observations
 }

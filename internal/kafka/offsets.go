@@ -182,7 +182,7 @@ func (p *pass) fetchCommittedOffsets(ctx context.Context) {
 		p.failErr(apiOffsetFetch, g, "", -1, fmt.Sprintf("committed offsets of group %s", g), err)
 	}
 
-	for _, shard := range p.cl.RequestSharded(ctx, req) {
+	for _, shard := range p.requestCoordinated(ctx, req) {
 		sreq := shard.Req.(*kmsg.OffsetFetchRequest)
 		if shard.Err != nil {
 			for _, rg := range sreq.Groups {

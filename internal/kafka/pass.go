@@ -37,6 +37,11 @@ type pass struct {
 
 	// From DescribeConfigs.
 	offsetsRetention proof.ConfigValue
+	brokerRetention  map[int32]proof.ConfigValue
+
+	// Discovery (discovery.go), when asked.
+	discover   *Discovery
+	discovered []discoveredGroup
 
 	// Per group.
 	groups      []string            // unique, sorted
@@ -46,6 +51,9 @@ type pass struct {
 
 	// From __consumer_offsets, for targets that ask (offsetstopic.go).
 	offsetsTopic offsetsTopicResult
+
+	// Business cursors, by target index (cursor.go).
+	cursors []cursorRead
 }
 
 type topicState struct {
@@ -107,30 +115,41 @@ func newPass(o *Observer, cl *kgo.Client, conn Connection, targets []Target, now
 		groupTopics: make(map[string][]string),
 		groupInfo:   make(map[string]*groupState),
 		recall:      make(map[string]groupRecall),
+		cursors:     make([]cursorRead, len(targets)),
 	}
 	for _, t := range targets {
-		if _, ok := p.groupInfo[t.Group]; !ok {
-			p.groups = append(p.groups, t.Group)
-			p.groupInfo[t.Group] = &groupState{
-				committed:  make(map[topicPartition]int64),
-				timestamps: make(map[topicPartition]time.Time),
-				preceding:  make(map[topicPartition]time.Time),
-			}
-		}
-		for _, name := range t.Topics {
-			if _, ok := p.topics[name]; !ok {
-				p.topics[name] = &topicState{name: name, partitions: make(map[int32]*partitionState)}
-			}
-			if !slices.Contains(p.groupTopics[t.Group], name) {
-				p.groupTopics[t.Group] = append(p.groupTopics[t.Group], name)
-			}
+		p.addTarget(t)
+	}
+	p.sortGroups()
+	return p
+}
+
+// addTarget adds a target's group and topics to what the pass reads.
+func (p *pass) addTarget(t Target) {
+	if _, ok := p.groupInfo[t.Group]; !ok {
+		p.groups = append(p.groups, t.Group)
+		p.groupInfo[t.Group] = &groupState{
+			committed:  make(map[topicPartition]int64),
+			timestamps: make(map[topicPartition]time.Time),
+			preceding:  make(map[topicPartition]time.Time),
 		}
 	}
+	for _, name := range t.Topics {
+		if _, ok := p.topics[name]; !ok {
+			p.topics[name] = &topicState{name: name, partitions: make(map[int32]*partitionState)}
+		}
+		if !slices.Contains(p.groupTopics[t.Group], name) {
+			p.groupTopics[t.Group] = append(p.groupTopics[t.Group], name)
+		}
+	}
+}
+
+func (p *pass) sortGroups() {
 	slices.Sort(p.groups)
+	p.groups = slices.Compact(p.groups)
 	for g := range p.groupTopics {
 		slices.Sort(p.groupTopics[g])
 	}
-	return p
 }
 
 // fail records a failure, its message redacted.
@@ -154,6 +173,10 @@ func (p *pass) failErr(api, group, topic string, partition int32, what string, e
 
 func (p *pass) run(ctx context.Context) {
 	start := time.Now()
+	if p.discover != nil && !p.discoverGroups(ctx) {
+		p.log(start)
+		return
+	}
 	if !p.metadata(ctx) {
 		p.log(start)
 		return
@@ -167,13 +190,15 @@ func (p *pass) run(ctx context.Context) {
 	// it (it never moves back but by truncation), so a busy topic never
 	// reads as "committed beyond log end". Log start read first can only
 	// be lower than the truth when the committed offset is read: never a
-	// false "expired" either.
+	// false "expired" either. Business cursors are read between the
+	// committed offsets and the log end, for the same reasons.
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); p.describeConfigs(ctx) }()
 	go func() { defer wg.Done(); p.describeGroups(ctx) }()
 	p.listStartOffsets(ctx)
 	p.fetchCommittedOffsets(ctx)
+	p.readCursors(ctx)
 	p.listEndOffsets(ctx)
 	wg.Wait()
 
@@ -213,13 +238,13 @@ func (p *pass) log(start time.Time) {
 // observations splits the pass into one Observation per target.
 func (p *pass) observations() []proof.Observation {
 	out := make([]proof.Observation, 0, len(p.targets))
-	for _, t := range p.targets {
-		out = append(out, p.observation(t))
+	for i, t := range p.targets {
+		out = append(out, p.observation(i, t))
 	}
 	return out
 }
 
-func (p *pass) observation(t Target) proof.Observation {
+func (p *pass) observation(i int, t Target) proof.Observation {
 	obs := proof.Observation{
 		ObservedAt:              p.now,
 		OffsetsRetentionMinutes: p.offsetsRetention,
@@ -271,10 +296,18 @@ func (p *pass) observation(t Target) proof.Observation {
 					po.PrecedingTimestamp = gs.preceding[tp]
 				}
 				po.CommittedAfter = recall.committedAfter[tp]
+				if t.Cursor != nil {
+					po.CursorTimestamp = p.cursors[i].timestamps[tp]
+				}
 				to.Partitions = append(to.Partitions, po)
 			}
 		}
 		obs.Topics = append(obs.Topics, to)
+	}
+
+	if t.Cursor != nil && p.cursors[i].read {
+		obs.Cursor = p.cursors[i].obs
+		obs.Cursor.Rows = slices.Clone(obs.Cursor.Rows)
 	}
 
 	if t.ReadOffsetsTopic {

@@ -72,10 +72,12 @@ type timestampWant struct {
 	offset int64 // the fetch offset: n−1 to date a commit, else n
 }
 
-// commitNeeds is what one group needs around its committed offset.
+// commitNeeds is what one group needs around its committed offset, or
+// (target ≥ 0) what a target's business cursor needs: the record at it.
 type commitNeeds struct {
 	group     string
 	committed int64
+	target    int
 }
 
 func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
@@ -105,7 +107,20 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 				}
 				byLeader[ps.leader][tp] = append(byLeader[ps.leader][tp], w.offset)
 			}
-			needers[w] = append(needers[w], commitNeeds{g, c})
+			needers[w] = append(needers[w], commitNeeds{group: g, committed: c, target: -1})
+		}
+	}
+	for i := range p.targets {
+		for tp, c := range p.cursorOffsets(i) {
+			ps := p.topics[tp.topic].partitions[tp.partition]
+			w := timestampWant{tp, c}
+			if _, ok := needers[w]; !ok {
+				if byLeader[ps.leader] == nil {
+					byLeader[ps.leader] = make(map[topicPartition][]int64)
+				}
+				byLeader[ps.leader][tp] = append(byLeader[ps.leader][tp], w.offset)
+			}
+			needers[w] = append(needers[w], commitNeeds{committed: c, target: i})
 		}
 	}
 	if len(needers) == 0 {
@@ -159,6 +174,16 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 			continue
 		}
 		for _, n := range needs {
+			if n.target >= 0 {
+				if at, _ := fr.around(n.committed); !at.IsZero() {
+					c := &p.cursors[n.target]
+					if c.timestamps == nil {
+						c.timestamps = make(map[topicPartition]time.Time)
+					}
+					c.timestamps[w.tp] = at
+				}
+				continue
+			}
 			gs := p.groupInfo[n.group]
 			at, before := fr.around(n.committed)
 			if !at.IsZero() {

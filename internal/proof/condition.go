@@ -6,9 +6,16 @@ import "slices"
 // located, most definite first; everything else is a risk that may yet
 // happen (…ShorterThanWindow) or a missing fact.
 var lossReasons = []string{
+	// The business cursor is the authority on what was processed: its
+	// loss leads.
+	ReasonCursorExpired,
+	ReasonNoCursor,
+	ReasonCursorBeyondLogEnd,
 	ReasonCommittedOffsetExpired,
 	ReasonNoCommittedOffset,
 	ReasonCommittedOffsetBeyondLogEnd,
+	// Records a restart from the group's offsets would skip.
+	ReasonGroupAheadOfCursor,
 }
 
 // LossRank orders reasons so that loss that already happened comes before
@@ -40,7 +47,7 @@ type clauseOutcome struct {
 func missingFact(reason string) bool {
 	switch reason {
 	case ReasonRetentionUnreadable, ReasonOffsetsRetentionUnreadable, ReasonNotEvaluated,
-		ReasonOffsetsMayExpireBeforeWindow, ReasonGroupTypeUnknown:
+		ReasonOffsetsMayExpireBeforeWindow, ReasonGroupTypeUnknown, ReasonCursorUnreadable:
 		return true
 	}
 	return false

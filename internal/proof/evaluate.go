@@ -25,16 +25,43 @@ func Evaluate(obs Observation, p Policy, now time.Time) Result {
 
 	conditions := make([]Condition, 0, len(ClauseTypes))
 	conditions = append(conditions, reachable, retention, offsetsRetained, inRange)
-	verdict := verdictOf(conditions)
+	var cursorV []Violation
+	var cursorSum *CursorSummary
+	if p.Cursor != nil {
+		var c Condition
+		c, cursorV, cursorSum = cursorInRange(f, partitions)
+		conditions = append(conditions, c)
+	}
+
+	// With resumeFrom Cursor the group's offsets are a cache: their
+	// clauses keep their conditions (the facts) but do not decide, and
+	// what fails in them is a warning.
+	var advisory []Warning
+	if p.Cursor.ResumesFromCursor() {
+		for i := range conditions {
+			c := &conditions[i]
+			if decides(p, c.Type) || c.Status == ConditionTrue {
+				continue
+			}
+			// Short first words: admission warnings are cut at 120 bytes.
+			advisory = append(advisory, Warning{Type: WarningGroupOffsets, Message: "seek to the cursor on start: group offsets " +
+				c.Reason + " (" + c.Type + ", not deciding: " + c.Message + ")"})
+			c.Message = "not deciding (spec.cursor.resumeFrom Cursor: the consumer resumes from its cursor): " + c.Message
+		}
+		offsetsRetainedV, inRangeV = nil, nil
+	}
+
+	verdict := verdictOf(p, conditions)
 	conditions = append(conditions, ready(verdict, conditions, f))
 
 	// Each clause sorted its own violations; clauses come in ClauseTypes
 	// order, so the concatenation is sorted.
-	violations := make([]Violation, 0, len(reachableV)+len(retentionV)+len(offsetsRetainedV)+len(inRangeV))
+	violations := make([]Violation, 0, len(reachableV)+len(retentionV)+len(offsetsRetainedV)+len(inRangeV)+len(cursorV))
 	violations = append(violations, reachableV...)
 	violations = append(violations, retentionV...)
 	violations = append(violations, offsetsRetainedV...)
 	violations = append(violations, inRangeV...)
+	violations = append(violations, cursorV...)
 
 	r := Result{
 		Verdict:    verdict,
@@ -43,6 +70,7 @@ func Evaluate(obs Observation, p Policy, now time.Time) Result {
 		Violations: violations,
 		Partitions: partitions,
 		Summary:    summarizePartitions(partitions),
+		Cursor:     cursorSum,
 	}
 	for i := range partitions {
 		r.ExpiredRecords = addSaturating(r.ExpiredRecords, partitions[i].ExpiredRecords)
@@ -55,9 +83,10 @@ func Evaluate(obs Observation, p Policy, now time.Time) Result {
 	}
 	setOffsetExpiries(partitions, f.expiry.commits)
 	r.OffsetExpiry, w = offsetExpiry(f)
-	if w != nil {
+	if w != nil && !p.Cursor.ResumesFromCursor() {
 		r.Warnings = append(r.Warnings, *w)
 	}
+	r.Warnings = append(r.Warnings, advisory...)
 	if r.OffsetExpiry.HasSoonest {
 		r.GroupOffsetsExpireIn, r.HasGroupOffsetsExpireIn = r.OffsetExpiry.Soonest.Sub(now), true
 	}
@@ -70,13 +99,24 @@ func Evaluate(obs Observation, p Policy, now time.Time) Result {
 	return r
 }
 
-// verdictOf combines the clause conditions: Violated when a clause is False
-// on the facts, Unknown when a fact is missing or a request failed
-// (KafkaReachable False proves no loss), else Proven.
-func verdictOf(conditions []Condition) Verdict {
+// decides reports whether a clause decides the verdict for p: every clause
+// does, but the group's offset clauses when the consumer resumes from its
+// cursor.
+func decides(p Policy, clause string) bool {
+	if p.Cursor.ResumesFromCursor() {
+		return clause != ClauseGroupOffsetsRetained && clause != ClauseOffsetsInRange
+	}
+	return true
+}
+
+// verdictOf combines the conditions of the clauses that decide: Violated
+// when a clause is False on the facts, Unknown when a fact is missing or a
+// request failed (KafkaReachable False proves no loss), else Proven.
+func verdictOf(p Policy, conditions []Condition) Verdict {
 	verdict := Proven
 	for _, c := range conditions {
 		switch {
+		case !decides(p, c.Type):
 		case c.Status == ConditionFalse && c.Type != ClauseKafkaReachable:
 			return Violated
 		case c.Status != ConditionTrue:
@@ -97,6 +137,10 @@ func ready(verdict Verdict, conditions []Condition, f *facts) Condition {
 		c.Status, c.Reason = ConditionTrue, ReasonProven
 		c.Message = "group " + groupName(f) + " can be down for recoveryWindow " + FormatDuration(f.policy.RecoveryWindow) +
 			" and resume without losing a record"
+		if f.policy.Cursor.ResumesFromCursor() {
+			c.Message = "group " + groupName(f) + " can be down for recoveryWindow " + FormatDuration(f.policy.RecoveryWindow) +
+				" and resume from its business cursor without losing a record"
+		}
 		return c
 	case Violated:
 		c.Status = ConditionFalse
@@ -105,6 +149,9 @@ func ready(verdict Verdict, conditions []Condition, f *facts) Condition {
 	}
 	best := -1
 	for i, cl := range conditions {
+		if !decides(f.policy, cl.Type) {
+			continue
+		}
 		decides := cl.Status != ConditionTrue
 		if verdict == Violated {
 			decides = cl.Status == ConditionFalse && cl.Type != ClauseKafkaReachable
@@ -127,11 +174,11 @@ func summarizePartitions(partitions []PartitionResult) PartitionSummary {
 			if partitions[i].Verdict == Proven {
 				s.InRange++
 			}
-		case ReasonCommittedOffsetExpired:
+		case ReasonCommittedOffsetExpired, ReasonCursorExpired:
 			s.Expired++
-		case ReasonNoCommittedOffset:
+		case ReasonNoCommittedOffset, ReasonNoCursor:
 			s.Missing++
-		case ReasonCommittedOffsetBeyondLogEnd:
+		case ReasonCommittedOffsetBeyondLogEnd, ReasonCursorBeyondLogEnd:
 			s.BeyondEnd++
 		}
 	}

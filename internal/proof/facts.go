@@ -291,6 +291,7 @@ func compareViolations(a, b Violation) int {
 		cmp.Compare(a.LogStart, b.LogStart),
 		cmp.Compare(a.LogEnd, b.LogEnd),
 		cmp.Compare(a.ExpiredRecords, b.ExpiredRecords),
+		cmp.Compare(a.Cursor, b.Cursor),
 	)
 }
 
@@ -302,7 +303,7 @@ func sortViolations(vs []Violation) {
 func topicViolation(clause, reason, topic, message string) Violation {
 	return Violation{
 		Clause: clause, Reason: reason, Topic: topic, Partition: -1, Message: message,
-		Committed: NoOffset, LogStart: -1, LogEnd: -1,
+		Committed: NoOffset, LogStart: -1, LogEnd: -1, Cursor: NoOffset,
 	}
 }
 

@@ -26,6 +26,11 @@ func FuzzEvaluate(f *testing.F) {
 	f.Add([]byte("seed003 offsets.retention.minutes 10080 vs 240h window, no committed offset"))
 	f.Add([]byte("seed002 replay inside [logStart, logEnd]"))
 	f.Add([]byte{255, 254, 253, 252, 251, 250, 249, 248, 247, 246, 245, 244, 243, 242, 241, 240})
+	// A business cursor, mirrored from the committed offsets, with each
+	// resumeFrom.
+	f.Add([]byte{2, 5, 2, 6, 1, 3, 1, 0, 2, 1, 0, 5, 3, 3, 0, 2, 0, 0, 0, 0, 1, 0, 0, 0, 1})
+	f.Add([]byte{2, 5, 2, 6, 1, 3, 1, 0, 2, 1, 0, 5, 3, 3, 0, 2, 0, 0, 0, 0, 2, 0, 1, 0, 1})
+	f.Add([]byte("seed003 cursor behind log start, auto commit ahead of the cursor"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := fuzzInput(data)
 		r := Evaluate(in.obs, in.policy, in.now)
@@ -213,7 +218,59 @@ func fuzzInput(data []byte) fuzzCase {
 		}
 		in.obs.Failures = append(in.obs.Failures, fl)
 	}
+	fuzzCursor(&b, &in)
 	return in
+}
+
+// fuzzCursor adds, for a third of the inputs each, a business cursor the
+// consumer resumes from or one beside its group offsets: half the time its
+// rows mirror the committed offsets (so that it holds), otherwise any rows.
+func fuzzCursor(b *byteReader, in *fuzzCase) {
+	switch b.pick(3) {
+	case 0:
+		return
+	case 1:
+		in.policy.Cursor = &CursorPolicy{ResumeFrom: ResumeFromGroupOffsets}
+	default:
+		in.policy.Cursor = &CursorPolicy{ResumeFrom: ResumeFromCursor}
+	}
+	c := &in.obs.Cursor
+	switch v := b.next(); {
+	case v < 200:
+		c.Read = true
+	case v < 230:
+		c.Problem = "connection refused"
+	}
+	c.HasTopic = b.next()&1 == 1
+	if b.next() < 128 {
+		for _, t := range in.obs.Topics {
+			for _, p := range t.Partitions {
+				if p.Committed < 0 {
+					continue
+				}
+				row := CursorRow{Partition: int64(p.Partition), NextOffset: p.Committed}
+				if c.HasTopic {
+					row.Topic = t.Name
+				}
+				c.Rows = append(c.Rows, row)
+			}
+		}
+	} else {
+		for n := b.pick(6); n > 0; n-- {
+			row := CursorRow{Partition: int64(b.pick(6)) - 1, NextOffset: b.offset(), UpdatedAt: b.moment(in.now)}
+			if c.HasTopic {
+				if i := b.pick(len(fuzzTopics) + 1); i < len(fuzzTopics) {
+					row.Topic = fuzzTopics[i]
+				}
+			}
+			c.Rows = append(c.Rows, row)
+		}
+	}
+	for i := range in.obs.Topics {
+		for j := range in.obs.Topics[i].Partitions {
+			in.obs.Topics[i].Partitions[j].CursorTimestamp = b.moment(in.now)
+		}
+	}
 }
 
 // reverseInput returns a deep copy with topics, partitions and failures in
@@ -227,6 +284,8 @@ func reverseInput(o Observation) Observation {
 	}
 	o.Failures = slices.Clone(o.Failures)
 	slices.Reverse(o.Failures)
+	o.Cursor.Rows = slices.Clone(o.Cursor.Rows)
+	slices.Reverse(o.Cursor.Rows)
 	return o
 }
 
@@ -273,7 +332,8 @@ func checkInvariants(t *testing.T, in fuzzCase, r Result) {
 
 	// A missing config is an *Unreadable violation exactly when no failure
 	// explains its absence; one that a failure explains is not evaluated.
-	if got, want := countViolations(r, ClauseGroupOffsetsRetained, ReasonOffsetsRetentionUnreadable, ""), oracleOffsetsUnreadable(in); got != want {
+	fromCursor := in.policy.Cursor != nil && in.policy.Cursor.ResumeFrom == ResumeFromCursor
+	if got, want := countViolations(r, ClauseGroupOffsetsRetained, ReasonOffsetsRetentionUnreadable, ""), oracleOffsetsUnreadable(in); got != want && !(fromCursor && got == 0) {
 		t.Fatalf("%d OffsetsRetentionUnreadable violations, want %d\nviolations: %+v\ninput: %+v", got, want, r.Violations, in)
 	}
 	for _, tp := range in.obs.Topics {
@@ -282,13 +342,31 @@ func checkInvariants(t *testing.T, in fuzzCase, r Result) {
 		}
 	}
 
-	// Conditions: one per clause, in order; Ready follows the verdict.
-	if len(r.Conditions) != len(ClauseTypes) {
-		t.Fatalf("%d conditions", len(r.Conditions))
+	// Conditions: one per clause of the policy (CursorInRange only with a
+	// cursor), in order; Ready follows the verdict. With resumeFrom Cursor
+	// the group's offset clauses do not decide: nothing of theirs is a
+	// violation.
+	clauses := []string{ClauseKafkaReachable, ClauseRetentionCoversWindow, ClauseGroupOffsetsRetained, ClauseOffsetsInRange, ClauseReady}
+	if in.policy.Cursor != nil {
+		clauses = slices.Insert(clauses, 4, ClauseCursorInRange)
+	}
+	if len(r.Conditions) != len(clauses) {
+		t.Fatalf("%d conditions, want %v", len(r.Conditions), clauses)
 	}
 	for i, c := range r.Conditions {
-		if c.Type != ClauseTypes[i] || c.Reason == "" || c.Message == "" {
+		if c.Type != clauses[i] || c.Reason == "" || c.Message == "" {
 			t.Fatalf("condition %d = %+v", i, c)
+		}
+	}
+	if (r.Cursor != nil) != (in.policy.Cursor != nil) {
+		t.Fatalf("cursor summary %+v for cursor policy %+v", r.Cursor, in.policy.Cursor)
+	}
+	for _, v := range r.Violations {
+		if fromCursor && (v.Clause == ClauseGroupOffsetsRetained || v.Clause == ClauseOffsetsInRange) {
+			t.Fatalf("a violation of %s although the consumer resumes from its cursor: %+v", v.Clause, v)
+		}
+		if v.Clause != ClauseCursorInRange && v.Cursor != NoOffset {
+			t.Fatalf("violation %+v carries a cursor", v)
 		}
 	}
 	readyStatus := map[Verdict]ConditionStatus{Proven: ConditionTrue, Violated: ConditionFalse, Unknown: ConditionUnknown}[r.Verdict]
@@ -312,8 +390,8 @@ func checkInvariants(t *testing.T, in fuzzCase, r Result) {
 		t.Fatalf("violations not sorted: %+v", r.Violations)
 	}
 
-	// Partitions sorted; summary and expired records add up.
-	var sum int64
+	// Partitions sorted; summary, expired records, replay and ahead add up.
+	var sum, replay, ahead int64
 	var s PartitionSummary
 	for i, p := range r.Partitions {
 		if i > 0 {
@@ -330,15 +408,30 @@ func checkInvariants(t *testing.T, in fuzzCase, r Result) {
 		if p.ExpiredRecords < 0 || p.Lag < 0 {
 			t.Fatalf("negative count in %+v", p)
 		}
-		if p.ExpiredRecords > 0 && p.ExpiredRecords != p.LogStart-p.Committed {
-			t.Fatalf("expiredRecords %d != logStart - committed in %+v", p.ExpiredRecords, p)
+		switch {
+		case p.ExpiredRecords == 0:
+		case p.Reason == ReasonCommittedOffsetExpired && p.ExpiredRecords == p.LogStart-p.Committed:
+		case p.Reason == ReasonCursorExpired && p.ExpiredRecords == p.LogStart-p.Cursor:
+		default:
+			t.Fatalf("expiredRecords %d is neither logStart - committed nor logStart - cursor for reason %s in %+v", p.ExpiredRecords, p.Reason, p)
+		}
+		if (p.AheadRecords > 0 && p.AheadRecords != p.Committed-p.Cursor) || (p.ReplayRecords > 0 && p.ReplayRecords != p.Cursor-p.Committed) ||
+			p.AheadRecords < 0 || p.ReplayRecords < 0 || (p.AheadRecords > 0 && p.ReplayRecords > 0) {
+			t.Fatalf("ahead %d / replay %d do not compare committed and cursor in %+v", p.AheadRecords, p.ReplayRecords, p)
+		}
+		if in.policy.Cursor == nil && (p.Cursor != NoOffset || p.AheadRecords != 0 || p.ReplayRecords != 0) {
+			t.Fatalf("cursor facts without a cursor policy: %+v", p)
+		}
+		if r.Cursor != nil {
+			replay = addSaturating(replay, p.ReplayRecords)
+			ahead = addSaturating(ahead, p.AheadRecords)
 		}
 		switch p.Reason {
-		case ReasonCommittedOffsetExpired:
+		case ReasonCommittedOffsetExpired, ReasonCursorExpired:
 			s.Expired++
-		case ReasonNoCommittedOffset:
+		case ReasonNoCommittedOffset, ReasonNoCursor:
 			s.Missing++
-		case ReasonCommittedOffsetBeyondLogEnd:
+		case ReasonCommittedOffsetBeyondLogEnd, ReasonCursorBeyondLogEnd:
 			s.BeyondEnd++
 		case "":
 			s.InRange++
@@ -357,6 +450,9 @@ func checkInvariants(t *testing.T, in fuzzCase, r Result) {
 	if sum != r.ExpiredRecords {
 		t.Fatalf("expiredRecords %d, partitions add up to %d", r.ExpiredRecords, sum)
 	}
+	if r.Cursor != nil && (r.Cursor.ReplayRecords != replay || r.Cursor.AheadRecords != ahead) {
+		t.Fatalf("cursor summary %+v, partitions add up to replay %d, ahead %d", r.Cursor, replay, ahead)
+	}
 
 	// RecoveryHeadroom is the smallest partition headroom.
 	has, least := false, time.Duration(0)
@@ -373,6 +469,12 @@ func checkInvariants(t *testing.T, in fuzzCase, r Result) {
 		case w.Message == "":
 			t.Fatalf("warning %+v", w)
 		case ConfigWarning(w.Type):
+		case w.Type == WarningGroupOffsets:
+			if !fromCursor {
+				t.Fatalf("warning %+v without resumeFrom Cursor", w)
+			}
+		case w.Type == WarningGroupOffsetsExpireIn && fromCursor:
+			t.Fatalf("warning %+v though the group's offsets do not decide", w)
 		case w.Type != WarningRecoveryHeadroom && w.Type != WarningGroupOffsetsExpireIn:
 			t.Fatalf("warning %+v", w)
 		case w.Duration >= in.policy.RecoveryWindow:
@@ -405,9 +507,12 @@ func mustNotProve(in fuzzCase) []string {
 			why = append(why, "policy topic "+name+" was not observed")
 		}
 	}
+	// With resumeFrom Cursor the group's offsets do not decide.
+	fromCursor := p.Cursor != nil && p.Cursor.ResumeFrom == ResumeFromCursor
 	minutes, ok := oracleInt(o.OffsetsRetentionMinutes)
 	retentionCovers := false
 	switch {
+	case fromCursor:
 	case !ok || minutes < 1:
 		why = append(why, "offsets.retention.minutes unreadable")
 	case minutes < int64(p.RecoveryWindow/time.Minute) ||
@@ -418,6 +523,10 @@ func mustNotProve(in fuzzCase) []string {
 	}
 	if retentionCovers {
 		why = append(why, oraclePerCommit(in, minutes)...)
+	}
+	cursors, readable := oracleCursorRows(in)
+	if p.Cursor != nil && !readable {
+		why = append(why, "the business cursor is unreadable or breaks the column contract")
 	}
 	for _, t := range o.Topics {
 		deletes, compacts, ok := oracleCleanup(t.CleanupPolicy)
@@ -461,9 +570,24 @@ func mustNotProve(in fuzzCase) []string {
 		}
 		for _, pt := range t.Partitions {
 			name := t.Name + "[" + strconv.Itoa(int(pt.Partition)) + "]"
+			if p.Cursor != nil && readable && pt.LogStart >= 0 && pt.LogEnd >= pt.LogStart {
+				cur, has := cursors[name]
+				switch {
+				case !has && (pt.LogStart > 0 || (compacts && pt.LogEnd > 0)):
+					why = append(why, name+": no cursor row while the log does not start empty at 0")
+				case !has:
+				case cur < pt.LogStart:
+					why = append(why, name+": cursor < logStart")
+				case cur > pt.LogEnd:
+					why = append(why, name+": cursor > logEnd")
+				case !fromCursor && pt.Committed >= 0 && pt.Committed > cur:
+					why = append(why, name+": the group's offset is ahead of the cursor")
+				}
+			}
 			switch {
 			case pt.LogStart < 0 || pt.LogEnd < pt.LogStart:
 				why = append(why, name+": not a log")
+			case fromCursor:
 			case pt.Committed == -1 && pt.LogStart > 0:
 				why = append(why, name+": missing offset with log start > 0")
 			case pt.Committed == -1 && compacts && pt.LogEnd > 0:
@@ -478,6 +602,57 @@ func mustNotProve(in fuzzCase) []string {
 		}
 	}
 	return why
+}
+
+// oracleCursorRows reads the cursor rows by the column contract
+// (ARCHITECTURE.md, "Business cursors"): keyed "topic[partition]"; false
+// when the cursor was not read, or a row has no topic while the proof
+// covers several topics, names a topic or partition the proof does not
+// observe, has a negative offset, or repeats a partition.
+func oracleCursorRows(in fuzzCase) (map[string]int64, bool) {
+	c := in.obs.Cursor
+	if !c.Read || c.Problem != "" {
+		return nil, false
+	}
+	covered := map[string]bool{}
+	for _, t := range in.policy.Topics {
+		covered[t] = true
+	}
+	observed := map[string]bool{}
+	for _, t := range in.obs.Topics {
+		covered[t.Name] = true
+		for _, p := range t.Partitions {
+			observed[t.Name+"["+strconv.Itoa(int(p.Partition))+"]"] = true
+		}
+	}
+	only := ""
+	if len(covered) == 1 {
+		for t := range covered {
+			only = t
+		}
+	}
+	out := map[string]int64{}
+	for _, row := range c.Rows {
+		topic := row.Topic
+		if !c.HasTopic {
+			if only == "" {
+				return nil, false
+			}
+			topic = only
+		}
+		if !covered[topic] {
+			return nil, false
+		}
+		if !slices.ContainsFunc(in.obs.Topics, func(t TopicObservation) bool { return t.Name == topic }) {
+			continue // the topic was not observed: that alone fails the proof
+		}
+		name := topic + "[" + strconv.FormatInt(row.Partition, 10) + "]"
+		if _, dup := out[name]; dup || !observed[name] || row.NextOffset < 0 {
+			return nil, false
+		}
+		out[name] = row.NextOffset
+	}
+	return out, true
 }
 
 func oracleInt(v ConfigValue) (int64, bool) {

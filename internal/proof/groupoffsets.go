@@ -67,7 +67,7 @@ func groupOffsetsRetained(f *facts) (Condition, []Violation) {
 		}
 		o.add(Violation{
 			Reason: reason, Topic: c.topic, Partition: c.partition, Message: commitExpiryMessage(f, c, setting),
-			Committed: c.committed, LogStart: -1, LogEnd: -1,
+			Committed: c.committed, LogStart: -1, LogEnd: -1, Cursor: NoOffset,
 		})
 	}
 

@@ -72,6 +72,9 @@ type want struct {
 	// violations, in order: clause, reason, topic, partition. nil means
 	// "none"; the list must match exactly.
 	violations []violationWant
+	// cursor: the policy declares a business cursor, so the proof has the
+	// clause CursorInRange.
+	cursor bool
 }
 
 type condWant struct {
@@ -89,12 +92,16 @@ func (w want) check(t *testing.T, r Result) {
 	if r.Verdict != w.verdict {
 		t.Errorf("verdict = %s, want %s; conditions: %+v", r.Verdict, w.verdict, r.Conditions)
 	}
-	if len(r.Conditions) != len(ClauseTypes) {
-		t.Fatalf("got %d conditions, want %d: %+v", len(r.Conditions), len(ClauseTypes), r.Conditions)
+	clauses := Clauses(Policy{})
+	if w.cursor {
+		clauses = Clauses(Policy{Cursor: &CursorPolicy{}})
+	}
+	if len(r.Conditions) != len(clauses) {
+		t.Fatalf("got %d conditions, want %d: %+v", len(r.Conditions), len(clauses), r.Conditions)
 	}
 	for i, c := range r.Conditions {
-		if c.Type != ClauseTypes[i] {
-			t.Errorf("condition %d has type %s, want %s", i, c.Type, ClauseTypes[i])
+		if c.Type != clauses[i] {
+			t.Errorf("condition %d has type %s, want %s", i, c.Type, clauses[i])
 		}
 		if c.Reason == "" || c.Message == "" {
 			t.Errorf("condition %s has empty reason or message: %+v", c.Type, c)

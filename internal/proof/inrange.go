@@ -101,6 +101,7 @@ func comparePartitions(a, b PartitionResult) int {
 func setPartitionOffsets(pr *PartitionResult, topic string, po *PartitionObservation) {
 	pr.Topic, pr.Partition = topic, po.Partition
 	pr.Committed, pr.LogStart, pr.LogEnd = po.Committed, po.LogStart, po.LogEnd
+	pr.Cursor = NoOffset
 	switch {
 	case po.LogStart < 0 || po.LogEnd < po.LogStart:
 	case po.Committed >= po.LogStart && po.Committed <= po.LogEnd:
@@ -160,6 +161,7 @@ func partitionViolation(pr *PartitionResult, message string) Violation {
 	return Violation{
 		Reason: pr.Reason, Topic: pr.Topic, Partition: pr.Partition, Message: message,
 		Committed: pr.Committed, LogStart: pr.LogStart, LogEnd: pr.LogEnd, ExpiredRecords: pr.ExpiredRecords,
+		Cursor: NoOffset,
 	}
 }
 

@@ -10,7 +10,9 @@ import (
 
 // proofID is a short stable hash (8 hex digits of SHA-256) of the failing
 // facts: the policy UID and, for each violation, its clause, reason,
-// topic, partition, committed offset and log start — sorted, so the
+// topic, partition, committed offset and log start (and the business
+// cursor instead of the committed offset, for CursorInRange violations but
+// GroupAheadOfCursor, which has both) — sorted, so the
 // input's order does not matter. The same gap keeps the same ID across
 // checks; a new gap gets a new one. It leaves out everything that moves on
 // every check without changing the gap: log end, now, timestamps,
@@ -47,9 +49,18 @@ func appendFact(b []byte, v *Violation) []byte {
 	b = appendField(b, v.Topic)
 	b = strconv.AppendInt(b, int64(v.Partition), 10)
 	b = append(b, ' ')
-	b = strconv.AppendInt(b, v.Committed, 10)
+	committed := v.Committed
+	if v.Clause == ClauseCursorInRange && v.Reason != ReasonGroupAheadOfCursor {
+		// The cursor's gap does not move with the group's offsets.
+		committed = NoOffset
+	}
+	b = strconv.AppendInt(b, committed, 10)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, v.LogStart, 10)
+	if v.Clause == ClauseCursorInRange {
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, v.Cursor, 10)
+	}
 	return append(b, '\n')
 }
 

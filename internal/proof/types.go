@@ -29,16 +29,31 @@ const (
 	ClauseRetentionCoversWindow = "RetentionCoversWindow"
 	ClauseGroupOffsetsRetained  = "GroupOffsetsRetained"
 	ClauseOffsetsInRange        = "OffsetsInRange"
-	ClauseReady                 = "Ready"
+	// ClauseCursorInRange: the business cursor (spec.cursor) lies inside
+	// the retained log; present only when the policy declares a cursor.
+	ClauseCursorInRange = "CursorInRange"
+	ClauseReady         = "Ready"
 )
 
-// ClauseTypes lists the clause types in evaluation order, Ready last.
+// ClauseTypes lists every clause type in evaluation order, Ready last. A
+// proof has the conditions Clauses returns for its policy: CursorInRange
+// only when the policy declares a cursor.
 var ClauseTypes = []string{
 	ClauseKafkaReachable,
 	ClauseRetentionCoversWindow,
 	ClauseGroupOffsetsRetained,
 	ClauseOffsetsInRange,
+	ClauseCursorInRange,
 	ClauseReady,
+}
+
+// Clauses lists the clause types of a proof for p, in evaluation order,
+// Ready last.
+func Clauses(p Policy) []string {
+	if p.Cursor != nil {
+		return ClauseTypes
+	}
+	return []string{ClauseKafkaReachable, ClauseRetentionCoversWindow, ClauseGroupOffsetsRetained, ClauseOffsetsInRange, ClauseReady}
 }
 
 // Reasons. CamelCase, stable, documented in docs/concepts.md.
@@ -89,6 +104,29 @@ const (
 	ReasonCommittedOffsetBeyondLogEnd = "CommittedOffsetBeyondLogEnd"
 	ReasonOffsetsInRange              = "OffsetsInRange"
 
+	// CursorInRange (only with a business cursor, spec.cursor)
+	//
+	// ReasonCursorExpired: the business cursor is below log start: the
+	// records between them expired before the business processed them.
+	ReasonCursorExpired = "CursorExpired"
+	// ReasonNoCursor: no cursor row for a partition whose log no longer
+	// starts at 0: nothing proves the business processed what expired.
+	ReasonNoCursor = "NoCursor"
+	// ReasonCursorBeyondLogEnd: the cursor is past log end: the topic was
+	// truncated or recreated below the business's position.
+	ReasonCursorBeyondLogEnd = "CursorBeyondLogEnd"
+	// ReasonCursorUnreadable: the cursor could not be read, or what was
+	// read breaks the column contract (connection, authentication, query,
+	// columns, NULLs, duplicate or unknown partitions, negative offsets,
+	// too many rows): Unknown, fail closed.
+	ReasonCursorUnreadable = "CursorUnreadable"
+	// ReasonGroupAheadOfCursor: the group's committed offset is ahead of
+	// the cursor (auto commit running ahead of processing, seed 003): a
+	// consumer that resumes from the group's offsets (resumeFrom
+	// GroupOffsets) skips records the business never processed.
+	ReasonGroupAheadOfCursor = "GroupAheadOfCursor"
+	ReasonCursorInRange      = "CursorInRange"
+
 	// KafkaReachable holds / Ready holds
 	ReasonReachable = "Reachable"
 	ReasonProven    = "Proven"
@@ -111,6 +149,11 @@ const (
 	// commit times and could not be (denied, not caught up): commit times
 	// are bounded instead.
 	WarningOffsetsTopic = "offsetsTopic"
+	// WarningGroupOffsets: with resumeFrom Cursor the group's offsets do
+	// not decide the verdict (they are a cache; the consumer restarts from
+	// its cursor), but a clause about them fails: reported, so that the
+	// person starting the consumer knows it must seek to its cursor.
+	WarningGroupOffsets = "groupOffsets"
 )
 
 // ConfigWarning reports whether a warning type is configuration advice
@@ -154,8 +197,31 @@ const (
 	GroupStateDead   = "Dead"
 )
 
-// NoOffset marks a partition without a committed offset.
+// NoOffset marks a partition without a committed offset (or a cursor).
 const NoOffset int64 = -1
+
+// Where a consumer with a business cursor restarts from (spec.cursor.resumeFrom).
+const (
+	// ResumeFromCursor: the consumer seeks to its business cursor on start;
+	// the group's offsets are a cache that does not decide.
+	ResumeFromCursor = "Cursor"
+	// ResumeFromGroupOffsets: the consumer resumes from the group's
+	// committed offsets (the default); the cursor says what the business
+	// really processed.
+	ResumeFromGroupOffsets = "GroupOffsets"
+)
+
+// CursorPolicy declares the consumer's business cursor.
+type CursorPolicy struct {
+	// ResumeFrom is ResumeFromCursor or ResumeFromGroupOffsets (anything
+	// else is taken as ResumeFromGroupOffsets: both positions decide).
+	ResumeFrom string
+}
+
+// ResumesFromCursor reports whether the consumer restarts from its cursor.
+func (c *CursorPolicy) ResumesFromCursor() bool {
+	return c != nil && c.ResumeFrom == ResumeFromCursor
+}
 
 // Policy is what the proof needs of a ConsumerRetentionPolicy, free of
 // Kubernetes types.
@@ -168,6 +234,10 @@ type Policy struct {
 	RecoveryWindow            time.Duration
 	AllowInfiniteRetention    bool
 	AllowSizeBoundedRetention bool
+	// Cursor, when set, adds the clause CursorInRange: the business cursor
+	// the consumer keeps in its own database must lie inside the retained
+	// log. Nil: no cursor.
+	Cursor *CursorPolicy
 }
 
 // Kafka API names the observer reports in Failure.API: a contract between
@@ -227,6 +297,39 @@ type Observation struct {
 	// OffsetsTopic says whether exact commit times were asked of
 	// __consumer_offsets, and what came of it.
 	OffsetsTopic OffsetsTopicRead
+
+	// Cursor is the business cursor as read from the consumer's database,
+	// for a policy that declares one.
+	Cursor CursorObservation
+}
+
+// CursorObservation is what one read of the business cursor returned. The
+// reader checks the connection, the query and the column types; the proof
+// checks the rows against the topics (rows naming no topic with several
+// topics, unknown topics or partitions, duplicates, negative offsets).
+type CursorObservation struct {
+	// Read: the query ran and Rows are its rows.
+	Read bool
+	// Problem says why the cursor could not be read (connection,
+	// authentication, query, columns, NULLs, too many rows); empty when
+	// Read. It never holds the connection string or a password.
+	Problem string
+	// HasTopic: the query returns a topic column. Without one, every row
+	// is about the proof's only topic.
+	HasTopic bool
+	Rows     []CursorRow
+}
+
+// CursorRow is one row of the cursor query: the next offset the business
+// will process on a partition (a Kafka committed offset's meaning).
+type CursorRow struct {
+	// Topic is empty when the query has no topic column.
+	Topic      string
+	Partition  int64
+	NextOffset int64
+	// UpdatedAt is when the business last wrote the cursor; zero when the
+	// query has no updated_at column.
+	UpdatedAt time.Time
 }
 
 // OffsetsTopicRead is the outcome of reading __consumer_offsets for exact
@@ -306,6 +409,10 @@ type PartitionObservation struct {
 	// last observation that saw another committed offset (a change the
 	// observer witnessed); zero when unknown.
 	CommittedAfter time.Time
+	// CursorTimestamp is the timestamp of the record at the business
+	// cursor (headroom with resumeFrom Cursor); zero when unknown, when
+	// there is no cursor or when it is at log end.
+	CursorTimestamp time.Time
 }
 
 // Condition is one clause's result, shaped like metav1.Condition without
@@ -338,6 +445,9 @@ type Violation struct {
 	LogStart       int64
 	LogEnd         int64
 	ExpiredRecords int64
+	// Cursor is the business cursor the violation speaks of (CursorInRange
+	// violations); NoOffset otherwise.
+	Cursor int64
 }
 
 // Warning is reported and never denies on its own.
@@ -368,8 +478,23 @@ type PartitionResult struct {
 	OffsetExpiresAt   time.Time
 	HasOffsetExpiry   bool
 	OffsetExpiryExact bool
-	Verdict           Verdict
-	Reason            string // the failing reason, empty when in range
+	// Cursor is the business cursor (NoOffset when the partition has no
+	// cursor row, or the policy no cursor); CursorUpdatedAt when it was
+	// last written, when the query says.
+	Cursor          int64
+	CursorUpdatedAt time.Time
+	// ReplayRecords: committed < cursor, a restart from the group's
+	// offsets reads cursor − committed records again (seed 002: expected,
+	// harmless with an idempotent inbox). AheadRecords: committed > cursor,
+	// a restart from the group's offsets skips committed − cursor records
+	// the business never processed. Both only while the cursor is in range.
+	ReplayRecords int64
+	AheadRecords  int64
+	// Verdict and Reason are the partition's outcome over the clauses that
+	// decide: with a cursor, the cursor's (and, with resumeFrom
+	// GroupOffsets, the group's), loss first (LossRank).
+	Verdict Verdict
+	Reason  string // the deciding failing reason, empty when in range
 }
 
 // PartitionSummary counts partitions by outcome.
@@ -405,6 +530,23 @@ type Result struct {
 	// OffsetExpiry says on which clock the group's offsets expire and the
 	// soonest expiry.
 	OffsetExpiry OffsetExpiry
+	// Cursor sums the business cursor's position against the group's;
+	// nil when the policy has no cursor.
+	Cursor *CursorSummary
+}
+
+// CursorSummary is the business cursor against the group's offsets, over
+// partitions whose cursor lies in the retained log.
+type CursorSummary struct {
+	ResumeFrom string
+	// ReplayRecords: records a restart from the group's offsets reads
+	// again (the group behind the cursor).
+	ReplayRecords int64
+	// AheadRecords: records a restart from the group's offsets skips (the
+	// group ahead of the cursor).
+	AheadRecords int64
+	// Rows is how many cursor rows were read.
+	Rows int
 }
 
 // OffsetExpiry is when the broker may delete the group's committed offsets.

@@ -5,6 +5,7 @@ package proofstatus
 
 import (
 	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,11 +74,11 @@ func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
 			}
 		}
 	}
-	for i, v := range res.Violations {
-		if i == MaxViolations {
-			ps.ViolationsOmitted = int32(len(res.Violations) - MaxViolations)
-			break
-		}
+	if c := res.Cursor; c != nil {
+		ps.Cursor = &rgv1.CursorStatus{ResumeFrom: rgv1.ResumeFrom(c.ResumeFrom), ReplayRecords: c.ReplayRecords, AheadRecords: c.AheadRecords}
+	}
+	for _, i := range listed(res.Violations) {
+		v := res.Violations[i]
 		vs := rgv1.ViolationStatus{Reason: v.Reason, Topic: v.Topic, Message: v.Message}
 		if v.Partition >= 0 {
 			p := v.Partition
@@ -85,6 +86,7 @@ func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
 		}
 		ps.Violations = append(ps.Violations, vs)
 	}
+	ps.ViolationsOmitted = int32(len(res.Violations) - len(ps.Violations))
 	for _, w := range res.Warnings {
 		if proof.ConfigWarning(w.Type) {
 			ps.ConfigWarnings = append(ps.ConfigWarnings, w.Message)
@@ -93,6 +95,40 @@ func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
 		ps.Warnings = append(ps.Warnings, w.Message)
 	}
 	return ps
+}
+
+// listed chooses the violations status.proof lists when there are more
+// than MaxViolations, as indexes in the proof's order: first one of each
+// reason, loss first (proof.LossRank: the business cursor's facts, then
+// the group's), then the rest loss first. A cursor fact is never left out
+// behind twenty partitions of expired group offsets, and every kind of
+// problem keeps an example.
+func listed(vs []proof.Violation) []int {
+	idx := make([]int, len(vs))
+	for i := range idx {
+		idx[i] = i
+	}
+	if len(vs) <= MaxViolations {
+		return idx
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return proof.LossRank(vs[a].Reason) - proof.LossRank(vs[b].Reason) })
+	var out []int
+	taken := make(map[int]bool, MaxViolations)
+	seen := map[string]bool{}
+	for _, i := range idx {
+		if len(out) < MaxViolations && !seen[vs[i].Reason] {
+			seen[vs[i].Reason] = true
+			taken[i] = true
+			out = append(out, i)
+		}
+	}
+	for _, i := range idx {
+		if len(out) < MaxViolations && !taken[i] {
+			out = append(out, i)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // configInt parses an integer config value; nil when absent, null or not a

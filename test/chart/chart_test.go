@@ -367,12 +367,21 @@ func TestRBACMatchesGenerated(t *testing.T) {
 	}
 }
 
-// TestCRDMatchesGenerated: the chart's CRD is config/crd/bases' spec.
+// crdFiles are the CRDs controller-gen generates, all in the chart.
+var crdFiles = []string{
+	"config/crd/bases/retentionguard.io_consumerretentionpolicies.yaml",
+	"config/crd/bases/retentionguard.io_clusterkafkaconnections.yaml",
+	"config/crd/bases/retentionguard.io_kafkaconnections.yaml",
+}
+
+// TestCRDMatchesGenerated: the chart's CRDs are config/crd/bases' specs.
 func TestCRDMatchesGenerated(t *testing.T) {
-	gen := generated[apiextensionsv1.CustomResourceDefinition](t, "config/crd/bases/retentionguard.io_consumerretentionpolicies.yaml")
-	crd := into[apiextensionsv1.CustomResourceDefinition](t, render(t, nil).get(t, "CustomResourceDefinition", gen.Name))
-	if !reflect.DeepEqual(crd.Spec, gen.Spec) {
-		t.Error("the chart's CRD spec differs from config/crd/bases: run make manifests")
+	for _, f := range crdFiles {
+		gen := generated[apiextensionsv1.CustomResourceDefinition](t, f)
+		crd := into[apiextensionsv1.CustomResourceDefinition](t, render(t, nil).get(t, "CustomResourceDefinition", gen.Name))
+		if !reflect.DeepEqual(crd.Spec, gen.Spec) {
+			t.Errorf("the chart's CRD %s differs from config/crd/bases: run make manifests", gen.Name)
+		}
 	}
 }
 
@@ -380,9 +389,19 @@ func TestCRDsToggles(t *testing.T) {
 	if crds := render(t, set("crds.enabled", false)).all("CustomResourceDefinition"); len(crds) != 0 {
 		t.Errorf("crds.enabled=false rendered %d CRDs", len(crds))
 	}
-	crd := render(t, set("crds.keep", false)).all("CustomResourceDefinition")
-	if len(crd) != 1 || crd[0].GetAnnotations()["helm.sh/resource-policy"] != "" {
-		t.Errorf("crds.keep=false: CRD annotations %v", crd[0].GetAnnotations())
+	crds := render(t, set("crds.keep", false)).all("CustomResourceDefinition")
+	if len(crds) != len(crdFiles) {
+		t.Errorf("crds.keep=false rendered %d CRDs, want %d", len(crds), len(crdFiles))
+	}
+	for _, crd := range crds {
+		if crd.GetAnnotations()["helm.sh/resource-policy"] != "" {
+			t.Errorf("crds.keep=false: CRD %s annotations %v", crd.GetName(), crd.GetAnnotations())
+		}
+	}
+	for _, crd := range render(t, nil).all("CustomResourceDefinition") {
+		if crd.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("defaults: CRD %s is not kept on uninstall", crd.GetName())
+		}
 	}
 }
 
@@ -552,6 +571,7 @@ func TestWebhookURL(t *testing.T) {
 func TestValuesReachTheManager(t *testing.T) {
 	m := render(t, set(
 		"allowedBootstrapServers", []any{"*.kafka.svc:9093", "kafka-?.prod:9092"},
+		"allowedCursorHosts", []any{"*.db.svc:5432", "mariadb-?.prod:3306"},
 		"watchNamespaces", []any{"orders", "payments"},
 		"logLevel", "debug", "logEncoder", "console", "kafkaRequestTimeout", "20s",
 		"webhook.failurePolicy", "Ignore", "webhook.timeoutSeconds", 3, "webhook.liveCheckTimeout", "2s",
@@ -560,7 +580,8 @@ func TestValuesReachTheManager(t *testing.T) {
 	d, c := managerDeployment(t, m)
 	for flag, want := range map[string]string{
 		"--allowed-bootstrap-servers": "*.kafka.svc:9093,kafka-?.prod:9092", "--watch-namespaces": "orders,payments",
-		"--zap-log-level": "debug", "--zap-encoder": "console", "--kafka-request-timeout": "20s",
+		"--allowed-cursor-hosts": "*.db.svc:5432,mariadb-?.prod:3306",
+		"--zap-log-level":        "debug", "--zap-encoder": "console", "--kafka-request-timeout": "20s",
 		"--webhook-live-check-timeout": "2s",
 	} {
 		if got := mustArg(t, c.Args, flag); got != want {
@@ -591,6 +612,19 @@ func TestValuesReachTheManager(t *testing.T) {
 	if render(t, nil).find("ClusterRoleBinding", fullname+"-manager") == nil {
 		t.Error("defaults: the manager ClusterRole is not bound")
 	}
+	// ClusterKafkaConnections are cluster-scoped and keep their Secrets in
+	// the release namespace: read whatever namespaces are watched.
+	if m.find("ClusterRoleBinding", fullname+"-cluster-connections") == nil {
+		t.Error("watchNamespaces set: ClusterKafkaConnections and namespaces cannot be read")
+	}
+	var inRelease bool
+	for _, rb := range m.all("RoleBinding") {
+		b := into[rbacv1.RoleBinding](t, rb)
+		inRelease = inRelease || (b.Name == fullname+"-manager" && b.RoleRef.Name == fullname+"-manager" && !slices.Contains([]string{"orders", "payments"}, b.Namespace))
+	}
+	if !inRelease {
+		t.Error("watchNamespaces set: no RoleBinding of the manager ClusterRole in the release namespace, where ClusterKafkaConnections' Secrets live")
+	}
 }
 
 func TestSingleReplicaHasNoPDB(t *testing.T) {
@@ -620,6 +654,12 @@ var externalMetrics = []string{
 	// controller-runtime answers HTTP 200 even when the handler errs, so
 	// only the API server sees that it got no answer.
 	"apiserver_admission_webhook_rejection_count",
+	// kube-apiserver: with failurePolicy Ignore, a failed call lets the
+	// request through; only this counts it.
+	"apiserver_admission_webhook_fail_open_count",
+	// kube-apiserver: every call to the webhook, by HTTP code (the
+	// dashboard's view of the webhook from the API server's side).
+	"apiserver_admission_webhook_request_total",
 	// Prometheus: whether the manager's metrics target was scraped.
 	"up",
 }
@@ -670,6 +710,12 @@ func TestMonitoring(t *testing.T) {
 	if len(eps) != 1 || eps[0].(map[string]any)["port"] != "metrics" {
 		t.Errorf("ServiceMonitor endpoints %v, want the metrics port", eps)
 	}
+	// The policies' series have their own namespace label; without
+	// honorLabels the Prometheus Operator's target label (the release's
+	// namespace) replaces it and every alert's namespace is wrong.
+	if len(eps) == 1 && eps[0].(map[string]any)["honorLabels"] != true {
+		t.Errorf("ServiceMonitor endpoint %v lacks honorLabels: true", eps[0])
+	}
 
 	pr := m.get(t, "PrometheusRule", fullname)
 	groups := slice(pr.Object, "spec", "groups")
@@ -686,8 +732,9 @@ func TestMonitoring(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"RetentionGuardPolicyViolated", "RetentionGuardRecoveryHeadroomLow", "RetentionGuardGroupOffsetsExpireWithinADay",
-		"RetentionGuardEmptyGroupNearingOffsetsRetention", "RetentionGuardWebhookDenying", "RetentionGuardWebhookErrors",
+		"RetentionGuardPolicyViolated", "RetentionGuardPolicyUnknown", "RetentionGuardRecoveryHeadroomLow",
+		"RetentionGuardGroupOffsetsExpireWithinADay", "RetentionGuardEmptyGroupNearingOffsetsRetention",
+		"RetentionGuardWebhookDenying", "RetentionGuardWebhookFailingClosed", "RetentionGuardWebhookErrors",
 		"RetentionGuardManagerDown",
 	} {
 		expr, ok := alerts[want]
@@ -704,7 +751,12 @@ func TestMonitoring(t *testing.T) {
 		`apiserver_admission_webhook_rejection_count{name="workloads.retentionguard.io", error_type=~"calling_webhook_error|apiserver_internal_error"}`, "> 0")
 	// The ServiceMonitor's job label is the Service's name.
 	mustContainAll(t, "alert RetentionGuardManagerDown", alerts["RetentionGuardManagerDown"],
-		`absent(up{job="`+fullname+`-webhook", namespace="`+releaseNS+`"} == 1)`)
+		`up{job="`+fullname+`-webhook", namespace="`+releaseNS+`"}`)
+	// The headroom and expiry alerts compare with the policy's own window.
+	for _, a := range []string{"RetentionGuardRecoveryHeadroomLow", "RetentionGuardEmptyGroupNearingOffsetsRetention",
+		"RetentionGuardGroupOffsetsExpireWithinADay"} {
+		mustContainAll(t, "alert "+a, alerts[a], "retentionguard_policy_recovery_window_seconds")
+	}
 	for name, expr := range alerts {
 		if strings.Contains(expr, "controller_runtime_webhook_requests_total") {
 			t.Errorf("alert %s watches controller_runtime_webhook_requests_total, whose code is always 200: %s", name, expr)
@@ -725,6 +777,9 @@ func TestMonitoring(t *testing.T) {
 		t.Errorf("dashboard ConfigMap labels %v lack grafana_dashboard: \"1\"", cm.Labels)
 	}
 	var dash struct {
+		Templating struct {
+			List []struct{ Name, Query string }
+		}
 		Panels []struct {
 			Title   string
 			Targets []struct{ Expr string }
@@ -733,20 +788,51 @@ func TestMonitoring(t *testing.T) {
 	if err := json.Unmarshal([]byte(cm.Data["retention-guard.json"]), &dash); err != nil {
 		t.Fatalf("dashboard JSON: %v", err)
 	}
-	titles := map[string]bool{}
+	whName := generated[admissionv1.ValidatingWebhookConfiguration](t, "config/webhook/manifests.yaml").Webhooks[0].Name
+	for _, v := range dash.Templating.List {
+		if v.Name == "namespace" {
+			checkMetrics(t, "dashboard variable namespace", strings.NewReplacer("label_values(", "", ",", "{").Replace(v.Query), known)
+		}
+	}
 	for _, p := range dash.Panels {
-		titles[p.Title] = true
+		if len(p.Targets) == 0 {
+			t.Errorf("dashboard panel %q has no query", p.Title)
+		}
 		for _, tg := range p.Targets {
 			checkMetrics(t, "dashboard panel "+p.Title, tg.Expr, known)
 			if strings.Contains(tg.Expr, "controller_runtime_webhook_requests_total") {
 				t.Errorf("dashboard panel %s watches controller_runtime_webhook_requests_total, whose code is always 200", p.Title)
 			}
+			if strings.Contains(tg.Expr, "apiserver_admission_webhook") && !strings.Contains(tg.Expr, `name="`+whName+`"`) {
+				t.Errorf("dashboard panel %s reads the API server's webhook metrics without name=%q: %s", p.Title, whName, tg.Expr)
+			}
 		}
 	}
-	for _, want := range []string{"Verdict per policy", "Recovery headroom", "Expired records", "Admission decisions"} {
-		if !titles[want] {
-			t.Errorf("dashboard has no panel %q", want)
+	// What the dashboard answers at a glance: which groups can lose data
+	// (verdict per policy), how soon (headroom and offsets expiry against
+	// the window), what was lost, what is refused.
+	exprs := map[string]string{}
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs[p.Title] += tg.Expr + "\n"
 		}
+	}
+	for title, metrics := range map[string][]string{
+		"Which groups can lose data, and how soon": {"retentionguard_policy_verdict", "retentionguard_recovery_headroom_seconds",
+			"retentionguard_policy_recovery_window_seconds", "retentionguard_group_offsets_expiry_seconds", "retentionguard_expired_records",
+			"retentionguard_policy_info"},
+		"Headroom against the window (below 1: data at risk)": {"retentionguard_recovery_headroom_seconds", "retentionguard_policy_recovery_window_seconds"},
+		"Offsets expiry against the window (below 1: offsets at risk)": {"retentionguard_group_offsets_expiry_seconds",
+			"retentionguard_policy_recovery_window_seconds"},
+		"Expired records by topic":        {"retentionguard_expired_records"},
+		"Admission decisions on rollouts": {"retentionguard_admission_decisions_total"},
+	} {
+		expr, ok := exprs[title]
+		if !ok {
+			t.Errorf("dashboard has no panel %q", title)
+			continue
+		}
+		mustContainAll(t, "dashboard panel "+title, expr, metrics...)
 	}
 }
 

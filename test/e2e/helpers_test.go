@@ -48,20 +48,25 @@ func namespace(t *testing.T, name string) {
 	}
 }
 
-// policy creates a Deny policy with the shortest check interval the CRD
-// allows, pointing at the e2e broker.
+// policy creates a Deny policy with a 72h recovery window and the
+// shortest check interval the CRD allows, pointing at the e2e broker.
 func policy(t *testing.T, ns, name, group, topic, app string) *rgv1.ConsumerRetentionPolicy {
+	t.Helper()
+	return policyWithWindow(t, ns, name, group, topic, app, 72*time.Hour)
+}
+
+func policyWithWindow(t *testing.T, ns, name, group, topic, app string, window time.Duration) *rgv1.ConsumerRetentionPolicy {
 	t.Helper()
 	p := &rgv1.ConsumerRetentionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: rgv1.ConsumerRetentionPolicySpec{
 			GroupID:        group,
 			Topics:         []string{topic},
-			RecoveryWindow: metav1.Duration{Duration: 72 * time.Hour},
+			RecoveryWindow: metav1.Duration{Duration: window},
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
 			Enforcement:    rgv1.Enforcement("Deny"),
 			CheckInterval:  &metav1.Duration{Duration: 10 * time.Second},
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: []string{stk.BrokerAddr}},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: []string{stk.BrokerAddr}},
 		},
 	}
 	must(t, admin().Create(bg(t), p))

@@ -1,10 +1,12 @@
 // Package e2e runs retention-guard end to end, every part a separate
 // process (see package stack): the chart applied to a real kube-apiserver,
 // the manager binary running as the chart's ServiceAccount, a Kafka broker
-// process, and the scenarios of the seeds in shared/seeds replayed against
-// them. Everything is asserted the way a user sees it: policy conditions
-// and events, the denial text the API server returns, the manager's
-// /metrics, and a real librdkafka consumer (kcat).
+// process, a Prometheus server evaluating the chart's alerts, and the
+// scenarios of the seeds in shared/seeds replayed against them. Everything
+// is asserted the way a user sees it: policy conditions and events, the
+// denial text the API server returns, the manager's /metrics, the alerts
+// and dashboard queries through Prometheus' HTTP API, and a real
+// librdkafka consumer (kcat).
 package e2e
 
 import (
@@ -24,6 +26,9 @@ import (
 var (
 	stk   *stack.Stack
 	kafka *stack.Kafka
+	// started is when the suite started: the dashboard's queries look back
+	// to it.
+	started time.Time
 )
 
 // brokerConfigs: group offsets are checked for expiry every 200ms, and
@@ -45,14 +50,19 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: kcat (librdkafka's command-line consumer) is not installed: run make deps")
 		return 1
 	}
+	if _, err := exec.LookPath("prometheus"); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: prometheus (Debian's prometheus package) is not installed: run make deps")
+		return 1
+	}
 	// envtest logs through controller-runtime; the processes' own logs are
 	// in the stack's directory.
 	ctrllog.SetLogger(logr.Discard())
 	start := time.Now()
+	started = start
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var err error
-	stk, err = stack.Start(ctx, stack.Options{Log: os.Stderr, BrokerConfigs: brokerConfigs})
+	stk, err = stack.Start(ctx, stack.Options{Log: os.Stderr, BrokerConfigs: brokerConfigs, Prometheus: true, ChartValues: alertValues()})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: starting the stack: %v\n", err)
 		return 1
@@ -65,8 +75,10 @@ func run(m *testing.M) int {
 	defer kafka.Close()
 	fmt.Fprintf(os.Stderr, "e2e: stack up in %s (logs in %s)\n", time.Since(start).Round(100*time.Millisecond), stk.Dir)
 	code := m.Run()
+	pg.Stop() // the business cursor database, when a test started it
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "e2e: manager log (tail):\n%s\nbroker log (tail):\n%s\n", stk.Manager.Tail(), stk.Broker.Tail())
+		fmt.Fprintf(os.Stderr, "e2e: manager log (tail):\n%s\nbroker log (tail):\n%s\nprometheus log (tail):\n%s\n",
+			stk.Manager.Tail(), stk.Broker.Tail(), stk.Prometheus.Process.Tail())
 	}
 	fmt.Fprintf(os.Stderr, "e2e: wall time %s\n", time.Since(start).Round(100*time.Millisecond))
 	return code

@@ -2,18 +2,25 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -86,6 +93,7 @@ func TestSeed003ExpiredGroupOffsetsBlockTheBatchRun(t *testing.T) {
 	// Eight days down: new tasks arrive, retention deletes the oldest
 	// (the log start moves to 40, records 40..249 are still there), and
 	// the empty group's offsets expire.
+	violatedSince := time.Now()
 	must(t, kafka.Produce(ctx, topic, 3, 150))
 	must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{0: 40, 1: 40, 2: 40}))
 	must(t, kafka.SetBrokerConfig(ctx, "offset.retention.ms", "500"))
@@ -127,6 +135,17 @@ func TestSeed003ExpiredGroupOffsetsBlockTheBatchRun(t *testing.T) {
 	t.Logf("event: %s", ev)
 	waitMetric(t, 1, "retentionguard_policy_verdict", `namespace="settlement"`, `policy="ledger-settle-consumer"`, `verdict="Violated"`)
 
+	// The on-call team is paged, through a real Prometheus evaluating the
+	// chart's rules: the group, the reason, refused rollouts.
+	policyAlert := map[string]string{"namespace": ns, "policy": group}
+	a := waitFiring(t, "RetentionGuardPolicyViolated", policyAlert, violatedSince)
+	alertLabels(t, a, map[string]string{"consumer_group": group, "enforcement": "Deny", "severity": "critical"})
+	contains(t, "the alert's summary", string(a.Annotations["summary"]),
+		"The consumer group ledger-settle-consumer (policy settlement/ledger-settle-consumer) has lost, or can lose, records to retention: NoCommittedOffset.")
+	contains(t, "the alert's description", string(a.Annotations["description"]), "Rollouts of its consumers are refused")
+	contains(t, "the alert's runbook_url", string(a.Annotations["runbook_url"]), "/docs/runbook.md#retentionguardpolicyviolated")
+
+	deniedAt := time.Now()
 	msg := denied(t, scale(t, ns, "settle", 1))
 	t.Logf("denial:\n%s", msg)
 	contains(t, "the denial", msg,
@@ -137,6 +156,8 @@ func TestSeed003ExpiredGroupOffsetsBlockTheBatchRun(t *testing.T) {
 	if v, _ := metric(t, "retentionguard_admission_decisions_total", `kind="Deployment"`, `decision="denied"`); v < 1 {
 		t.Errorf("retentionguard_admission_decisions_total{decision=denied} = %v, want ≥ 1", v)
 	}
+	a = waitFiring(t, "RetentionGuardWebhookDenying", map[string]string{"kind": "Deployment"}, deniedAt)
+	contains(t, "the alert's summary", string(a.Annotations["summary"]), "refusing Deployment rollouts")
 
 	// The team replays: reset the group to the log start, then retry.
 	reset, err := kafka.ResetToLogStart(ctx, group, topic)
@@ -148,27 +169,104 @@ func TestSeed003ExpiredGroupOffsetsBlockTheBatchRun(t *testing.T) {
 	}
 	waitEvent(t, p, "Normal", "Recovered")
 	must(t, scale(t, ns, "settle", 1))
+	waitResolved(t, "RetentionGuardPolicyViolated", policyAlert)
+	waitResolved(t, "RetentionGuardWebhookDenying", map[string]string{"kind": "Deployment"})
+}
+
+// Seed 003, caught in time: the batch consumer's run ends and its classic
+// group is Empty; Kafka deletes its committed offsets
+// offsets.retention.minutes (7 days) later. The policy promises to survive
+// 7 days down, so from the first minute the time left is shorter than
+// its window: RetentionGuardEmptyGroupNearingOffsetsRetention fires (the
+// warning seed 003's team never got in its 8 green days), and resolves
+// when the next run joins the group (a member stops the clock).
+func TestSeed003EmptyGroupWarnsBeforeItsOffsetsExpire(t *testing.T) {
+	ctx := bg(t)
+	const ns, topic, group = "batch", "settle-batch", "settle-batch"
+	namespace(t, ns)
+	must(t, kafka.CreateTopic(ctx, topic, 2, map[string]string{"retention.ms": strconv.FormatInt((30 * 24 * time.Hour).Milliseconds(), 10)}))
+	must(t, kafka.Produce(ctx, topic, 2, 20))
+	must(t, kafka.CommitAsMember(ctx, group, topic, map[int32]int64{0: 20, 1: 20}))
+	// Today's run is going: the group has a member, no clock runs.
+	run, err := kafka.JoinGroup(ctx, group, topic)
+	must(t, err)
+	p := policyWithWindow(t, ns, group, group, topic, "settle-batch", 7*24*time.Hour)
+	key := client.ObjectKeyFromObject(p)
+	waitPolicy(t, key, 30*time.Second, "Proven while a member runs", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return proven(p) && p.Status.Proof.GroupState == "Stable"
+	})
+
+	emptySince := time.Now()
+	run.Leave()
+	p = waitPolicy(t, key, 30*time.Second, "Empty, on the GroupEmpty clock", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		ps := p.Status.Proof
+		return proven(p) && ps.GroupState == "Empty" && ps.OffsetExpiry != nil && ps.OffsetExpiry.Clock == rgv1.ExpiryClockGroupEmpty &&
+			ps.OffsetExpiry.SoonestAt != nil
+	})
+	t.Logf("group Empty since %s or earlier; offsets expire at %s; warnings: %q", p.Status.Proof.GroupEmptySince,
+		p.Status.Proof.OffsetExpiry.SoonestAt, p.Status.Proof.Warnings)
+	policyAlert := map[string]string{"namespace": ns, "policy": group}
+	a := waitFiring(t, "RetentionGuardEmptyGroupNearingOffsetsRetention", policyAlert, emptySince)
+	alertLabels(t, a, map[string]string{"consumer_group": group, "severity": "warning"})
+	contains(t, "the alert's summary", string(a.Annotations["summary"]),
+		"The consumer group settle-batch (policy batch/settle-batch) has had no members for long: its committed offsets expire in 6d 23h",
+		"sooner than its recoveryWindow of 7d 0h 0m 0s.")
+	if v := query(ctx, t, `retentionguard_group_offsets_expiry_seconds{namespace="batch", policy="settle-batch", clock="GroupEmpty"}`); len(v) != 1 {
+		t.Errorf("Prometheus has %d GroupEmpty expiry series for the policy, want 1: %v", len(v), v)
+	}
+	for _, quiet := range []string{"RetentionGuardGroupOffsetsExpireWithinADay", "RetentionGuardPolicyViolated", "RetentionGuardRecoveryHeadroomLow"} {
+		if slices.ContainsFunc(activeAlerts(t), func(a promv1.Alert) bool { return matches(a, quiet, policyAlert) }) {
+			t.Errorf("%s is active for a Proven group with 7 days of offsets left", quiet)
+		}
+	}
+
+	// The next run starts before the offsets expire.
+	next, err := kafka.JoinGroup(ctx, group, topic)
+	must(t, err)
+	defer next.Leave()
+	waitPolicy(t, key, 30*time.Second, "Stable again", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return proven(p) && p.Status.Proof.GroupState == "Stable"
+	})
+	waitResolved(t, "RetentionGuardEmptyGroupNearingOffsetsRetention", policyAlert)
 }
 
 // Seed 000: a fan-out consumer down past its outbox topic's retention.
-// librdkafka with auto.offset.reset=earliest (kcat as a real group member)
-// silently resumes at the new log start, while retention-guard refuses
-// the guarded Deployment's rollout naming the exact expired records.
+// Before the loss, its headroom is below its window (the records it has
+// yet to read were backfilled with 5-day-old timestamps, and retention
+// counts from those): RetentionGuardRecoveryHeadroomLow. Then retention
+// deletes them: librdkafka with auto.offset.reset=earliest (kcat as a real
+// group member) silently resumes at the new log start, while
+// retention-guard refuses the guarded Deployment's rollout naming the
+// exact expired records and RetentionGuardPolicyViolated fires. The team
+// replays and resets the group: the proof holds and the alerts resolve.
 func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	ctx := bg(t)
 	const ns, topic, group = "fanout", "outbox", "fanout"
 	namespace(t, ns)
 	must(t, kafka.CreateTopic(ctx, topic, 1, map[string]string{"retention.ms": strconv.FormatInt((7 * 24 * time.Hour).Milliseconds(), 10)}))
-	must(t, kafka.Produce(ctx, topic, 1, 100))
+	// Offsets 0..29 written today and read; 30..74 a backfill of the
+	// outbox carrying its rows' original times; 75..99 today's.
+	must(t, kafka.Produce(ctx, topic, 1, 30))
+	must(t, kafka.ProduceAt(ctx, topic, 0, 45, time.Now().Add(-5*24*time.Hour)))
+	must(t, kafka.Produce(ctx, topic, 1, 25))
 	must(t, kafka.Commit(ctx, group, topic, map[int32]int64{0: 30}))
+	headroomSince := time.Now()
 	p := policy(t, ns, group, group, topic, "fanout")
 	key := client.ObjectKeyFromObject(p)
-	waitPolicy(t, key, 30*time.Second, "Proven", proven)
+	p = waitPolicy(t, key, 30*time.Second, "Proven", proven)
+	t.Logf("Proven with headroom %s, warnings %q", p.Status.Proof.RecoveryHeadroom, p.Status.Proof.Warnings)
 	deployment(t, ns, "fanout", "fanout", 1)
 	must(t, rollout(t, ns, "fanout", "1.1"))
 
+	policyAlert := map[string]string{"namespace": ns, "policy": group}
+	a := waitFiring(t, "RetentionGuardRecoveryHeadroomLow", policyAlert, headroomSince)
+	alertLabels(t, a, map[string]string{"consumer_group": group, "severity": "warning"})
+	contains(t, "the alert's summary", string(a.Annotations["summary"]),
+		"The consumer group fanout (policy fanout/fanout) has 1d 23h", "of headroom, less than its recoveryWindow of 3d 0h 0m 0s.")
+
 	// Down past retention: the oldest 75 records are deleted, 45 of
 	// them never read by the group (offsets 30..74).
+	violatedSince := time.Now()
 	must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{0: 75}))
 	p = waitPolicy(t, key, 30*time.Second, "Violated with CommittedOffsetExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
 		return verdict(p) == "Violated" && ready(p).Reason == "CommittedOffsetExpired"
@@ -177,7 +275,15 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 		t.Errorf("want 45 expired records on 1 partition: expiredRecords=%d, %s", p.Status.Proof.ExpiredRecords, describe(p))
 	}
 	waitMetric(t, 45, "retentionguard_expired_records", `namespace="fanout"`, `topic="outbox"`)
+	a = waitFiring(t, "RetentionGuardPolicyViolated", policyAlert, violatedSince)
+	alertLabels(t, a, map[string]string{"consumer_group": group, "enforcement": "Deny", "severity": "critical"})
+	contains(t, "the alert's summary", string(a.Annotations["summary"]),
+		"The consumer group fanout (policy fanout/fanout) has lost, or can lose, records to retention: CommittedOffsetExpired.")
+	if v := query(ctx, t, `retentionguard_expired_records{namespace="fanout", policy="fanout", topic="outbox"}`); len(v) != 1 || v[0].Value != 45 {
+		t.Errorf("Prometheus has retentionguard_expired_records %v, want 45", v)
+	}
 
+	deniedAt := time.Now()
 	msg := denied(t, rollout(t, ns, "fanout", "1.2"))
 	t.Logf("denial:\n%s", msg)
 	contains(t, "the denial", msg,
@@ -203,6 +309,19 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	if fields[2] != "75" {
 		t.Errorf("kcat resumed at offset %s, want 75: the new log start, silently skipping 30..74", fields[2])
 	}
+	waitFiring(t, "RetentionGuardWebhookDenying", map[string]string{"kind": "Deployment"}, deniedAt)
+
+	// The team replays 30..74 from the outbox table, then resets the
+	// group to the log start and retries.
+	reset, err := kafka.ResetToLogStart(ctx, group, topic)
+	must(t, err)
+	t.Logf("reset %s to the log start: %v", group, reset)
+	p = waitPolicy(t, key, 30*time.Second, "Proven after the reset", proven)
+	must(t, rollout(t, ns, "fanout", "1.3"))
+	waitResolved(t, "RetentionGuardPolicyViolated", policyAlert)
+	waitResolved(t, "RetentionGuardRecoveryHeadroomLow", policyAlert)
+	waitResolved(t, "RetentionGuardWebhookDenying", map[string]string{"kind": "Deployment"})
+	t.Logf("after the reset: headroom %s", p.Status.Proof.RecoveryHeadroom)
 }
 
 // healthyOrders sets up a healthy group (topic orders, group orders) with
@@ -338,11 +457,41 @@ func TestManagerKilledAndRestarted(t *testing.T) {
 	p := waitPolicy(t, key, 45*time.Second, "Proven", proven)
 	checkedBefore := p.Status.Proof.CheckedAt.Time
 
+	killed := time.Now()
 	stk.KillManager()
 	err := rollout(t, "orders", "orders-consumer", "4.0")
 	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "workloads.retentionguard.io"`) {
 		t.Fatalf("a rollout while the manager is down: %v; want the API server to fail closed calling the webhook", err)
 	}
+	// While it is down, the team keeps trying to roll out; Prometheus
+	// sees the manager's target down and, in the API server's own
+	// metrics, the calls that got no answer.
+	managerAlert := map[string]string{"job": stk.Prometheus.Job, "namespace": "retention-guard"}
+	webhookAlert := map[string]string{"error_type": "calling_webhook_error"}
+	tries := 1
+	for firing := 0; firing < 2; {
+		time.Sleep(700 * time.Millisecond)
+		if err := rollout(t, "orders", "orders-consumer", "4.0"); err == nil {
+			t.Fatal("a rollout passed while the manager was down")
+		}
+		tries++
+		firing = 0
+		for _, a := range activeAlerts(t) {
+			if a.State == promv1.AlertStateFiring && (matches(a, "RetentionGuardManagerDown", managerAlert) || matches(a, "RetentionGuardWebhookErrors", webhookAlert)) {
+				firing++
+			}
+		}
+		if time.Since(killed) > alertTimeout {
+			t.Fatalf("after %d refused rollouts, %d of RetentionGuardManagerDown and RetentionGuardWebhookErrors firing; active alerts:\n  %s",
+				tries, firing, describeAlerts(activeAlerts(t)))
+		}
+	}
+	a := waitFiring(t, "RetentionGuardManagerDown", managerAlert, killed)
+	alertLabels(t, a, map[string]string{"severity": "critical"})
+	a = waitFiring(t, "RetentionGuardWebhookErrors", webhookAlert, killed)
+	contains(t, "the alert's summary", string(a.Annotations["summary"]),
+		"The API server gets no answer from retention-guard's webhook (calling_webhook_error)")
+	t.Logf("%d rollouts refused by the API server while the manager was down", tries)
 
 	start := time.Now()
 	must(t, stk.StartManager(bg(t)))
@@ -365,6 +514,141 @@ func TestManagerKilledAndRestarted(t *testing.T) {
 		return proven(p) && p.Status.Proof.CheckedAt.After(checkedBefore) && p.Status.Proof.CheckedAt.Time.After(start.Add(-time.Second))
 	})
 	t.Logf("proof resumed: new checkedAt %s (manager restarted at %s)", p.Status.Proof.CheckedAt.UTC().Format(time.TimeOnly), start.UTC().Format(time.TimeOnly))
+	waitResolved(t, "RetentionGuardManagerDown", managerAlert)
+	waitResolved(t, "RetentionGuardWebhookErrors", webhookAlert)
+}
+
+// The chart's Grafana dashboard, against the Prometheus that scraped
+// every scenario: its namespace variable lists the guarded namespaces, and
+// every query of every panel returns data — for the guarded policy
+// orders/orders where the panel filters by namespace — and names only
+// metrics Prometheus has. No panel of it is empty.
+func TestDashboardQueriesReturnData(t *testing.T) {
+	ctx := bg(t)
+	var cm *unstructured.Unstructured
+	for _, o := range stk.Chart {
+		if o.GetKind() == "ConfigMap" && strings.HasSuffix(o.GetName(), "-dashboard") {
+			cm = o
+		}
+	}
+	if cm == nil {
+		t.Fatal("the chart rendered no dashboard ConfigMap")
+	}
+	raw, _, _ := unstructured.NestedString(cm.Object, "data", "retention-guard.json")
+	var dash struct {
+		Templating struct {
+			List []struct{ Name, Query string }
+		}
+		Panels []struct {
+			Title   string
+			Targets []struct {
+				Expr    string
+				Instant bool
+			}
+		}
+	}
+	must(t, json.Unmarshal([]byte(raw), &dash))
+
+	names, _, err := prom().LabelValues(ctx, "__name__", nil, started, time.Now())
+	must(t, err)
+	have := map[string]bool{}
+	for _, n := range names {
+		have[string(n)] = true
+	}
+	for _, v := range dash.Templating.List {
+		if v.Name != "namespace" {
+			continue
+		}
+		m := regexp.MustCompile(`^label_values\((\w+), (\w+)\)$`).FindStringSubmatch(v.Query)
+		if m == nil {
+			t.Fatalf("variable namespace: query %q is not label_values(metric, label)", v.Query)
+		}
+		vals, _, err := prom().LabelValues(ctx, m[2], []string{m[1]}, time.Now().Add(-time.Minute), time.Now())
+		must(t, err)
+		if !slices.Contains(vals, "orders") || !slices.Contains(vals, "settlement") {
+			t.Errorf("variable namespace (%s) lists %v, want the guarded namespaces", v.Query, vals)
+		}
+	}
+
+	vars := strings.NewReplacer(`$namespace`, "orders", `$__rate_interval`, "1m")
+	queries := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			queries++
+			for _, m := range promMetricName.FindAllStringSubmatch(tg.Expr, -1) {
+				if !have[m[1]] {
+					t.Errorf("panel %q: %s is not a metric Prometheus has", p.Title, m[1])
+				}
+			}
+			expr := vars.Replace(tg.Expr)
+			var series, points int
+			if tg.Instant {
+				v := query(ctx, t, expr)
+				series, points = len(v), len(v)
+			} else {
+				// Over the whole suite: the webhook failures of the
+				// manager's kill are in it.
+				v, _, err := prom().QueryRange(ctx, expr, promv1.Range{Start: started, End: time.Now(), Step: 5 * time.Second})
+				if err != nil {
+					t.Fatalf("panel %q: %s: %v", p.Title, expr, err)
+				}
+				for _, s := range v.(model.Matrix) {
+					series++
+					for _, sp := range s.Values {
+						if !math.IsNaN(float64(sp.Value)) {
+							points++
+						}
+					}
+				}
+			}
+			if points == 0 {
+				t.Errorf("panel %q returns no data: %s", p.Title, expr)
+			} else {
+				t.Logf("panel %q: %d series, %d points: %s", p.Title, series, points, expr)
+			}
+		}
+	}
+	if queries == 0 {
+		t.Fatal("the dashboard has no query")
+	}
+}
+
+// Every rule of the chart evaluated without error all along (a join that
+// meets duplicate series fails at evaluation time, not at load), and
+// Prometheus scraped both targets.
+func TestPrometheusRulesEvaluatedCleanly(t *testing.T) {
+	rules, err := prom().Rules(bg(t), nil)
+	must(t, err)
+	n := 0
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			ar, ok := r.(promv1.AlertingRule)
+			if !ok {
+				continue
+			}
+			n++
+			if ar.Health != promv1.RuleHealthGood || ar.LastError != "" {
+				t.Errorf("rule %s: health %s, last error %q", ar.Name, ar.Health, ar.LastError)
+			}
+		}
+	}
+	if n != 9 {
+		t.Errorf("Prometheus evaluates %d alerting rules of the chart, want 9", n)
+	}
+	targets, err := prom().Targets(bg(t))
+	must(t, err)
+	for _, tg := range targets.Active {
+		if tg.Health != promv1.HealthGood {
+			t.Errorf("target %s %s: %s %s", tg.ScrapePool, tg.ScrapeURL, tg.Health, tg.LastError)
+		}
+	}
+	log, err := os.ReadFile(stk.Prometheus.Process.LogPath)
+	must(t, err)
+	for _, line := range strings.Split(string(log), "\n") {
+		if strings.Contains(line, "level=error") || strings.Contains(line, "level=warn") && strings.Contains(line, "rule") {
+			t.Errorf("Prometheus logged: %s", line)
+		}
+	}
 }
 
 // Last: the manager ran every scenario with the chart's RBAC and was never

@@ -356,7 +356,7 @@ func newIndexReader(namespaces, perNS int) *indexReader {
 					Enforcement:    rgv1.EnforcementDeny,
 					CheckInterval:  &metav1.Duration{Duration: time.Hour},
 					Consumer:       &rgv1.ConsumerClientSpec{Container: "app", OffsetResetEnv: "KAFKA_AUTO_OFFSET_RESET"},
-					Kafka:          rgv1.KafkaConnection{BootstrapServers: []string{"kafka-0.kafka:9092"}},
+					Kafka:          rgv1.PolicyKafka{BootstrapServers: []string{"kafka-0.kafka:9092"}},
 				},
 				Status: rgv1.ConsumerRetentionPolicyStatus{ObservedGeneration: 1, Proof: &rgv1.ProofStatus{
 					Verdict: rgv1.VerdictProven, CheckedAt: now,

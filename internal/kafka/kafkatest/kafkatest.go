@@ -520,3 +520,27 @@ func (c *Cluster) WaitGroupState(t testing.TB, group, state string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// SeedGroupKinds fills the cluster with one consumer group of each kind a
+// scan must tell apart, on topics orders and payments (one partition, 10
+// records each):
+//
+//   - healthy: a classic consumer group that committed 8 on orders as a
+//     member and left (Empty, its offsets on the Empty clock);
+//   - expired: a simple group (commits without joining) at 2 on payments,
+//     whose records before 6 were deleted: 4 records lost;
+//   - simple: a simple group caught up on orders (10);
+//   - offsetless: a classic group whose member joined orders and never
+//     committed (Stable, no offsets); its member stays until the test ends.
+func (c *Cluster) SeedGroupKinds(t testing.TB) {
+	t.Helper()
+	c.CreateTopic(t, "orders", 1, nil)
+	c.CreateTopic(t, "payments", 1, nil)
+	c.Produce(t, "orders", 10)
+	c.Produce(t, "payments", 10)
+	c.CommitAsMember(t, "healthy", "orders", map[int32]int64{0: 8})
+	c.CommitOffsets(t, "expired", "payments", map[int32]int64{0: 2})
+	c.DeleteRecords(t, "payments", 0, 6)
+	c.CommitOffsets(t, "simple", "orders", map[int32]int64{0: 10})
+	c.JoinGroup(t, "offsetless", Classic, "orders")
+}

@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"sort"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -49,8 +50,9 @@ func applyOrder(kind string) int {
 }
 
 // ApplyChart creates the release namespace and server-side applies every
-// rendered object, as `helm install` (or a GitOps controller) would. It
-// returns a description of each object applied.
+// rendered object, as `helm install` (or a GitOps controller) would, but
+// the Prometheus Operator's (see monitoringObject). It returns a
+// description of each object applied.
 func ApplyChart(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) ([]string, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ReleaseNamespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -60,6 +62,9 @@ func ApplyChart(ctx context.Context, c client.Client, objs []*unstructured.Unstr
 	sort.SliceStable(sorted, func(i, j int) bool { return applyOrder(sorted[i].GetKind()) < applyOrder(sorted[j].GetKind()) })
 	var applied []string
 	for _, o := range sorted {
+		if monitoringObject(o) {
+			continue
+		}
 		namespaced, err := c.IsObjectNamespaced(o)
 		if err != nil {
 			return applied, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
@@ -79,25 +84,51 @@ func ApplyChart(ctx context.Context, c client.Client, objs []*unstructured.Unstr
 // ServiceAccount namespace/name and writes a kubeconfig that uses it to
 // path: a process using it has exactly that ServiceAccount's RBAC.
 func ServiceAccountKubeconfig(ctx context.Context, admin *rest.Config, namespace, name, path string) (*rest.Config, error) {
-	cs, err := kubernetes.NewForConfig(admin)
+	token, err := ServiceAccountToken(ctx, admin, namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("TokenRequest for ServiceAccount %s/%s: %w", namespace, name, err)
-	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: admin.CAData}
-	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: name, Namespace: namespace}
 	cfg.CurrentContext = "e2e"
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		return nil, err
 	}
 	return clientcmd.BuildConfigFromFlags("", path)
+}
+
+// ServiceAccountToken asks the TokenRequest API for a day-long token of
+// the ServiceAccount namespace/name.
+func ServiceAccountToken(ctx context.Context, admin *rest.Config, namespace, name string) (string, error) {
+	cs, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return "", err
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("TokenRequest for ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	return tr.Status.Token, nil
+}
+
+// hostOf is the host:port of an API server URL.
+func hostOf(server string) (string, error) {
+	u, err := url.Parse(server)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("API server address %q: %v", server, err)
+	}
+	return u.Host, nil
+}
+
+// monitoringObject: the Prometheus Operator's kinds (ServiceMonitor,
+// PrometheusRule), which this control plane has no CRDs for; the stack's
+// Prometheus is configured from them instead.
+func monitoringObject(o *unstructured.Unstructured) bool {
+	return o.GroupVersionKind().Group == "monitoring.coreos.com"
 }
 
 // AdminKubeconfig writes the envtest admin credentials as a kubeconfig

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -71,6 +72,68 @@ func (k *Kafka) Produce(ctx context.Context, topic string, partitions int32, n i
 		return fmt.Errorf("producing to %s: %w", topic, err)
 	}
 	return nil
+}
+
+// ProduceAt writes n records to partition p of topic with the given
+// timestamp (CreateTime): records mirrored or backfilled with their
+// original, older times, which retention deletes sooner.
+func (k *Kafka) ProduceAt(ctx context.Context, topic string, p int32, n int, ts time.Time) error {
+	recs := make([]*kgo.Record, 0, n)
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Timestamp: ts, Value: []byte("backfill-" + strconv.Itoa(i))})
+	}
+	if err := k.Client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("producing to %s: %w", topic, err)
+	}
+	return nil
+}
+
+// Member is a consumer that stays in its group (a running Deployment's
+// pod) until Leave.
+type Member struct {
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// JoinGroup starts a classic consumer of topic in group, which polls (and
+// commits nothing) until Leave; it returns once the member has its
+// partitions, so the group is Stable.
+func (k *Kafka) JoinGroup(ctx context.Context, group, topic string) (*Member, error) {
+	assigned := make(chan struct{}, 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.addrs...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+			select {
+			case assigned <- struct{}{}:
+			default:
+			}
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("joining group %s: %w", group, err)
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	m := &Member{cl: cl, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for pctx.Err() == nil {
+			cl.PollFetches(pctx)
+		}
+	}()
+	select {
+	case <-assigned:
+		return m, nil
+	case <-ctx.Done():
+		m.Leave()
+		return nil, fmt.Errorf("joining group %s: not assigned partitions: %w", group, ctx.Err())
+	}
+}
+
+// Leave stops polling and leaves the group (the pod stops).
+func (m *Member) Leave() {
+	m.cancel()
+	<-m.done
+	m.cl.Close() // leaves the group
 }
 
 // Commit commits offsets (partition → offset) of topic for group, as an

@@ -1,7 +1,8 @@
 // Package stack runs retention-guard end to end on one machine, every part
 // a separate process: etcd and kube-apiserver (envtest), a Kafka broker
-// (test/kafka-broker, franz-go's kfake) and the retention-guard manager
-// binary with its webhook. The manager runs with the credentials of the
+// (test/kafka-broker, franz-go's kfake), the retention-guard manager
+// binary with its webhook, and optionally a Prometheus server evaluating
+// the chart's alerts. The manager runs with the credentials of the
 // Helm chart's ServiceAccount (a TokenRequest token), after every object
 // the chart renders has been applied to the API server, so the chart's RBAC
 // and webhook configuration are what is exercised.
@@ -43,6 +44,10 @@ type Options struct {
 	// ChartValues are set over the values the stack needs (webhook.url,
 	// webhook.caBundle, allowedBootstrapServers, ...).
 	ChartValues map[string]any
+	// Prometheus starts a Prometheus server configured from the chart's
+	// ServiceMonitor and PrometheusRule (both enabled, with the dashboard)
+	// once the manager is up.
+	Prometheus bool
 }
 
 // Stack is a running control plane, broker and manager.
@@ -70,8 +75,11 @@ type Stack struct {
 	AdminKubeconfig string
 	// ManagerKubeconfig is the kubeconfig file the manager runs with.
 	ManagerKubeconfig string
-	// Chart is what the chart rendered and was applied.
+	// Chart is what the chart rendered (and was applied, but the
+	// Prometheus Operator's objects).
 	Chart []*unstructured.Unstructured
+	// Prometheus runs with Options.Prometheus.
+	Prometheus *Prometheus
 
 	log        io.Writer
 	removeDir  bool
@@ -144,6 +152,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	vals := map[string]any{
 		"allowedBootstrapServers": []any{"127.0.0.1:*"},
+		"allowedCursorHosts":      []any{"127.0.0.1:*"},
 		"kafkaRequestTimeout":     "2s",
 		"logEncoder":              "console",
 		"webhook": map[string]any{
@@ -152,6 +161,11 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			"caBundle": string(s.CAPEM), // PEM: the chart base64-encodes it
 		},
 		"certManager": map[string]any{"enabled": false},
+	}
+	if o.Prometheus {
+		vals["serviceMonitor"] = map[string]any{"enabled": true}
+		vals["prometheusRule"] = map[string]any{"enabled": true}
+		vals["grafanaDashboard"] = map[string]any{"enabled": true}
 	}
 	for k, v := range o.ChartValues {
 		vals[k] = v
@@ -207,6 +221,11 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	})...)
 	if err := s.StartManager(ctx); err != nil {
 		return s, err
+	}
+	if o.Prometheus {
+		if err := s.startPrometheus(ctx); err != nil {
+			return s, err
+		}
 	}
 	return s, nil
 }
@@ -361,6 +380,11 @@ func (s *Stack) Metrics(ctx context.Context) (string, error) {
 func (s *Stack) Stop() {
 	if s == nil {
 		return
+	}
+	if s.Prometheus != nil {
+		if err := s.Prometheus.Process.Stop(15 * time.Second); err != nil {
+			s.logf("%v", err)
+		}
 	}
 	if err := s.Manager.Stop(15 * time.Second); err != nil {
 		s.logf("%v", err)

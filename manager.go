@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"context"
@@ -23,6 +23,8 @@ import (
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/controllers"
 	"github.com/retentionguard/retention-guard/internal/certs"
+	"github.com/retentionguard/retention-guard/internal/cli"
+	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/webhookscope"
 	"github.com/retentionguard/retention-guard/webhook"
@@ -34,7 +36,7 @@ const leaderElectionID = "retention-guard.retentionguard.io"
 
 // managerOptions are the manager's flags.
 type managerOptions struct {
-	logs                    logOptions
+	logs                    cli.LogOptions
 	kubeconfig              string
 	metricsAddr             string
 	probeAddr               string
@@ -43,6 +45,8 @@ type managerOptions struct {
 	leaderElectionID        string
 	allowedBootstrapServers []string
 	kafkaRequestTimeout     time.Duration
+	allowedCursorHosts      []string
+	cursorTimeout           time.Duration
 	watchNamespaces         []string
 
 	// The admission webhook.
@@ -54,7 +58,8 @@ type managerOptions struct {
 	certs            certs.Options
 
 	// Derived by validate.
-	allowlist controllers.BootstrapAllowlist
+	allowlist   controllers.BootstrapAllowlist
+	cursorHosts controllers.BootstrapAllowlist
 }
 
 func (o *managerOptions) bind(fs *pflag.FlagSet) {
@@ -77,6 +82,13 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.kafkaRequestTimeout, "kafka-request-timeout", 10*time.Second,
 		"How long one Kafka request may take, retries included. One observation of a cluster (metadata, then offsets, "+
 			"configs and groups, then record timestamps) is bounded by three times this.")
+	fs.StringSliceVar(&o.allowedCursorHosts, "allowed-cursor-hosts", nil,
+		"Glob patterns (path.Match, case-insensitive, over host:port, or a unix socket path) of the database hosts that "+
+			`spec.cursor connection strings may name, e.g. "*.db.svc:5432,mariadb-?.prod:3306"; repeatable. A policy naming any `+
+			"other host is Stalled (reason DatabaseHostNotAllowed), its cursor unreadable, and no connection is opened. Empty: every host is allowed.")
+	fs.DurationVar(&o.cursorTimeout, "cursor-timeout", cursor.DefaultStatementTimeout,
+		"Statement timeout of one business cursor read (spec.cursor), on the database server; connecting has as long again. "+
+			"Cursors are read within the Kafka observation of their cluster, so keep it well under --kafka-request-timeout.")
 	fs.StringSliceVar(&o.watchNamespaces, "watch-namespaces", nil,
 		"Namespaces whose policies (and Secrets) the manager watches; repeatable or comma-separated. Default: all namespaces.")
 	fs.BoolVar(&o.webhookEnabled, "enable-webhook", true,
@@ -92,7 +104,7 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 		"Deadline of the live Kafka re-check the webhook makes when a policy's proof in status is stale; keep it well under the "+
 			"webhook's timeoutSeconds (5s). On timeout the verdict is Unknown, which Deny policies refuse.")
 	o.certs.BindFlags(fs)
-	o.logs.bind(fs)
+	o.logs.Bind(fs)
 }
 
 // validate checks the flags and derives what they imply. Its errors are
@@ -103,6 +115,15 @@ func (o *managerOptions) validate() error {
 		return fmt.Errorf("--allowed-bootstrap-servers: %w", err)
 	}
 	o.allowlist = allow
+	if o.cursorHosts, err = controllers.NewBootstrapAllowlist(o.allowedCursorHosts); err != nil {
+		return fmt.Errorf("--allowed-cursor-hosts: %w", err)
+	}
+	switch {
+	case o.cursorTimeout == 0:
+		o.cursorTimeout = cursor.DefaultStatementTimeout
+	case o.cursorTimeout < 0:
+		return errors.New("--cursor-timeout must be positive, e.g. 5s")
+	}
 	if o.kafkaRequestTimeout <= 0 {
 		return errors.New("--kafka-request-timeout must be positive")
 	}
@@ -144,10 +165,10 @@ one batched observation per check interval. SIGTERM shuts down gracefully.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
-				return usageError{err}
+				return cli.UsageError(err)
 			}
 			if err := runManager(ctrl.SetupSignalHandler(), o); err != nil {
-				return exitError{code: ExitFailure, err: err}
+				return cli.ExitError(cli.ExitFailure, err)
 			}
 			return nil
 		},
@@ -207,8 +228,12 @@ func runManager(ctx context.Context, o *managerOptions) error {
 		}),
 	}
 	if len(o.watchNamespaces) > 0 {
-		opts.Cache.DefaultNamespaces = make(map[string]cache.Config, len(o.watchNamespaces))
+		opts.Cache.DefaultNamespaces = make(map[string]cache.Config, len(o.watchNamespaces)+1)
 		for _, ns := range o.watchNamespaces {
+			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+		if ns := o.certs.SecretNamespace; ns != "" {
+			// ClusterKafkaConnections' Secrets live here.
 			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
@@ -238,10 +263,25 @@ func runManager(ctx context.Context, o *managerOptions) error {
 	if err := mgr.Add(coalescer); err != nil {
 		return err
 	}
+	if patterns := o.cursorHosts.Patterns(); len(patterns) == 0 {
+		log.Info("--allowed-cursor-hosts is empty: policies may name any cursor database host")
+	} else {
+		log.Info("policies may name only these cursor database hosts", "patterns", patterns)
+	}
+	cursors := cursor.NewReader(
+		cursor.WithStatementTimeout(o.cursorTimeout),
+		cursor.WithConnectTimeout(o.cursorTimeout),
+		cursor.WithLogger(ctrl.Log.WithName("cursor")),
+	)
+	defer cursors.Close()
 	resolver := &controllers.ConnectionResolver{
-		Metadata:  mgr.GetClient(),
-		Secrets:   mgr.GetAPIReader(),
-		Allowlist: o.allowlist,
+		Metadata:         mgr.GetClient(),
+		Secrets:          mgr.GetAPIReader(),
+		Objects:          mgr.GetClient(),
+		Allowlist:        o.allowlist,
+		ManagerNamespace: o.certs.SecretNamespace,
+		Cursors:          cursors,
+		CursorHosts:      o.cursorHosts,
 	}
 	reconciler := &controllers.ConsumerRetentionPolicyReconciler{
 		Client:    mgr.GetClient(),
@@ -251,6 +291,22 @@ func runManager(ctx context.Context, o *managerOptions) error {
 	}
 	if err := reconciler.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
+	}
+	for _, kind := range []string{rgv1.KindClusterKafkaConnection, rgv1.KindKafkaConnection} {
+		cr := &controllers.KafkaConnectionReconciler{
+			Client:    mgr.GetClient(),
+			Resolver:  resolver,
+			Coalescer: coalescer,
+			Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
+			Kind:      kind,
+		}
+		if err := cr.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the %s reconciler: %w", kind, err)
+		}
+	}
+	if o.certs.SecretNamespace == "" {
+		log.Info("--namespace (or $POD_NAMESPACE) is empty: ClusterKafkaConnections that reference Secrets cannot be used, " +
+			"and allowedNamespaces from: Same allows no namespace")
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

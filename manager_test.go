@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/cli"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
 	"github.com/retentionguard/retention-guard/internal/testenv"
 )
@@ -39,9 +40,9 @@ func TestManagerUsageErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := Execute(tc.args, &stdout, &stderr)
-			if code != ExitUsage {
-				t.Errorf("exit code %d, want %d; stderr: %s", code, ExitUsage, stderr.String())
+			code := execute(tc.args, &stdout, &stderr)
+			if code != cli.ExitUsage {
+				t.Errorf("exit code %d, want %d; stderr: %s", code, cli.ExitUsage, stderr.String())
 			}
 			if !strings.Contains(stderr.String(), tc.want) {
 				t.Errorf("stderr does not mention %q: %s", tc.want, stderr.String())
@@ -52,7 +53,7 @@ func TestManagerUsageErrors(t *testing.T) {
 
 func TestManagerHelpNamesItsFlags(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := Execute([]string{"manager", "--help"}, &stdout, &stderr); code != ExitOK {
+	if code := execute([]string{"manager", "--help"}, &stdout, &stderr); code != cli.ExitOK {
 		t.Fatalf("exit code %d: %s", code, stderr.String())
 	}
 	for _, flag := range []string{
@@ -156,7 +157,7 @@ func TestManagerRunsTheReconciler(t *testing.T) {
 			Topics:         []string{"orders"},
 			RecoveryWindow: metav1.Duration{Duration: 72 * time.Hour},
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": "billing"}},
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: c.Addrs},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: c.Addrs},
 		},
 	}
 	g.Expect(env.Client.Create(bg, policy)).To(Succeed())

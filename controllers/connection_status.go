@@ -1,0 +1,199 @@
+package controllers
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// A connection's status is computed, like a policy's, by a pure function of
+// the current status and what one reconcile gathered.
+
+// Reasons of a connection's Ready condition, besides the spec problems
+// (SecretNotFound, StrimziKafkaNotFound, ...) and the observer's
+// (BrokerUnreachable, AuthenticationFailed, AuthorizationFailed).
+const (
+	// ReasonConnected: the cluster answered the last observation.
+	ReasonConnected = "Connected"
+	// ReasonObservationPending: the first observation of the current spec
+	// is on its way (Reconciling).
+	ReasonObservationPending = "ObservationPending"
+	// ReasonInvalidDiscoveryPattern: spec.discovery.groupPattern is not a
+	// regular expression.
+	ReasonInvalidDiscoveryPattern = "InvalidDiscoveryPattern"
+)
+
+// maxUnguardedGroups is how many unguarded groups status lists.
+const maxUnguardedGroups = 50
+
+// connectionInput is what one connection reconcile learned.
+type connectionInput struct {
+	Generation int64
+	Now        time.Time
+	// Servers are the bootstrap servers in use (resolved).
+	Servers []string
+	// Policies are the policies naming the connection; their group ids
+	// are guarded.
+	Policies []*rgv1.ConsumerRetentionPolicy
+	// Problem: the spec cannot be used (Stalled).
+	Problem *SpecProblem
+	// Cluster: a fresh observation (nil while pending).
+	Cluster *kafka.ClusterObservation
+	// Discovery, when enabled, judges the discovered groups.
+	Discovery *proof.DiscoveryPolicy
+	// HandledRequestedAt is the requestedAt value this reconcile answers.
+	HandledRequestedAt string
+}
+
+// connectionOutcome is the next status and the judgements of the
+// unguarded groups (for metrics), nil while pending.
+type connectionOutcome struct {
+	Status    rgv1.KafkaConnectionStatus
+	Unguarded []proof.Judgement
+	Observed  bool
+}
+
+func computeConnectionStatus(cur rgv1.KafkaConnectionStatus, in connectionInput) connectionOutcome {
+	st := *cur.DeepCopy()
+	now := metav1.NewTime(in.Now.UTC().Truncate(time.Second))
+	st.Policies = int32(len(in.Policies))
+	if in.HandledRequestedAt != "" && (in.Problem != nil || in.Cluster != nil) {
+		st.LastHandledRequestedAt = in.HandledRequestedAt
+	}
+	switch {
+	case in.Problem != nil:
+		setCondition(&st.Conditions, metav1.Condition{Type: proof.ClauseReady, Status: metav1.ConditionFalse,
+			Reason: in.Problem.Reason, Message: in.Problem.Message}, in.Generation, now)
+		setCondition(&st.Conditions, metav1.Condition{Type: ConditionStalled, Status: metav1.ConditionTrue,
+			Reason: in.Problem.Reason, Message: in.Problem.Message}, in.Generation, now)
+		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
+		st.ObservedGeneration = in.Generation
+		return connectionOutcome{Status: st}
+
+	case in.Cluster != nil:
+		co := in.Cluster
+		st.ObservedGeneration = in.Generation
+		st.BootstrapServers = slices.Clone(in.Servers)
+		at := metav1.NewTime(co.ObservedAt.UTC().Truncate(time.Second))
+		st.LastObservedAt = &at
+		st.Brokers = int32(len(co.Brokers))
+		st.BrokerOffsetsRetention = nil
+		for _, id := range co.Brokers {
+			st.BrokerOffsetsRetention = append(st.BrokerOffsetsRetention,
+				rgv1.BrokerOffsetsRetention{Broker: id, Minutes: configInt64(co.BrokerOffsetsRetention[id])})
+		}
+		st.OffsetsRetentionMinutes = configInt64(co.OffsetsRetentionMinutes)
+		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
+		meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
+
+		ready := metav1.Condition{Type: proof.ClauseReady, Status: metav1.ConditionTrue, Reason: ReasonConnected}
+		if len(co.Failures) > 0 {
+			f := co.Failures[0]
+			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, f.Reason, f.Message
+			if len(co.Failures) > 1 {
+				ready.Message += fmt.Sprintf(" (and %s)", proof.Plural(int64(len(co.Failures)-1), "more failure"))
+			}
+		} else {
+			ready.Message = fmt.Sprintf("%s answered: %s", strings.Join(in.Servers, ","), proof.Plural(int64(len(co.Brokers)), "broker"))
+			if st.OffsetsRetentionMinutes != nil {
+				ready.Message += fmt.Sprintf(", offsets.retention.minutes %d (%s)", *st.OffsetsRetentionMinutes,
+					proof.FormatDuration(time.Duration(*st.OffsetsRetentionMinutes)*time.Minute))
+			}
+			ready.Message += fmt.Sprintf(", %s", proof.Plural(int64(len(in.Policies)), "policy"))
+		}
+		out := connectionOutcome{Observed: true}
+		if in.Discovery != nil && len(co.Failures) == 0 {
+			guarded := make(map[string]bool, len(in.Policies))
+			for _, p := range in.Policies {
+				guarded[p.Spec.GroupID] = true
+			}
+			counts := rgv1.GroupVerdictCounts{}
+			for _, d := range co.Discovered {
+				if guarded[d.Group] {
+					continue
+				}
+				j := proof.JudgeGroup(d.Observation, d.Topics, *in.Discovery, co.ObservedAt)
+				out.Unguarded = append(out.Unguarded, j)
+				switch j.Verdict {
+				case proof.Proven:
+					counts.Proven++
+				case proof.Violated:
+					counts.Violated++
+				default:
+					counts.Unknown++
+				}
+			}
+			proof.SortWorstFirst(out.Unguarded)
+			st.DiscoveredGroups = int32(len(co.Discovered))
+			st.UnguardedGroupCount = int32(len(out.Unguarded))
+			st.UnguardedVerdicts = &counts
+			st.UnguardedGroups = nil
+			for i, j := range out.Unguarded {
+				if i == maxUnguardedGroups {
+					break
+				}
+				st.UnguardedGroups = append(st.UnguardedGroups, unguardedGroup(j))
+			}
+			ready.Message += fmt.Sprintf("; discovery: %s, %d unguarded (%d Violated, %d Unknown)",
+				proof.Plural(int64(len(co.Discovered)), "group"), len(out.Unguarded), counts.Violated, counts.Unknown)
+			if n := len(co.DiscoveryFailures); n > 0 {
+				ready.Message += fmt.Sprintf("; discovery incomplete: %s", co.DiscoveryFailures[0].Message)
+			}
+		} else if in.Discovery == nil {
+			st.DiscoveredGroups, st.UnguardedGroupCount, st.UnguardedVerdicts, st.UnguardedGroups = 0, 0, nil, nil
+		}
+		setCondition(&st.Conditions, ready, in.Generation, now)
+		out.Status = st
+		return out
+	}
+
+	if st.LastObservedAt != nil && cur.ObservedGeneration == in.Generation &&
+		!meta.IsStatusConditionTrue(cur.Conditions, ConditionStalled) {
+		return connectionOutcome{Status: st}
+	}
+	msg := "observing the cluster for the first time at generation " + strconv.FormatInt(in.Generation, 10)
+	setCondition(&st.Conditions, metav1.Condition{Type: ConditionReconciling, Status: metav1.ConditionTrue,
+		Reason: ReasonObservationPending, Message: msg}, in.Generation, now)
+	setCondition(&st.Conditions, metav1.Condition{Type: proof.ClauseReady, Status: metav1.ConditionUnknown,
+		Reason: ReasonObservationPending, Message: msg}, in.Generation, now)
+	meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
+	return connectionOutcome{Status: st}
+}
+
+func unguardedGroup(j proof.Judgement) rgv1.UnguardedGroup {
+	g := rgv1.UnguardedGroup{
+		Group: j.Group, Verdict: rgv1.Verdict(j.Verdict), State: j.State, ExpiredRecords: j.ExpiredRecords,
+	}
+	if j.Verdict != proof.Proven {
+		g.Reason = j.Reason
+	}
+	g.Topics = j.Topics
+	if len(g.Topics) > 20 {
+		g.Topics = g.Topics[:20]
+	}
+	if j.HasHeadroom {
+		g.RecoveryHeadroom = &metav1.Duration{Duration: j.RecoveryHeadroom.Round(time.Second)}
+	}
+	return g
+}
+
+// configInt64 parses a broker config value, nil when absent or unreadable.
+func configInt64(v proof.ConfigValue) *int64 {
+	if !v.Present || v.Null {
+		return nil
+	}
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil {
+		return nil
+	}
+	return &n
+}

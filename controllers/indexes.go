@@ -1,0 +1,84 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+)
+
+// Field indexes on the manager's cache, so a watch event finds what it
+// concerns without listing everything.
+const (
+	// secretRefIndex indexes policies by the Secrets their inline
+	// connection references.
+	secretRefIndex = ".spec.kafka.secretRefs"
+	// connectionRefIndex indexes policies by the connection they name
+	// (connectionKey).
+	connectionRefIndex = ".spec.kafka.connectionRef"
+	// connectionSecretIndex indexes ClusterKafkaConnections and
+	// KafkaConnections by the Secrets they reference.
+	connectionSecretIndex = ".spec.secretRefs"
+)
+
+// connectionKey identifies a connection in connectionRefIndex:
+// "ClusterKafkaConnection/<name>" or "KafkaConnection/<namespace>/<name>".
+func connectionKey(kind, namespace, name string) string {
+	if kind == rgv1.KindClusterKafkaConnection {
+		return kind + "/" + name
+	}
+	return kind + "/" + namespace + "/" + name
+}
+
+// policyConnectionKey is the key of the connection a policy names, or "".
+func policyConnectionKey(p *rgv1.ConsumerRetentionPolicy) string {
+	ref := p.Spec.Kafka.ConnectionRef
+	if ref == nil {
+		return ""
+	}
+	return connectionKey(ref.Kind, p.Namespace, ref.Name)
+}
+
+// setupIndexes registers every index. The policy reconciler calls it; the
+// connection reconcilers need it on the same manager.
+func setupIndexes(ctx context.Context, mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &rgv1.ConsumerRetentionPolicy{}, secretRefIndex, func(o client.Object) []string {
+		if p, ok := o.(*rgv1.ConsumerRetentionPolicy); ok && p.Spec.Kafka.ConnectionRef == nil {
+			return secretRefs(p)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing policies by Secret: %w", err)
+	}
+	if err := idx.IndexField(ctx, &rgv1.ConsumerRetentionPolicy{}, connectionRefIndex, func(o client.Object) []string {
+		if p, ok := o.(*rgv1.ConsumerRetentionPolicy); ok {
+			if k := policyConnectionKey(p); k != "" {
+				return []string{k}
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing policies by connection: %w", err)
+	}
+	if err := idx.IndexField(ctx, &rgv1.ClusterKafkaConnection{}, connectionSecretIndex, func(o client.Object) []string {
+		if c, ok := o.(*rgv1.ClusterKafkaConnection); ok {
+			return connectionSecretRefs(c.Spec.TLS, c.Spec.SASL)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing ClusterKafkaConnections by Secret: %w", err)
+	}
+	if err := idx.IndexField(ctx, &rgv1.KafkaConnection{}, connectionSecretIndex, func(o client.Object) []string {
+		if c, ok := o.(*rgv1.KafkaConnection); ok {
+			return connectionSecretRefs(c.Spec.TLS, c.Spec.SASL)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing KafkaConnections by Secret: %w", err)
+	}
+	return nil
+}

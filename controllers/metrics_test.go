@@ -1,0 +1,74 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// labelsOf returns the label sets of the series of name whose labels
+// include labels.
+func labelsOf(name string, labels map[string]string) []map[string]string {
+	var out []map[string]string
+	for _, m := range seriesOf(name, labels) {
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// The series alerts join on: the recovery window, the info series (group,
+// enforcement, Ready's reason) and the offsets expiry with its clock. A
+// policy has one series of each at a time: a new clock or reason replaces
+// the old series, and a deleted policy has none.
+func TestPolicySeriesFollowTheProof(t *testing.T) {
+	g := NewWithT(t)
+	m := newPolicyMetrics()
+	key := types.NamespacedName{Namespace: "metrics-unit", Name: "settle"}
+	policy := map[string]string{"namespace": key.Namespace, "policy": key.Name}
+	facts := policyFacts{GroupID: "ledger-settle-consumer", Enforcement: "Deny", RecoveryWindow: 72 * time.Hour, ReadyReason: proof.ReasonProven}
+
+	empty := &proof.Result{Verdict: proof.Proven, HasGroupOffsetsExpireIn: true, GroupOffsetsExpireIn: 100 * time.Hour,
+		OffsetExpiry: proof.OffsetExpiry{Clock: proof.ExpiryClockGroupEmpty, HasSoonest: true}}
+	m.record(key, facts, empty)
+	g.Expect(gauge(g, "retentionguard_policy_recovery_window_seconds", policy)).To(Equal((72 * time.Hour).Seconds()))
+	g.Expect(labelsOf("retentionguard_policy_info", policy)).To(ConsistOf(map[string]string{
+		"namespace": "metrics-unit", "policy": "settle", "consumer_group": "ledger-settle-consumer", "enforcement": "Deny", "reason": "Proven",
+	}))
+	g.Expect(gauge(g, "retentionguard_policy_info", with(with(with(policy, "consumer_group", "ledger-settle-consumer"),
+		"enforcement", "Deny"), "reason", "Proven"))).To(Equal(1.0))
+	g.Expect(labelsOf("retentionguard_group_offsets_expiry_seconds", policy)).To(ConsistOf(
+		HaveKeyWithValue("clock", "GroupEmpty")))
+	g.Expect(gauge(g, "retentionguard_group_offsets_expiry_seconds", with(policy, "clock", "GroupEmpty"))).To(Equal((100 * time.Hour).Seconds()))
+
+	// The group's offsets now expire per commit, the proof fails and the
+	// window changed: one series each, with the new values.
+	perCommit := &proof.Result{Verdict: proof.Unknown, HasGroupOffsetsExpireIn: true, GroupOffsetsExpireIn: 50 * time.Hour,
+		OffsetExpiry: proof.OffsetExpiry{Clock: proof.ExpiryClockLastCommit, HasSoonest: true}}
+	facts.ReadyReason, facts.RecoveryWindow = proof.ReasonOffsetsMayExpireBeforeWindow, 96*time.Hour
+	m.record(key, facts, perCommit)
+	g.Expect(labelsOf("retentionguard_group_offsets_expiry_seconds", policy)).To(ConsistOf(
+		HaveKeyWithValue("clock", "LastCommit")))
+	g.Expect(labelsOf("retentionguard_policy_info", policy)).To(ConsistOf(
+		HaveKeyWithValue("reason", "OffsetsMayExpireBeforeWindow")))
+	g.Expect(gauge(g, "retentionguard_policy_recovery_window_seconds", policy)).To(Equal((96 * time.Hour).Seconds()))
+
+	// No clock runs (a member joined): no expiry series.
+	m.record(key, facts, &proof.Result{Verdict: proof.Proven})
+	g.Expect(seriesOf("retentionguard_group_offsets_expiry_seconds", policy)).To(BeEmpty())
+
+	m.record(key, facts, empty)
+	m.forget(key)
+	for _, name := range []string{"retentionguard_policy_info", "retentionguard_policy_recovery_window_seconds",
+		"retentionguard_group_offsets_expiry_seconds", "retentionguard_policy_verdict"} {
+		g.Expect(seriesOf(name, policy)).To(BeEmpty(), name)
+	}
+	g.Expect(m.single).To(BeEmpty(), "forget drops what it remembered of the policy")
+}

@@ -1,0 +1,112 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// ClusterRequest is what one pass over a connection serves: targets (the
+// policies' groups and topics) and, optionally, the discovery of every
+// group on the cluster.
+type ClusterRequest struct {
+	Targets  []Target
+	Discover *Discovery
+}
+
+// ClusterObservation is one pass's answer: an observation per target, what
+// the pass learned of the cluster itself, and the groups discovery found.
+type ClusterObservation struct {
+	ObservedAt time.Time
+	// Observations, one per request target, in order.
+	Observations []proof.Observation
+	// Brokers are the node ids metadata listed, sorted; empty when the
+	// cluster could not be reached.
+	Brokers []int32
+	// BrokerOffsetsRetention is each broker's offsets.retention.minutes
+	// (Present=false when it could not be read).
+	BrokerOffsetsRetention map[int32]proof.ConfigValue
+	// OffsetsRetentionMinutes is the smallest, as the proof uses it.
+	OffsetsRetentionMinutes proof.ConfigValue
+	// Failures concern the whole connection (unreachable, authentication,
+	// broker configs); the targets' observations carry them too.
+	Failures []proof.Failure
+	// Discovered are the groups discovery found, sorted by id; nil when
+	// discovery was not asked. DiscoveryFailures say what it missed (a
+	// broker that did not answer ListGroups).
+	Discovered        []DiscoveredGroup
+	DiscoveryFailures []proof.Failure
+}
+
+// ObserveCluster observes req's targets, and discovers groups when asked,
+// in one pass over conn. Like Observe it never returns an error: what
+// could not be read is a failure where it belongs.
+func (o *Observer) ObserveCluster(ctx context.Context, conn Connection, req ClusterRequest) ClusterObservation {
+	now := o.opts.now()
+	pc, err := o.acquire(conn)
+	if err != nil {
+		f := failure{global: true, Failure: proof.Failure{
+			Reason:    reasonForConfigError(conn, err),
+			Partition: -1,
+			Message:   conn.redact(fmt.Sprintf("cannot use %s: %s", conn, err)),
+		}}
+		p := &pass{o: o, conn: conn, targets: req.Targets, now: now}
+		p.fail(f)
+		return p.clusterObservation(req)
+	}
+	defer o.release(pc)
+
+	p := newPass(o, pc.cl, conn, req.Targets, now)
+	p.sasl = pc.sasl
+	p.discover = req.Discover
+	p.run(ctx)
+	return p.clusterObservation(req)
+}
+
+func (p *pass) clusterObservation(req ClusterRequest) ClusterObservation {
+	out := ClusterObservation{
+		ObservedAt:              p.now,
+		Observations:            p.observations(),
+		Brokers:                 slices.Clone(p.brokers),
+		BrokerOffsetsRetention:  make(map[int32]proof.ConfigValue, len(p.brokers)),
+		OffsetsRetentionMinutes: p.offsetsRetention,
+	}
+	for _, id := range p.brokers {
+		out.BrokerOffsetsRetention[id] = p.brokerRetention[id]
+	}
+	p.mu.Lock()
+	for _, f := range p.failures {
+		switch {
+		case f.global:
+			out.Failures = append(out.Failures, f.Failure)
+		case f.discovery:
+			out.DiscoveryFailures = append(out.DiscoveryFailures, f.Failure)
+		}
+	}
+	p.mu.Unlock()
+	if req.Discover == nil {
+		return out
+	}
+	out.Discovered = make([]DiscoveredGroup, 0, len(p.discovered))
+	for _, d := range p.discovered {
+		dg := DiscoveredGroup{
+			Group: d.group, State: d.state, ProtocolType: d.protocolType, Type: d.typ,
+			Topics: slices.Clone(d.topics), Failure: d.failure,
+		}
+		if len(d.topics) > 0 {
+			dg.Observation = p.observation(-1, Target{Group: d.group, Topics: d.topics}) // -1: not a target, no cursor
+		} else {
+			// Not described (no topics to read): as ListGroups said.
+			dg.Observation = p.observation(-1, Target{Group: d.group})
+			dg.Observation.Group.State, dg.Observation.Group.Protocol, dg.Observation.Group.ProtocolType = d.state, d.typ, d.protocolType
+		}
+		if d.failure != nil {
+			dg.Observation.Failures = append(dg.Observation.Failures, *d.failure)
+		}
+		out.Discovered = append(out.Discovered, dg)
+	}
+	return out
+}

@@ -1,0 +1,115 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/retentionguard/retention-guard/internal/cursor"
+	"github.com/retentionguard/retention-guard/internal/cursor/cursortest"
+	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// A real PostgreSQL for the business cursor tests, started on first use.
+var (
+	pgOnce sync.Once
+	pg     *cursortest.Server
+	pgErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pg.Stop()
+	os.Exit(code)
+}
+
+func postgres(t *testing.T) *cursortest.Server {
+	t.Helper()
+	pgOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		pg, pgErr = cursortest.StartPostgres(ctx)
+	})
+	if pgErr != nil {
+		t.Fatal(pgErr)
+	}
+	return pg
+}
+
+// busyConsumer is a consumer that keeps processing while the guard
+// observes: when its cursor is read, it has just produced more records and
+// written its cursor at the new end (a live consumer between the guard's
+// reads). It reads the real cursor from PostgreSQL through cursor.Query.
+type busyConsumer struct {
+	cursor.Query
+	work func()
+}
+
+func (b busyConsumer) ReadCursor(ctx context.Context) proof.CursorObservation {
+	b.work()
+	return b.Query.ReadCursor(ctx)
+}
+
+// The cursor is read between the committed offsets and the log end, with
+// the record timestamps at it: a consumer that writes its cursor past the
+// log end between two of the guard's reads is never "beyond log end", and
+// the observation carries its rows and the timestamp of the record at a
+// cursor inside the log.
+func TestCursorReadBeforeLogEnd(t *testing.T) {
+	db := postgres(t)
+	ctx := context.Background()
+	table := "cursor_busy"
+	if err := db.CursorTable(ctx, table); err != nil {
+		t.Fatal(err)
+	}
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "settle-task", 2, nil)
+	c.ProduceTo(t, "settle-task", 0, 10)
+	c.ProduceTo(t, "settle-task", 1, 10)
+	c.CommitOffsets(t, "settle", "settle-task", map[int32]int64{0: 10, 1: 4})
+	// Partition 1's business cursor lags: last processed offset 3.
+	if err := db.WriteCursor(ctx, table, "settle", 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	reader := cursor.NewReader()
+	defer reader.Close()
+	q := cursor.Query{Reader: reader, Group: "settle", Source: cursor.Source{Driver: cursor.DriverPostgres, DSN: db.AdminDSN(),
+		Query: fmt.Sprintf("SELECT partition_id AS partition, last_offset + 1 AS next_offset, updated_at FROM %s WHERE group_id = $1", table)}}
+	busy := busyConsumer{Query: q, work: func() {
+		// Five more records arrive on partition 0 and the consumer
+		// processes them at once: its cursor is the new log end, 15.
+		c.ProduceTo(t, "settle-task", 0, 5)
+		if err := db.WriteCursor(ctx, table, "settle", 0, 14); err != nil {
+			t.Error(err)
+		}
+	}}
+	o, _ := newTestObserver(t)
+	obs := observe(t, o, Connection{BootstrapServers: c.Addrs}, Target{Group: "settle", Topics: []string{"settle-task"}, Cursor: busy})[0]
+	requireNoFailures(t, obs)
+	if !obs.Cursor.Read || len(obs.Cursor.Rows) != 2 {
+		t.Fatalf("cursor %+v", obs.Cursor)
+	}
+	p0, p1 := partition(t, obs, "settle-task", 0), partition(t, obs, "settle-task", 1)
+	if p0.LogEnd < 15 {
+		t.Errorf("partition 0 log end %d was read before the cursor (15)", p0.LogEnd)
+	}
+	if p1.CursorTimestamp.IsZero() {
+		t.Errorf("no timestamp of the record at partition 1's cursor 4")
+	}
+	res := proof.Evaluate(obs, proof.Policy{GroupID: "settle", Topics: []string{"settle-task"}, RecoveryWindow: time.Hour,
+		Cursor: &proof.CursorPolicy{ResumeFrom: proof.ResumeFromCursor}}, obs.ObservedAt)
+	for _, v := range res.Violations {
+		if v.Reason == proof.ReasonCursorBeyondLogEnd {
+			t.Errorf("a live consumer's cursor reads as beyond log end: %s", v.Message)
+		}
+	}
+	// The group committed 10 on partition 0 before the consumer processed
+	// 5 more: a restart from the group replays them (seed 002).
+	if res.Verdict != proof.Proven || res.Cursor == nil || res.Cursor.ReplayRecords != 5 || res.Cursor.AheadRecords != 0 {
+		t.Errorf("verdict %s, cursor summary %+v: want Proven, 5 records to replay", res.Verdict, res.Cursor)
+	}
+}

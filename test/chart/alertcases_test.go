@@ -1,0 +1,604 @@
+package chart_test
+
+import (
+	"maps"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// The histories promtool replays against the rendered alerts. Each firing
+// history names the step its condition starts at and expects nothing one
+// step before, nothing one step before its `for` has passed, and the alert
+// with its exact labels and text once it has; each silent history expects
+// nothing at every step. Times and values scale with the combination's
+// step, `for` and rate interval.
+
+type alertCase struct {
+	alert  string
+	what   string
+	fires  bool
+	series []promSeries
+	evals  []promAlertTest
+}
+
+// The policy every policy history is about: seed 003's settlement batch
+// consumer.
+const (
+	caseNS     = "settlement"
+	casePolicy = "ledger-settle"
+	caseGroup  = "ledger-settle-consumer"
+	webhookRef = "workloads.retentionguard.io" // the webhook's name, as the API server's metrics label it
+)
+
+type caseBuilder struct {
+	t   *testing.T
+	c   alertCombo
+	pre int // steps of history before a condition starts
+}
+
+// n is d in steps of the combination.
+func (b caseBuilder) n(d time.Duration) int {
+	b.t.Helper()
+	if d%b.c.step != 0 {
+		b.t.Fatalf("%s is not a multiple of the step %s", d, b.c.step)
+	}
+	return int(d / b.c.step)
+}
+
+// secs is n steps in seconds.
+func (b caseBuilder) secs(n int) float64 { return float64(n) * b.c.step.Seconds() }
+
+func (b caseBuilder) at(step int) string { return promDur(time.Duration(step) * b.c.step) }
+
+// length is how many samples each series of a history has: enough for
+// every alert's `for` and the rate interval to pass after pre.
+func (b caseBuilder) length() int {
+	longest := b.c.rate
+	for _, d := range b.c.forOf {
+		longest = max(longest, d)
+	}
+	return b.pre + 2*b.n(longest) + 10
+}
+
+// managerSeries is a series scraped from the manager: the ServiceMonitor
+// keeps the policy's namespace label (honorLabels) and adds job and
+// instance.
+func (b caseBuilder) managerSeries(name string, labels map[string]string, values []string) promSeries {
+	l := maps.Clone(labels)
+	job := b.c.job
+	if job == "" {
+		job = "retention-guard"
+	}
+	l["job"], l["instance"] = job, "10.0.3.7:8080"
+	return promSeries{Series: seriesName(name, l), Values: join(values)}
+}
+
+func apiserverSeries(name string, labels map[string]string, values []string) promSeries {
+	l := maps.Clone(labels)
+	l["job"], l["instance"] = "apiserver", "10.0.0.1:6443"
+	return promSeries{Series: seriesName(name, l), Values: join(values)}
+}
+
+func policyLabels(extra ...string) map[string]string {
+	l := map[string]string{"namespace": caseNS, "policy": casePolicy}
+	for i := 0; i < len(extra); i += 2 {
+		l[extra[i]] = extra[i+1]
+	}
+	return l
+}
+
+func join(vs []string) string {
+	out := ""
+	for i, v := range vs {
+		if i > 0 {
+			out += " "
+		}
+		out += v
+	}
+	return out
+}
+
+// Value builders: n samples each.
+func flat(n int, v float64) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return out
+}
+
+func missing(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "_"
+	}
+	return out
+}
+
+// then concatenates value runs.
+func then(runs ...[]string) []string {
+	var out []string
+	for _, r := range runs {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// counter is a counter at 0 for before samples, then rising by one per
+// sample for rising samples, then flat, n samples in all.
+func counter(n, before, rising int) []string {
+	out := make([]string, n)
+	v := 0
+	for i := range out {
+		if i >= before && i < before+rising {
+			v++
+		}
+		out[i] = strconv.Itoa(v)
+	}
+	return out
+}
+
+// countdown is a time left that is start at sample from and falls by one
+// step per sample; missing before from.
+func (b caseBuilder) countdown(n, from int, start float64) []string {
+	out := missing(from)
+	for i := from; i < n; i++ {
+		out = append(out, strconv.FormatFloat(start-b.secs(i-from), 'f', -1, 64))
+	}
+	return out
+}
+
+func none() []promAlert { return []promAlert{} }
+
+// firing: nothing at from-1, nothing one step before `for` has passed, the
+// alert once it has.
+func (b caseBuilder) firing(alert string, from int, want promAlert) []promAlertTest {
+	f := b.n(b.c.forOf[alert])
+	evals := []promAlertTest{{EvalTime: b.at(from - 1), AlertName: alert, ExpAlerts: none()}}
+	if f > 0 {
+		evals = append(evals, promAlertTest{EvalTime: b.at(from + f - 1), AlertName: alert, ExpAlerts: none()})
+	}
+	return append(evals, promAlertTest{EvalTime: b.at(from + f), AlertName: alert, ExpAlerts: []promAlert{want}})
+}
+
+// silent: nothing at any step.
+func (b caseBuilder) silent(alert string) []promAlertTest {
+	var evals []promAlertTest
+	for i := range b.length() {
+		evals = append(evals, promAlertTest{EvalTime: b.at(i), AlertName: alert, ExpAlerts: none()})
+	}
+	return evals
+}
+
+func (b caseBuilder) runbook(alert string) string {
+	return b.c.runbook + "#" + lower(alert)
+}
+
+func lower(s string) string {
+	out := []byte(s)
+	for i, c := range out {
+		if c >= 'A' && c <= 'Z' {
+			out[i] = c + 'a' - 'A'
+		}
+	}
+	return string(out)
+}
+
+const (
+	hour = 3600.0
+	day  = 24 * hour
+)
+
+func alertCases(t *testing.T, c alertCombo) []alertCase {
+	b := caseBuilder{t: t, c: c, pre: 10}
+	var cases []alertCase
+	cases = append(cases, b.verdictCases()...)
+	cases = append(cases, b.headroomCases()...)
+	cases = append(cases, b.offsetsExpiryCases()...)
+	cases = append(cases, b.admissionCases()...)
+	cases = append(cases, b.apiserverCases()...)
+	cases = append(cases, b.managerDownCases()...)
+	return cases
+}
+
+// verdict is a policy's three verdict series and its info series: verdict
+// good until from, bad for bad steps, good again; Ready's reason follows
+// (a new info series: the reason is a label).
+func (b caseBuilder) verdict(bad string, from, badSteps int, enforcement, reason string) []promSeries {
+	n := b.length()
+	badVals := then(flat(from, 0), flat(badSteps, 1), flat(n-from-badSteps, 0))
+	goodVals := then(flat(from, 1), flat(badSteps, 0), flat(n-from-badSteps, 1))
+	out := []promSeries{
+		b.managerSeries("retentionguard_policy_verdict", policyLabels("verdict", bad), badVals),
+		b.managerSeries("retentionguard_policy_verdict", policyLabels("verdict", "Proven"), goodVals),
+	}
+	other := "Violated"
+	if bad == "Violated" {
+		other = "Unknown"
+	}
+	out = append(out, b.managerSeries("retentionguard_policy_verdict", policyLabels("verdict", other), flat(n, 0)))
+	info := func(reason string) map[string]string {
+		return policyLabels("consumer_group", caseGroup, "enforcement", enforcement, "reason", reason)
+	}
+	if badSteps == 0 {
+		return append(out, b.managerSeries("retentionguard_policy_info", info("Proven"), flat(n, 1)))
+	}
+	// A series that leaves a scrape is marked stale, as Prometheus does.
+	rest := n - from - badSteps
+	gone := func(k int) []string {
+		if k == 0 {
+			return nil
+		}
+		return then([]string{"stale"}, missing(k-1))
+	}
+	return append(out,
+		b.managerSeries("retentionguard_policy_info", info("Proven"), then(flat(from, 1), gone(badSteps), flat(rest, 1))),
+		b.managerSeries("retentionguard_policy_info", info(reason), then(missing(from), flat(badSteps, 1), gone(rest))))
+}
+
+func (b caseBuilder) verdictCases() []alertCase {
+	n := b.length()
+	describe := " kubectl describe crp -n " + caseNS + " " + casePolicy
+	cases := []alertCase{
+		{
+			alert: "RetentionGuardPolicyViolated", what: "Violated (NoCommittedOffset), Deny", fires: true,
+			series: b.verdict("Violated", b.pre, n-b.pre, "Deny", "NoCommittedOffset"),
+			evals: b.firing("RetentionGuardPolicyViolated", b.pre, promAlert{
+				ExpLabels: policyLabels("severity", "critical", "consumer_group", caseGroup, "enforcement", "Deny"),
+				ExpAnnotations: map[string]string{
+					"summary":     "The consumer group " + caseGroup + " (policy " + caseNS + "/" + casePolicy + ") has lost, or can lose, records to retention: NoCommittedOffset.",
+					"description": "Rollouts of its consumers are refused until the proof holds again." + describe + " names each violation with its numbers.",
+					"runbook_url": b.runbook("RetentionGuardPolicyViolated"),
+				},
+			}),
+		},
+		{
+			alert: "RetentionGuardPolicyViolated", what: "Proven throughout",
+			series: b.verdict("Violated", b.pre, 0, "Deny", ""),
+			evals:  b.silent("RetentionGuardPolicyViolated"),
+		},
+		{
+			alert: "RetentionGuardPolicyUnknown", what: "Unknown (BrokerUnreachable), Warn", fires: true,
+			series: b.verdict("Unknown", b.pre, n-b.pre, "Warn", "BrokerUnreachable"),
+			evals: b.firing("RetentionGuardPolicyUnknown", b.pre, promAlert{
+				ExpLabels: policyLabels("severity", "warning", "consumer_group", caseGroup, "enforcement", "Warn"),
+				ExpAnnotations: map[string]string{
+					"summary": "retention-guard cannot prove that the consumer group " + caseGroup + " (policy " + caseNS + "/" + casePolicy + ") keeps its records: BrokerUnreachable.",
+					"description": "Kafka unreachable, credentials or ACLs refused, a topic missing, or commits that cannot be dated. " +
+						"Enforcement Warn: rollouts of its consumers are not refused." + describe + " says what failed.",
+					"runbook_url": b.runbook("RetentionGuardPolicyUnknown"),
+				},
+			}),
+		},
+		{
+			alert: "RetentionGuardPolicyUnknown", what: "Proven throughout",
+			series: b.verdict("Unknown", b.pre, 0, "Deny", ""),
+			evals:  b.silent("RetentionGuardPolicyUnknown"),
+		},
+	}
+	// A verdict that recovers before `for` has passed pages no one.
+	for alert, bad := range map[string]string{"RetentionGuardPolicyViolated": "Violated", "RetentionGuardPolicyUnknown": "Unknown"} {
+		if f := b.n(b.c.forOf[alert]); f >= 2 {
+			cases = append(cases, alertCase{
+				alert: alert, what: bad + " for less than its for",
+				series: b.verdict(bad, b.pre, f-1, "Deny", "BrokerUnreachable"),
+				evals:  b.silent(alert),
+			})
+		}
+	}
+	return cases
+}
+
+// policySeries are the window and info series of a Proven policy.
+func (b caseBuilder) policySeries(window float64) []promSeries {
+	n := b.length()
+	return []promSeries{
+		b.managerSeries("retentionguard_policy_recovery_window_seconds", policyLabels(), flat(n, window)),
+		b.managerSeries("retentionguard_policy_info",
+			policyLabels("consumer_group", caseGroup, "enforcement", "Deny", "reason", "Proven"), flat(n, 1)),
+	}
+}
+
+func (b caseBuilder) headroomCases() []alertCase {
+	n := b.length()
+	const alert = "RetentionGuardRecoveryHeadroomLow"
+	headroom := func(window float64, values []string) []promSeries {
+		return append(b.policySeries(window), b.managerSeries("retentionguard_recovery_headroom_seconds", policyLabels(), values))
+	}
+	cases := []alertCase{
+		{
+			// 2 days of headroom is more than the fixed day earlier
+			// versions compared with, and less than this policy's window.
+			alert: alert, what: "headroom 2d under a 3d window", fires: true,
+			series: headroom(3*day, then(flat(b.pre, 10*day), flat(n-b.pre, 2*day))),
+			evals: b.firing(alert, b.pre, promAlert{
+				ExpLabels: policyLabels("severity", "warning", "consumer_group", caseGroup),
+				ExpAnnotations: map[string]string{
+					"summary": "The consumer group " + caseGroup + " (policy " + caseNS + "/" + casePolicy + ") has 2d 0h 0m 0s of headroom, less than its recoveryWindow of 3d 0h 0m 0s.",
+					"description": "The record at its committed offset is deleted by retention in 2d 0h 0m 0s: a consumer that goes down now loses records " +
+						"before the downtime the policy promises to survive ends. The consumer is lagging (or its records carry old timestamps): " +
+						"let it catch up, or raise the topic's retention.ms.",
+					"runbook_url": b.runbook(alert),
+				},
+			}),
+		},
+		{
+			// Under a day, which earlier versions alerted on, and above
+			// this policy's 12h window: inside its promise.
+			alert: alert, what: "headroom 20h over a 12h window",
+			series: headroom(12*hour, then(flat(b.pre, 10*day), flat(n-b.pre, 20*hour))),
+			evals:  b.silent(alert),
+		},
+	}
+	if f := b.n(b.c.forOf[alert]); f >= 2 {
+		cases = append(cases, alertCase{
+			alert: alert, what: "headroom under the window for less than its for",
+			series: headroom(3*day, then(flat(b.pre, 10*day), flat(f-1, 2*day), flat(n-b.pre-f+1, 10*day))),
+			evals:  b.silent(alert),
+		})
+	}
+	return cases
+}
+
+func (b caseBuilder) offsetsExpiryCases() []alertCase {
+	n := b.length()
+	expiry := func(window float64, clock string, values []string) []promSeries {
+		return append(b.policySeries(window),
+			b.managerSeries("retentionguard_group_offsets_expiry_seconds", policyLabels("clock", clock), values))
+	}
+	who := "The consumer group " + caseGroup + " (policy " + caseNS + "/" + casePolicy + ")"
+
+	// Seed 003: the batch consumer's last member leaves at pre; from then
+	// its offsets count down on the Empty clock, from 5 steps above the
+	// 3-day window: the condition holds from pre+6 on.
+	const nearing = "RetentionGuardEmptyGroupNearingOffsetsRetention"
+	from := b.pre + 6
+	left := 3*day - b.secs(1+b.n(b.c.forOf[nearing]))
+	cases := []alertCase{
+		{
+			alert: nearing, what: "seed 003: Empty group counting down past its 3d window", fires: true,
+			series: expiry(3*day, "GroupEmpty", b.countdown(n, b.pre, 3*day+b.secs(5))),
+			evals: b.firing(nearing, from, promAlert{
+				ExpLabels: policyLabels("severity", "warning", "consumer_group", caseGroup),
+				ExpAnnotations: map[string]string{
+					"summary": who + " has had no members for long: its committed offsets expire in " + humanizeDuration(left) +
+						", sooner than its recoveryWindow of 3d 0h 0m 0s.",
+					"description": "Kafka deletes a classic group's committed offsets offsets.retention.minutes after the group became Empty; " +
+						"a consumer started after that resumes wherever auto.offset.reset says and skips what it never read. " +
+						"Start a consumer of the group before then (a member stops the clock).",
+					"runbook_url": b.runbook(nearing),
+				},
+			}),
+		},
+		{
+			// Offsets that expire per commit inside the window make the
+			// proof fail (OffsetsExpireBeforeWindow): the verdict alerts'
+			// business, not this one's.
+			alert: nearing, what: "LastCommit clock under the window",
+			series: expiry(3*day, "LastCommit", then(missing(b.pre), flat(n-b.pre, 2*day))),
+			evals:  b.silent(nearing),
+		},
+		{
+			alert: nearing, what: "Empty group with 6d left over a 3d window",
+			series: expiry(3*day, "GroupEmpty", then(missing(b.pre), flat(n-b.pre, 6*day))),
+			evals:  b.silent(nearing),
+		},
+	}
+
+	const withinADay = "RetentionGuardGroupOffsetsExpireWithinADay"
+	leftDay := day - b.secs(1+b.n(b.c.forOf[withinADay]))
+	cases = append(cases,
+		alertCase{
+			alert: withinADay, what: "Empty group counting down past one day, 3d window", fires: true,
+			series: expiry(3*day, "GroupEmpty", b.countdown(n, b.pre, day+b.secs(5))),
+			evals: b.firing(withinADay, from, promAlert{
+				ExpLabels: policyLabels("severity", "critical", "consumer_group", caseGroup, "clock", "GroupEmpty"),
+				ExpAnnotations: map[string]string{
+					"summary": who + " loses its committed offsets in " + humanizeDuration(leftDay) +
+						" (GroupEmpty clock), sooner than its recoveryWindow of 3d 0h 0m 0s.",
+					"description": "The classic group has had no members for nearly offsets.retention.minutes: start a consumer of the group now " +
+						"(a member stops the clock). A consumer started after the offsets expire resumes wherever auto.offset.reset says.",
+					"runbook_url": b.runbook(withinADay),
+				},
+			}),
+		},
+		alertCase{
+			alert: withinADay, what: "an offset last committed long ago, 10h left, 3d window", fires: true,
+			series: expiry(3*day, "LastCommit", then(missing(b.pre), flat(n-b.pre, 10*hour))),
+			evals: b.firing(withinADay, b.pre, promAlert{
+				ExpLabels: policyLabels("severity", "critical", "consumer_group", caseGroup, "clock", "LastCommit"),
+				ExpAnnotations: map[string]string{
+					"summary": who + " loses its committed offsets in 10h 0m 0s (LastCommit clock), sooner than its recoveryWindow of 3d 0h 0m 0s.",
+					"description": "Each of these offsets expires offsets.retention.minutes after its own last commit: commit them again " +
+						"(kafka-consumer-groups --reset-offsets --to-current), or let the guard read exact commit times (spec.kafka.readOffsetsTopic). " +
+						"A consumer started after the offsets expire resumes wherever auto.offset.reset says.",
+					"runbook_url": b.runbook(withinADay),
+				},
+			}),
+		},
+		alertCase{
+			alert: withinADay, what: "20h left over a 12h window",
+			series: expiry(12*hour, "GroupEmpty", then(missing(b.pre), flat(n-b.pre, 20*hour))),
+			evals:  b.silent(withinADay),
+		},
+		alertCase{
+			alert: withinADay, what: "30h left under a 3d window",
+			series: expiry(3*day, "GroupEmpty", then(missing(b.pre), flat(n-b.pre, 30*hour))),
+			evals:  b.silent(withinADay),
+		},
+	)
+	return cases
+}
+
+// decisions are the webhook's decision counters: every kind and decision
+// exists from the start (at 0), rising ones as given.
+func (b caseBuilder) decisions(rising map[[2]string][]string) []promSeries {
+	n := b.length()
+	var out []promSeries
+	for _, kind := range []string{"Deployment", "StatefulSet", "Job", "CronJob"} {
+		for _, d := range []string{"allowed", "denied", "warned", "audited", "overridden", "skipped", "error"} {
+			values, ok := rising[[2]string{kind, d}]
+			if !ok {
+				values = flat(n, 0)
+			}
+			out = append(out, b.managerSeries("retentionguard_admission_decisions_total",
+				map[string]string{"kind": kind, "decision": d}, values))
+		}
+	}
+	return out
+}
+
+func (b caseBuilder) admissionCases() []alertCase {
+	n := b.length()
+	const denying, failing = "RetentionGuardWebhookDenying", "RetentionGuardWebhookFailingClosed"
+	// One refused scale-up at pre: the alert fires, then resolves once
+	// the rate interval has passed without another.
+	fired := b.firing(denying, b.pre, promAlert{
+		ExpLabels: map[string]string{"severity": "info", "kind": "Deployment"},
+		ExpAnnotations: map[string]string{
+			"summary":     "retention-guard is refusing Deployment rollouts of consumers whose proof fails.",
+			"description": "Each refusal is a RolloutDenied event on its policy, naming the workload: kubectl get events -A --field-selector reason=RolloutDenied.",
+			"runbook_url": b.runbook(denying),
+		},
+	})
+	fired = append(fired, promAlertTest{EvalTime: b.at(b.pre + b.n(b.c.rate) + 1), AlertName: denying, ExpAlerts: none()})
+	return []alertCase{
+		{
+			alert: denying, what: "one Deployment rollout denied", fires: true,
+			series: b.decisions(map[[2]string][]string{
+				{"Deployment", "denied"}:  counter(n, b.pre, 1),
+				{"Deployment", "allowed"}: counter(n, 0, n),
+			}),
+			evals: fired,
+		},
+		{
+			alert: denying, what: "rollouts allowed and skipped, none denied",
+			series: b.decisions(map[[2]string][]string{
+				{"Deployment", "allowed"}: counter(n, 0, n),
+				{"Job", "skipped"}:        counter(n, 0, n),
+			}),
+			evals: b.silent(denying),
+		},
+		{
+			alert: failing, what: "Job starts refused because the handler cannot judge", fires: true,
+			series: b.decisions(map[[2]string][]string{{"Job", "error"}: counter(n, b.pre, n)}),
+			evals: b.firing(failing, b.pre, promAlert{
+				ExpLabels: map[string]string{"severity": "warning", "kind": "Job"},
+				ExpAnnotations: map[string]string{
+					"summary": "retention-guard refuses Job rollouts because it cannot judge them.",
+					"description": "The handler could not read the policies or the workload (see the manager's log) and refused, failing closed. " +
+						"Deleting its ValidatingWebhookConfiguration takes it out of the path in an emergency.",
+					"runbook_url": b.runbook(failing),
+				},
+			}),
+		},
+		{
+			// Refusals because proofs fail are the guard working.
+			alert: failing, what: "rollouts denied by failing proofs",
+			series: b.decisions(map[[2]string][]string{{"Job", "denied"}: counter(n, b.pre, n)}),
+			evals:  b.silent(failing),
+		},
+	}
+}
+
+func rejections(name, errorType, code string) map[string]string {
+	return map[string]string{"name": name, "type": "validating", "operation": "UPDATE", "error_type": errorType, "rejection_code": code}
+}
+
+func (b caseBuilder) apiserverCases() []alertCase {
+	n := b.length()
+	const alert = "RetentionGuardWebhookErrors"
+	const gatekeeper = "validation.gatekeeper.sh"
+	description := "Check that the manager's pods are ready and that the API server reaches its Service " +
+		"(network policies, TLS: the caBundle of the ValidatingWebhookConfiguration)."
+	if b.c.failurePolicy == "Ignore" {
+		return []alertCase{
+			{
+				alert: alert, what: "calls fail open (failurePolicy Ignore)", fires: true,
+				series: []promSeries{apiserverSeries("apiserver_admission_webhook_fail_open_count",
+					map[string]string{"name": webhookRef, "type": "validating"}, counter(n, b.pre, n))},
+				evals: b.firing(alert, b.pre, promAlert{
+					ExpLabels: map[string]string{"severity": "critical"},
+					ExpAnnotations: map[string]string{
+						"summary":     "The API server gets no answer from retention-guard's webhook: with failurePolicy Ignore, rollouts of guarded consumers pass unchecked.",
+						"description": description,
+						"runbook_url": b.runbook(alert),
+					},
+				}),
+			},
+			{
+				alert: alert, what: "our denials and another webhook failing open",
+				series: []promSeries{
+					apiserverSeries("apiserver_admission_webhook_rejection_count", rejections(webhookRef, "no_error", "403"), counter(n, b.pre, n)),
+					apiserverSeries("apiserver_admission_webhook_fail_open_count",
+						map[string]string{"name": gatekeeper, "type": "validating"}, counter(n, b.pre, n)),
+				},
+				evals: b.silent(alert),
+			},
+		}
+	}
+	return []alertCase{
+		{
+			alert: alert, what: "calls to the webhook fail (failurePolicy Fail)", fires: true,
+			series: []promSeries{
+				apiserverSeries("apiserver_admission_webhook_rejection_count", rejections(webhookRef, "calling_webhook_error", "500"), counter(n, b.pre, n)),
+				apiserverSeries("apiserver_admission_webhook_rejection_count", rejections(webhookRef, "no_error", "403"), counter(n, 0, n)),
+			},
+			evals: b.firing(alert, b.pre, promAlert{
+				ExpLabels: map[string]string{"severity": "critical", "error_type": "calling_webhook_error"},
+				ExpAnnotations: map[string]string{
+					"summary":     "The API server gets no answer from retention-guard's webhook (calling_webhook_error): with failurePolicy Fail, rollouts of guarded consumers are refused.",
+					"description": description,
+					"runbook_url": b.runbook(alert),
+				},
+			}),
+		},
+		{
+			// Denials are rejections without an error; another
+			// webhook's failures are not ours.
+			alert: alert, what: "our denials and another webhook's failures",
+			series: []promSeries{
+				apiserverSeries("apiserver_admission_webhook_rejection_count", rejections(webhookRef, "no_error", "403"), counter(n, b.pre, n)),
+				apiserverSeries("apiserver_admission_webhook_rejection_count", rejections(gatekeeper, "calling_webhook_error", "500"), counter(n, b.pre, n)),
+			},
+			evals: b.silent(alert),
+		},
+	}
+}
+
+func (b caseBuilder) managerDownCases() []alertCase {
+	if b.c.job == "" {
+		return nil
+	}
+	n := b.length()
+	const alert = "RetentionGuardManagerDown"
+	up := func(instance string, values []string) promSeries {
+		return promSeries{
+			Series: seriesName("up", map[string]string{"job": b.c.job, "namespace": releaseNS, "instance": instance}),
+			Values: join(values),
+		}
+	}
+	return []alertCase{
+		{
+			alert: alert, what: "the only replica stops answering scrapes", fires: true,
+			series: []promSeries{up("10.0.3.7:8080", then(flat(b.pre, 1), flat(n-b.pre, 0)))},
+			evals: b.firing(alert, b.pre, promAlert{
+				ExpLabels: map[string]string{"severity": "critical", "job": b.c.job, "namespace": releaseNS},
+				ExpAnnotations: map[string]string{
+					"summary":     "No retention-guard manager is scraped up: proofs are not refreshed, and with failurePolicy Fail rollouts of guarded consumers are refused.",
+					"description": "kubectl -n " + releaseNS + " get pods -l app.kubernetes.io/instance=" + releaseName + " shows why.",
+					"runbook_url": b.runbook(alert),
+				},
+			}),
+		},
+		{
+			alert: alert, what: "one of two replicas down",
+			series: []promSeries{
+				up("10.0.3.7:8080", then(flat(b.pre, 1), flat(n-b.pre, 0))),
+				up("10.0.4.2:8080", flat(n, 1)),
+			},
+			evals: b.silent(alert),
+		},
+	}
+}
