@@ -102,7 +102,7 @@ func policy(ns string) *rgv1.ConsumerRetentionPolicy {
 			Topics:         []string{"orders"},
 			RecoveryWindow: metav1.Duration{Duration: time.Hour},
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": "orders"}},
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: []string{"kafka:9092"}},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: []string{"kafka:9092"}},
 		},
 	}
 }

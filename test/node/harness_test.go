@@ -216,7 +216,7 @@ func createPolicy(t *testing.T, ns, name, group, topic, app string, o policyOpts
 			Enforcement:    rgv1.Enforcement(o.enforcement),
 			CheckInterval:  &metav1.Duration{Duration: 10 * time.Second},
 			Consumer:       o.consumer,
-			Kafka:          rgv1.KafkaConnection{BootstrapServers: []string{brk.addr}},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: []string{brk.addr}},
 		},
 	}
 	must(t, admin().Create(ctxFor(t, 30*time.Second), p))

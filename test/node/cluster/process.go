@@ -57,13 +57,6 @@ func (p *process) start() error {
 	return nil
 }
 
-func (p *process) pid() int {
-	if p == nil || p.cmd == nil {
-		return 0
-	}
-	return p.cmd.Process.Pid
-}
-
 func (p *process) running() bool {
 	if p == nil || p.done == nil {
 		return false
