@@ -26,6 +26,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/cli"
 	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/logging"
 	"github.com/retentionguard/retention-guard/internal/webhookscope"
 	"github.com/retentionguard/retention-guard/webhook"
 )
@@ -191,9 +192,9 @@ func managerScheme() (*runtime.Scheme, error) {
 
 // runManager runs until ctx ends (SIGTERM, SIGINT).
 func runManager(ctx context.Context, o *managerOptions) error {
-	// The certificate rotator's expected race between replicas on a fresh
-	// install is logged at info, not error (see certs.QuietRaces).
-	ctrl.SetLogger(certs.QuietRaces(zap.New(zap.UseFlagOptions(&o.logs.Options))))
+	// The replicas' expected races on a fresh install (certificate Secret,
+	// leader Lease) are logged at info, not error (see logging.QuietRaces).
+	ctrl.SetLogger(logging.QuietRaces(zap.New(zap.UseFlagOptions(&o.logs.Options))))
 	log := ctrl.Log.WithName("manager")
 
 	scheme, err := managerScheme()

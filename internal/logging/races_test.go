@@ -1,4 +1,4 @@
-package certs
+package logging
 
 import (
 	"errors"
@@ -13,7 +13,9 @@ import (
 
 // The issue on a real node: every fresh install logged
 // `level=error … could not refresh CA and server certs … the object has
-// been modified` while both replicas filled the empty Secret.
+// been modified` while both replicas filled the empty Secret, and
+// `level=error … Failed to update lease … the object has been modified`
+// while both took the free Lease.
 func TestQuietRacesLogsTheReplicasRaceAtInfo(t *testing.T) {
 	rec := &recorder{}
 	log := QuietRaces(logr.New(rec))
@@ -24,17 +26,26 @@ func TestQuietRacesLogsTheReplicasRaceAtInfo(t *testing.T) {
 	rotator.Error(conflict, "could not refresh CA and server certs")
 	rotator.Error(errors.New("Cert secret is not well-formed, missing ca.crt"), "secret is not well-formed, cannot update webhook configurations")
 	rotator.WithValues("webhook", "rg").Error(conflict, "Error updating webhook with certificate")
-	// Real failures keep their level: another error of the rotator, the
-	// same message from another logger.
+	election := log.WithName(electionLogger)
+	election.Error(apierrors.NewConflict(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "rg-leader",
+		errors.New("the object has been modified")), "Failed to update lease")
+	election.Error(apierrors.NewAlreadyExists(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "rg-leader"),
+		"Error initially creating lease lock")
+	// Real failures keep their level: another error of the rotator or the
+	// election, the same message from another logger.
 	rotator.Error(errors.New(`secrets "rg-webhook-cert" is forbidden`), "could not refresh CA and server certs")
 	log.WithName("webhook").Error(conflict, "could not refresh CA and server certs")
+	election.Error(errors.New(`leases.coordination.k8s.io "rg-leader" is forbidden`), "Failed to update lease")
 
 	want := []string{
 		"info cert-rotation: could not refresh CA and server certs: another replica wrote it first; re-reading it and retrying (expected while replicas start together)",
 		"info cert-rotation: secret is not well-formed, cannot update webhook configurations: the Secret is not filled yet; another replica is filling it (expected on a fresh install)",
 		"info cert-rotation: Error updating webhook with certificate: another replica wrote it first; re-reading it and retrying (expected while replicas start together)",
+		"info leaderelection: Failed to update lease: another replica took the Lease first; following it (expected while replicas start together)",
+		"info leaderelection: Error initially creating lease lock: another replica took the Lease first; following it (expected while replicas start together)",
 		"error cert-rotation: could not refresh CA and server certs",
 		"error webhook: could not refresh CA and server certs",
+		"error leaderelection: Failed to update lease",
 	}
 	if len(rec.lines) != len(want) {
 		t.Fatalf("got %d lines, want %d:\n%s", len(rec.lines), len(want), strings.Join(rec.lines, "\n"))

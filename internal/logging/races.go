@@ -1,4 +1,6 @@
-package certs
+// Package logging holds what the manager adds to controller-runtime's
+// logger.
+package logging
 
 import (
 	"strings"
@@ -7,17 +9,29 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// rotatorLogger is the name cert-controller's rotator logs under.
-const rotatorLogger = "cert-rotation"
+// The loggers whose races QuietRaces knows.
+const (
+	// rotatorLogger is the name cert-controller's rotator logs under.
+	rotatorLogger = "cert-rotation"
+	// electionLogger is the name client-go's leader election logs under
+	// (through controller-runtime).
+	electionLogger = "leaderelection"
+)
 
-// QuietRaces returns l, except that the certificate rotator's reports of
-// the race every fresh install runs — each replica finds the chart's empty
-// Secret and fills it; all but the first write get a conflict, re-read the
-// Secret and find it filled — are logged at info level with what happened,
-// instead of at error level with a stack trace. The rotator retries these
-// itself (and readiness waits for it), so nothing is wrong; but anyone who
-// alerts on error logs was paged on every install. Any other error of the
-// rotator keeps its level.
+// QuietRaces returns l, except that the reports of two races every fresh
+// install runs are logged at info level with what happened, instead of at
+// error level with a stack trace:
+//
+//   - the certificate rotator's: each replica finds the chart's empty
+//     Secret and fills it; all but the first write get a conflict, re-read
+//     the Secret and find it filled;
+//   - the leader election's: each replica finds the Lease free and takes
+//     it; all but the first write get a conflict (or, without a Lease yet,
+//     find it already created) and follow the leader.
+//
+// Both retry by themselves (readiness waits for the certificate), so
+// nothing is wrong; but anyone who alerts on error logs was paged on every
+// install (the real-node tier saw both). Any other error keeps its level.
 func QuietRaces(l logr.Logger) logr.Logger {
 	if l.GetSink() == nil {
 		return l
@@ -68,10 +82,21 @@ func (s *raceSink) WithCallDepth(depth int) logr.LogSink {
 	return s
 }
 
-// benignRace says why an error the rotator logs is the replicas' race, or
-// "" when it is not.
+// benignRace says why an error is the replicas' race, or "" when it is
+// not.
 func benignRace(names []string, msg string, err error) string {
-	if len(names) == 0 || names[0] != rotatorLogger || err == nil {
+	if len(names) == 0 || err == nil {
+		return ""
+	}
+	if names[0] == electionLogger {
+		switch {
+		case msg == "Failed to update lease" && apierrors.IsConflict(err),
+			msg == "Error initially creating lease lock" && apierrors.IsAlreadyExists(err):
+			return "another replica took the Lease first; following it (expected while replicas start together)"
+		}
+		return ""
+	}
+	if names[0] != rotatorLogger {
 		return ""
 	}
 	switch msg {
