@@ -469,7 +469,9 @@ type ProofStatus struct {
 	// +optional
 	ProofID string `json:"proofID,omitempty"`
 
-	// checkedAt is when the brokers were observed.
+	// checkedAt is when the brokers were observed. The "Proof Age" printer
+	// column shows how long ago: a proof much older than checkInterval is
+	// stale (no manager is updating it) whatever its verdict says.
 	CheckedAt metav1.Time `json:"checkedAt"`
 
 	// groupState is the consumer group's state as Kafka reports it
@@ -677,6 +679,7 @@ type ViolationStatus struct {
 // +kubebuilder:resource:shortName=crp,categories=retentionguard
 // +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.spec.groupID`
 // +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.proof.verdict`
+// +kubebuilder:printcolumn:name="Proof Age",type=date,JSONPath=`.status.proof.checkedAt`,description="How long ago the brokers were observed for this verdict. Far beyond checkInterval means nothing is proving it any more (manager down or uninstalled): the verdict is stale."
 // +kubebuilder:printcolumn:name="Headroom",type=string,JSONPath=`.status.proof.recoveryHeadroom`
 // +kubebuilder:printcolumn:name="Window",type=string,JSONPath=`.spec.recoveryWindow`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1
