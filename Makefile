@@ -30,14 +30,19 @@ help: ## Show the targets.
 demo: ## Run the product on embedded defaults (local control plane, broker, manager).
 	hack/demo.sh
 
+# The real-node tier (test/node) runs a kubelet, containerd and kube-proxy on
+# this machine: Linux and root only (CI runs as root). Elsewhere make test
+# says it did not run.
+NODE_TIER := $(shell [ "$$(uname -s)" = Linux ] && [ "$$(id -u)" = 0 ] && echo yes)
+
 .PHONY: test
-test: deps verify lint test-go release-rehearsal test-e2e ## Run every test: generated files, lint, unit, integration (envtest + kfake), the release rehearsal, end to end.
+test: deps verify lint test-go release-rehearsal test-e2e test-node ## Run every test: generated files, lint, unit, integration (envtest + kfake), the release rehearsal, end to end, the real node.
 
 ##@ Pieces of `make test`
 
 .PHONY: deps
-deps: ## Install what the tests need that Go does not bring (idempotent): kcat, shellcheck for actionlint, PostgreSQL and MariaDB for business cursors, Prometheus and promtool for the alerts.
-	hack/install-deps.sh kcat shellcheck postgresql mariadb-server prometheus
+deps: ## Install what the tests need that Go does not bring (idempotent): kcat, shellcheck for actionlint, PostgreSQL and MariaDB for business cursors, Prometheus and promtool for the alerts; containerd, runc, CNI plugins, iptables, conntrack for the real node (Linux, root).
+	hack/install-deps.sh kcat shellcheck postgresql mariadb-server prometheus $(if $(NODE_TIER),node)
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBEBUILDER_ASSETS.
@@ -46,7 +51,7 @@ envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBE
 .PHONY: test-go
 test-go: ## Go tests against the real control plane from envtest-assets (all but the end-to-end ones; the alert tests need promtool: make deps).
 	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh); \
-	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$' -e '/test/release$$')
+	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$' -e '/test/release$$' -e '/test/node$$' -e '/test/node/teardown$$')
 
 .PHONY: release-rehearsal
 release-rehearsal: ## The release on loopback: push the image (+SBOM) and the chart to an in-process registry, then pull and run them as a user.
@@ -61,6 +66,27 @@ test-e2e: build-e2e ## End to end: control plane, broker, manager and Prometheus
 	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh) \
 	  RETENTION_GUARD_BIN=$(CURDIR)/bin/e2e/retention-guard KAFKA_BROKER_BIN=$(CURDIR)/bin/e2e/kafka-broker; \
 	$(GO) test $(GOTESTFLAGS) -count=1 -p 1 ./test/e2e/... ./hack/demo
+
+.PHONY: test-node
+test-node: ## The real node (Linux, root): a kubelet node on this machine, helm install, seeds 003 and 000 with real consumer pods, faults, teardown leaving the machine as it was.
+ifeq ($(NODE_TIER),yes)
+	$(MAKE) --no-print-directory build-node-tools
+	# -count=1: images and binaries are built outside go test's cache.
+	# -p 1: one node per machine (the packages would wait on its lock).
+	# -v: the tier prints what it measured (docs/benchmarks.md) and each
+	# scenario's story.
+	export RETENTION_GUARD_NODE_TESTS=1 RETENTION_GUARD_NODE_ASSETS=$$(hack/build-node.sh) \
+	  HELM_BIN=$(CURDIR)/bin/node/helm KAFKA_BROKER_BIN=$(CURDIR)/bin/node/kafka-broker; \
+	$(GO) test $(GOTESTFLAGS) -v -count=1 -p 1 -timeout 45m ./test/node/...
+else
+	@echo "test-node: NOT RUN — the real-node tier needs Linux and root (this is $$(uname -s), uid $$(id -u)): it runs a kubelet, containerd and kube-proxy on this machine. CI runs it as root; on a Linux machine run sudo make test-node."
+endif
+
+.PHONY: build-node-tools
+build-node-tools: ## Build the node's Kubernetes binaries (hack/build-node.sh, cached by version), Helm's CLI and the Kafka broker for test-node.
+	hack/build-node.sh >/dev/null
+	$(GO) build -o bin/node/helm helm.sh/helm/v4/cmd/helm
+	$(GO) build -o bin/node/kafka-broker ./test/kafka-broker
 
 .PHONY: build-e2e
 build-e2e: ## Build the binaries the end-to-end suite and the demo test run (same settings as go test: its build cache serves).

@@ -32,6 +32,8 @@ import (
 	"github.com/retentionguard/retention-guard/internal/cli"
 	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/logging"
+	"github.com/retentionguard/retention-guard/internal/webhookscope"
 	"github.com/retentionguard/retention-guard/webhook"
 )
 
@@ -55,6 +57,7 @@ type managerOptions struct {
 	probeAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
+	leaderElectionID        string
 	allowedBootstrapServers []string
 	kafkaRequestTimeout     time.Duration
 	allowedCursorHosts      []string
@@ -88,6 +91,8 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 		"Elect a leader among replicas so that one reconciles at a time (the Helm chart turns it on; every replica serves the webhook).")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election Lease. Default: the namespace the manager runs in.")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", leaderElectionID,
+		"Name of the leader election Lease (the Helm chart names one it creates, so that helm uninstall deletes it).")
 	fs.StringSliceVar(&o.allowedBootstrapServers, "allowed-bootstrap-servers", nil,
 		"Glob patterns (path.Match, case-insensitive, over host:port) of the Kafka bootstrap servers policies may name, "+
 			`e.g. "*.kafka.svc:9093,kafka-?.prod:9092"; repeatable. A policy naming any other server gets `+
@@ -239,7 +244,9 @@ func setMemoryLimit(log logr.Logger) {
 
 // runManager runs until ctx ends (SIGTERM, SIGINT).
 func runManager(ctx context.Context, o *managerOptions) error {
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.logs.Options)))
+	// The replicas' expected races on a fresh install (certificate Secret,
+	// leader Lease) are logged at info, not error (see logging.QuietRaces).
+	ctrl.SetLogger(logging.QuietRaces(zap.New(zap.UseFlagOptions(&o.logs.Options))))
 	log := ctrl.Log.WithName("manager")
 	setMemoryLimit(log)
 
@@ -257,12 +264,16 @@ func runManager(ctx context.Context, o *managerOptions) error {
 		return fmt.Errorf("finding the Kubernetes API: %w", err)
 	}
 	cfg.QPS, cfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst
+	electionID := o.leaderElectionID
+	if electionID == "" {
+		electionID = leaderElectionID
+	}
 	opts := ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
-		LeaderElectionID:              leaderElectionID,
+		LeaderElectionID:              electionID,
 		LeaderElectionNamespace:       o.leaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		PprofBindAddress:              o.pprofAddr,
@@ -389,6 +400,11 @@ func runManager(ctx context.Context, o *managerOptions) error {
 		ready, err := setupWebhook(ctx, mgr, o, &controllers.LiveChecker{Resolver: resolver, Coalescer: coalescer}, heartbeats)
 		if err != nil {
 			return fmt.Errorf("setting up the webhook: %w", err)
+		}
+		// The leader keeps the webhook to the namespaces with policies.
+		scope := &webhookscope.Reconciler{ConfigurationName: o.certs.WebhookName, WebhookName: webhook.Name}
+		if err := scope.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the webhook scope: %w", err)
 		}
 		// Ready only once the webhook serves with its certificates.
 		if err := mgr.AddReadyzCheck("webhook", certs.ReadyChecker(ready, mgr)); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,24 +21,7 @@ import (
 
 // A real PostgreSQL for the business cursor tests, started on first use
 // and stopped by TestMain.
-var (
-	pgOnce sync.Once
-	pg     *cursortest.Server
-	pgErr  error
-)
-
-func postgres(t *testing.T) *cursortest.Server {
-	t.Helper()
-	pgOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		pg, pgErr = cursortest.StartPostgres(ctx)
-	})
-	if pgErr != nil {
-		t.Fatal(pgErr)
-	}
-	return pg
-}
+var pg = cursortest.LazyPostgres()
 
 // cursorDB creates seed 003's cursor table under its own name for a test
 // and a Secret holding the connection string; it returns the spec.cursor.
@@ -84,7 +66,7 @@ func settleTask(t *testing.T, c *kafkatest.Cluster) {
 // stopped. Resuming from the cursor is proven; once a cursor falls behind
 // the log start the policy is Violated with CursorExpired and the count.
 func TestSeed003ResumeFromCursor(t *testing.T) {
-	db := postgres(t)
+	db := pg.Get(t)
 	c := kafkatest.NewCluster(t)
 	settleTask(t, c)
 	h := startManager(t, harnessOptions{cursorHosts: []string{"127.0.0.1:*"}})
@@ -126,7 +108,7 @@ func TestSeed003ResumeFromCursor(t *testing.T) {
 // 90 records ahead of what the business processed. Resuming from the
 // group's offsets would skip them: Violated, GroupAheadOfCursor.
 func TestGroupAheadOfCursor(t *testing.T) {
-	db := postgres(t)
+	db := pg.Get(t)
 	c := kafkatest.NewCluster(t)
 	settleTask(t, c)
 	c.CommitAsMember(t, "settle-auto", "settle-task", map[int32]int64{0: 600, 1: 250})
@@ -149,7 +131,7 @@ func TestGroupAheadOfCursor(t *testing.T) {
 // CursorUnreadable; a bad password is CursorUnreadable; no password
 // appears in status, events or logs.
 func TestCursorSourceProblems(t *testing.T) {
-	db := postgres(t)
+	db := pg.Get(t)
 	c := kafkatest.NewCluster(t)
 	settleTask(t, c)
 	h := startManager(t, harnessOptions{cursorHosts: []string{"127.0.0.1:*"}})

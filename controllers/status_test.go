@@ -390,6 +390,14 @@ func TestUnchangedProofIsNotWrittenAgain(t *testing.T) {
 	// Naming another heartbeat (another cluster or interval) is a change.
 	other := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: HeartbeatLeaseName([]string{"kafka:9092"}, time.Hour)}
 	g.Expect(check(first, statusNow.Add(time.Minute), 4, other).Heartbeat).To(Equal(other))
+	// The same facts an hour later (ten intervals, at least an hour) are
+	// written all the same, so that the Proof Age column stays true.
+	same := check(first, statusNow.Add(59*time.Minute), 6, hb)
+	g.Expect(same).To(Equal(first), "59 minutes later, the same facts")
+	refreshed := check(first, statusNow.Add(time.Hour), 6, hb)
+	g.Expect(refreshed.Proof.CheckedAt.Time).To(Equal(statusNow.Add(time.Hour)), "an hour later: refreshed")
+	g.Expect(statusRefreshEvery(time.Minute)).To(Equal(time.Hour))
+	g.Expect(statusRefreshEvery(time.Hour)).To(Equal(10 * time.Hour))
 	// Without a heartbeat every check is written.
 	noHB := check(rgv1.ConsumerRetentionPolicyStatus{}, statusNow, 4, nil)
 	again := check(noHB, statusNow.Add(time.Minute), 4, nil)

@@ -24,9 +24,17 @@ fi
 # scrapes the manager and the API server with, and promtool, which checks
 # and unit-tests the chart's alerts). The tests start their own servers in
 # temporary directories, so the packages' services are kept from starting
-# at install.
+# at install. "node" stands for what the real-node tier (test/node) runs
+# besides the binaries hack/build-node.sh builds: containerd, runc, the CNI
+# plugins, iptables and conntrack (no service of theirs is started either:
+# the tier starts containerd itself, in its run folder).
 apt_pkgs=()
-for spec in "$@"; do apt_pkgs+=("$spec"); done
+for spec in "$@"; do
+  case "$spec" in
+    node) apt_pkgs+=(containerd runc containernetworking-plugins iptables conntrack) ;;
+    *) apt_pkgs+=("$spec") ;;
+  esac
+done
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,24 +19,7 @@ import (
 
 // A real PostgreSQL for the business cursor admission test, started on
 // first use.
-var (
-	pgOnce sync.Once
-	pg     *cursortest.Server
-	pgErr  error
-)
-
-func postgres(t *testing.T) *cursortest.Server {
-	t.Helper()
-	pgOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		pg, pgErr = cursortest.StartPostgres(ctx)
-	})
-	if pgErr != nil {
-		t.Fatal(pgErr)
-	}
-	return pg
-}
+var pg = cursortest.LazyPostgres()
 
 // Seed 003's nightly run scaled from zero, judged live by the product's
 // own LiveChecker (the connection resolver, the observation coalescer, the
@@ -47,7 +29,7 @@ func postgres(t *testing.T) *cursortest.Server {
 // reconciled past it, the same start is allowed.
 func TestStartJudgedLiveWithTheBusinessCursor(t *testing.T) {
 	s := startSuite(t)
-	db := postgres(t)
+	db := pg.Get(t)
 	ns := s.newNamespace(t, "settlement")
 	ctx := ctxFor(t)
 

@@ -494,10 +494,13 @@ type ProofStatus struct {
 
 	// checkedAt is when the brokers were observed for this proof. Later
 	// checks that find the same facts leave the status as it is (see
-	// status.heartbeat for when it was last confirmed); durations below
-	// (recoveryHeadroom, groupOffsetsExpireIn) are as of checkedAt, and
-	// are rewritten once they drift from the current value by more than
-	// 1% (at least a minute).
+	// status.heartbeat for when it was last confirmed) for up to ten
+	// checkIntervals, at least an hour; durations below (recoveryHeadroom,
+	// groupOffsetsExpireIn) are as of checkedAt, and are rewritten once
+	// they drift from the current value by more than 1% (at least a
+	// minute). The "Proof Age" printer column shows how long ago: a proof
+	// much older than that is stale (no manager is updating it) whatever
+	// its verdict says.
 	CheckedAt metav1.Time `json:"checkedAt"`
 
 	// groupState is the consumer group's state as Kafka reports it
@@ -705,6 +708,7 @@ type ViolationStatus struct {
 // +kubebuilder:resource:shortName=crp,categories=retentionguard
 // +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.spec.groupID`
 // +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.proof.verdict`
+// +kubebuilder:printcolumn:name="Proof Age",type=date,JSONPath=`.status.proof.checkedAt`,description="How long ago the brokers were observed for this verdict. An unchanged proof is rewritten every 10 checkIntervals (at least every hour) and confirmed by its heartbeat Lease between: far beyond that means nothing is proving it any more (manager down or uninstalled), the verdict is stale."
 // +kubebuilder:printcolumn:name="Headroom",type=string,JSONPath=`.status.proof.recoveryHeadroom`
 // +kubebuilder:printcolumn:name="Window",type=string,JSONPath=`.spec.recoveryWindow`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1

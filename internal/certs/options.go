@@ -91,7 +91,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ServiceName, "webhook-service-name", DefaultServiceName,
 		"Service in front of the webhook; the serving certificate names <service>.<namespace>.svc.")
 	fs.StringVar(&o.WebhookName, "webhook-configuration-name", DefaultWebhookConfigurationName,
-		"ValidatingWebhookConfiguration whose caBundle --cert-rotation keeps current.")
+		"ValidatingWebhookConfiguration of the webhook: --cert-rotation keeps its caBundle current, and the leader keeps its "+
+			"guarded-namespaces matchCondition to the namespaces that hold policies.")
 	fs.StringVar(&o.SecretNamespace, "namespace", os.Getenv("POD_NAMESPACE"),
 		"The manager's namespace: the certificate Secret, the webhook Service, ClusterKafkaConnections' Secrets and the heartbeat Leases that confirm unchanged proofs live there. Default: $POD_NAMESPACE.")
 }

@@ -27,19 +27,13 @@ const (
 )
 
 type checkOptions struct {
-	bootstrapServers          []string
+	conn                      connectionFlags
 	group                     string
 	topics                    []string
 	recoveryWindow            time.Duration
 	output                    string
 	allowInfiniteRetention    bool
 	allowSizeBoundedRetention bool
-	tls                       bool
-	tlsCA, tlsCert, tlsKey    string
-	tlsServerName             string
-	saslMechanism             string
-	saslUsername              string
-	saslPasswordFile          string
 	readOffsetsTopic          bool
 	cursorDriver              string
 	cursorDSNFile             string
@@ -93,21 +87,13 @@ Exit codes: 0 Proven, 1 Violated, 2 Unknown (could not prove), 64 usage error.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&o.bootstrapServers, "bootstrap-server", nil, "Kafka brokers as HOST:PORT, comma-separated or repeated (required)")
+	o.conn.bind(f)
 	f.StringVar(&o.group, "group", "", "consumer group id (required)")
 	f.StringArrayVar(&o.topics, "topic", nil, "topic the group consumes; repeat for several (required)")
 	f.DurationVar(&o.recoveryWindow, "recovery-window", 0, "longest downtime the group must survive, e.g. 72h (required)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	f.BoolVar(&o.allowInfiniteRetention, "allow-infinite-retention", false, "accept topics with retention.ms=-1")
 	f.BoolVar(&o.allowSizeBoundedRetention, "allow-size-bounded-retention", false, "accept topics whose retention.bytes is not -1")
-	f.BoolVar(&o.tls, "tls", false, "use TLS with the system's CAs (implied by --tls-ca/--tls-cert/--tls-key)")
-	f.StringVar(&o.tlsCA, "tls-ca", "", "PEM file of the CA that signed the brokers' certificates")
-	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM client certificate for mutual TLS (with --tls-key)")
-	f.StringVar(&o.tlsKey, "tls-key", "", "PEM client key for mutual TLS (with --tls-cert)")
-	f.StringVar(&o.tlsServerName, "tls-server-name", "", "name to verify in the brokers' certificates (default: each broker's host)")
-	f.StringVar(&o.saslMechanism, "sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
-	f.StringVar(&o.saslUsername, "sasl-username", "", "SASL username")
-	f.StringVar(&o.saslPasswordFile, "sasl-password-file", "", "file holding the SASL password (never passed on the command line)")
 	f.BoolVar(&o.readOffsetsTopic, "read-offsets-topic", false, "read exact commit times from __consumer_offsets (needs Read and Describe on it); "+
 		"without it, commit times of offsets that expire per commit are bounded from record timestamps")
 	f.StringVar(&o.cursorDriver, "cursor-driver", "", "database of the business cursor: postgres or mysql (MySQL, MariaDB)")
@@ -124,17 +110,9 @@ Exit codes: 0 Proven, 1 Violated, 2 Unknown (could not prove), 64 usage error.`,
 // validate checks the flags alone, before any connection: every problem is
 // a usage error (exit 64) that says what to do.
 func (o *checkOptions) validate() error {
-	var problems []string
+	problems := o.conn.problems()
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 
-	if len(o.bootstrapServers) == 0 {
-		add("--bootstrap-server is required, e.g. --bootstrap-server kafka-0:9092")
-	}
-	for _, s := range o.bootstrapServers {
-		if err := validHostPort(s); err != nil {
-			add("--bootstrap-server %q: %v", s, err)
-		}
-	}
 	if strings.TrimSpace(o.group) == "" {
 		add("--group is required: the consumer group id (group.id) to prove")
 	}
@@ -160,24 +138,6 @@ func (o *checkOptions) validate() error {
 	if o.color != "auto" && o.color != "always" && o.color != "never" {
 		add("--color %q: use auto, always or never", o.color)
 	}
-	if (o.tlsCert == "") != (o.tlsKey == "") {
-		add("--tls-cert and --tls-key go together: give both for mutual TLS, or neither")
-	}
-	if o.saslMechanism != "" || o.saslUsername != "" || o.saslPasswordFile != "" {
-		switch o.saslMechanism {
-		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-		case "":
-			add("--sasl-mechanism is required with --sasl-username/--sasl-password-file: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
-		default:
-			add("--sasl-mechanism %q: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", o.saslMechanism)
-		}
-		if o.saslUsername == "" {
-			add("--sasl-username is required with --sasl-mechanism")
-		}
-		if o.saslPasswordFile == "" {
-			add("--sasl-password-file is required with --sasl-mechanism (the password is read from a file, never from the command line)")
-		}
-	}
 	if o.timeout <= 0 {
 		add("--timeout must be positive, e.g. --timeout 10s")
 	}
@@ -198,32 +158,6 @@ func validHostPort(s string) error {
 		return fmt.Errorf("port %q is not a number between 1 and 65535", port)
 	}
 	return nil
-}
-
-// connection reads the TLS and SASL material the flags point at. A file
-// that cannot be read is a usage error: the command was pointed wrongly.
-func (o *checkOptions) connection() (kafka.Connection, error) {
-	conn := kafka.Connection{BootstrapServers: o.bootstrapServers}
-	if o.tls || o.tlsCA != "" || o.tlsCert != "" || o.tlsKey != "" {
-		t, err := kafka.LoadTLSFiles(o.tlsCA, o.tlsCert, o.tlsKey)
-		if err != nil {
-			return conn, usageError{err}
-		}
-		t.ServerName = o.tlsServerName
-		conn.TLS = t
-	}
-	if o.saslMechanism != "" {
-		pw, err := os.ReadFile(o.saslPasswordFile)
-		if err != nil {
-			return conn, usageError{fmt.Errorf("--sasl-password-file: cannot read %s: %v", o.saslPasswordFile, pathError(err))}
-		}
-		conn.SASL = &kafka.SASL{
-			Mechanism: o.saslMechanism,
-			Username:  o.saslUsername,
-			Password:  strings.TrimRight(string(pw), "\r\n"),
-		}
-	}
-	return conn, nil
 }
 
 // validateCursor checks the business cursor flags: driver and connection
@@ -306,7 +240,7 @@ func pathError(err error) error {
 }
 
 func (o *checkOptions) run(cmd *cobra.Command) error {
-	conn, err := o.connection()
+	conn, err := o.conn.connection()
 	if err != nil {
 		return err
 	}

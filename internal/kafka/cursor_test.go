@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,29 +14,12 @@ import (
 )
 
 // A real PostgreSQL for the business cursor tests, started on first use.
-var (
-	pgOnce sync.Once
-	pg     *cursortest.Server
-	pgErr  error
-)
+var pg = cursortest.LazyPostgres()
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	pg.Stop()
 	os.Exit(code)
-}
-
-func postgres(t *testing.T) *cursortest.Server {
-	t.Helper()
-	pgOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		pg, pgErr = cursortest.StartPostgres(ctx)
-	})
-	if pgErr != nil {
-		t.Fatal(pgErr)
-	}
-	return pg
 }
 
 // busyConsumer is a consumer that keeps processing while the guard
@@ -60,7 +42,7 @@ func (b busyConsumer) ReadCursor(ctx context.Context) proof.CursorObservation {
 // the observation carries its rows and the timestamp of the record at a
 // cursor inside the log.
 func TestCursorReadBeforeLogEnd(t *testing.T) {
-	db := postgres(t)
+	db := pg.Get(t)
 	ctx := context.Background()
 	table := "cursor_busy"
 	if err := db.CursorTable(ctx, table); err != nil {

@@ -22,6 +22,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/retentionguard/retention-guard/internal/webhookscope"
 )
 
 // combos are the value sets every rendering test and the dry-run apply
@@ -302,14 +304,19 @@ func TestNamespaceSelector(t *testing.T) {
 
 // TestWebhookMatchesGenerated: rules, matchConditions, path and matchPolicy
 // are those controller-gen generates from webhook/setup.go's marker, so the
-// chart cannot drift from the handler's own expectations.
+// chart cannot drift from the handler's own expectations; the chart adds
+// one matchCondition, guarded-namespaces, which the manager maintains
+// (internal/webhookscope) and which a fresh install renders guarding no
+// namespace.
 func TestWebhookMatchesGenerated(t *testing.T) {
 	gen := generated[admissionv1.ValidatingWebhookConfiguration](t, "config/webhook/manifests.yaml").Webhooks[0]
+	want := append(slices.Clone(gen.MatchConditions), admissionv1.MatchCondition{
+		Name: webhookscope.ConditionName, Expression: webhookscope.Expression(nil)})
 	for name, vals := range combos {
 		t.Run(name, func(t *testing.T) {
 			wh := webhookConfig(t, render(t, vals))
-			if len(gen.MatchConditions) == 0 || !reflect.DeepEqual(wh.MatchConditions, gen.MatchConditions) {
-				t.Errorf("matchConditions differ from config/webhook/manifests.yaml:\nchart: %+v\ngenerated: %+v", wh.MatchConditions, gen.MatchConditions)
+			if len(gen.MatchConditions) == 0 || !reflect.DeepEqual(wh.MatchConditions, want) {
+				t.Errorf("matchConditions differ from config/webhook/manifests.yaml's plus guarded-namespaces:\nchart: %+v\nwant: %+v", wh.MatchConditions, want)
 			}
 			if !reflect.DeepEqual(wh.Rules, gen.Rules) {
 				t.Errorf("rules differ from config/webhook/manifests.yaml:\nchart: %+v\ngenerated: %+v", wh.Rules, gen.Rules)
@@ -430,6 +437,33 @@ func TestRotationRBAC(t *testing.T) {
 		if cm.find(kind, fullname+"-cert-rotation") != nil {
 			t.Errorf("certManager.enabled still renders the rotation %s", kind)
 		}
+	}
+}
+
+// TestWebhookScopeAndLeaseRBAC: in every mode the manager may patch its own
+// webhook configuration only (to keep guarded-namespaces), and its leader
+// Lease is an object of the release, so helm uninstall deletes it.
+func TestWebhookScopeAndLeaseRBAC(t *testing.T) {
+	for name, vals := range combos {
+		t.Run(name, func(t *testing.T) {
+			m := render(t, vals)
+			_, c := managerDeployment(t, m)
+			vwcName := mustArg(t, c.Args, "--webhook-configuration-name")
+			m.get(t, "ValidatingWebhookConfiguration", vwcName)
+			cr := into[rbacv1.ClusterRole](t, m.get(t, "ClusterRole", fullname+"-webhook-scope"))
+			checkUpdateOnlyNamed(t, cr.Rules, "validatingwebhookconfigurations", vwcName)
+			b := into[rbacv1.ClusterRoleBinding](t, m.get(t, "ClusterRoleBinding", fullname+"-webhook-scope"))
+			if b.RoleRef.Name != cr.Name || b.Subjects[0].Name != fullname || b.Subjects[0].Namespace != releaseNS {
+				t.Errorf("webhook-scope binding %+v", b)
+			}
+			lease := m.get(t, "Lease", mustArg(t, c.Args, "--leader-election-id"))
+			if lease.GetNamespace() != releaseNS {
+				t.Errorf("the leader Lease is in %q, the manager elects in %q", lease.GetNamespace(), releaseNS)
+			}
+			if _, ok := lease.Object["spec"]; ok {
+				t.Error("the chart sets the Lease's spec: the replicas own it; Helm would fight them on upgrade")
+			}
+		})
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,24 +17,7 @@ import (
 
 // The business cursor database: a real PostgreSQL from Debian's package,
 // started on first use, stopped by TestMain.
-var (
-	pgOnce sync.Once
-	pg     *cursortest.Server
-	pgErr  error
-)
-
-func postgres(t *testing.T) *cursortest.Server {
-	t.Helper()
-	pgOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		pg, pgErr = cursortest.StartPostgres(ctx)
-	})
-	if pgErr != nil {
-		t.Fatal(pgErr)
-	}
-	return pg
-}
+var pg = cursortest.LazyPostgres()
 
 // cursorPolicy creates a Deny policy with spec.cursor reading seed 003's
 // table through the Secret settle-db.
@@ -69,7 +51,7 @@ func cursorPolicy(t *testing.T, ns, name, group, topic, app string, resume rgv1.
 // The connection string's password appears nowhere.
 func TestSeed003BusinessCursor(t *testing.T) {
 	ctx := bg(t)
-	db := postgres(t)
+	db := pg.Get(t)
 	const ns, topic, group = "settlement-cursor", "settle-ledger", "ledger-settle-cursor"
 	namespace(t, ns)
 	must(t, kafka.CreateTopic(ctx, topic, 3, map[string]string{"retention.ms": "2592000000"}))

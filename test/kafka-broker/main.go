@@ -1,16 +1,26 @@
 // Command kafka-broker runs franz-go's kfake as a standalone Kafka cluster
-// process, for the end-to-end suite (test/e2e), `make demo` and `make
-// bench-scale` (test/scale): the manager talks to it over TCP exactly as to
-// a real cluster, and the suite can stop it (SIGTERM) and start it again on
-// the same ports.
+// process, for the end-to-end suite (test/e2e), the real-node tier
+// (test/node: consumer pods and the manager's pods connect to it), `make
+// demo` and `make bench-scale` (test/scale): clients talk to it over TCP
+// exactly as to a real cluster, and the suites can stop it (SIGTERM) and
+// start it again on the same ports.
 //
-//	kafka-broker --listen 127.0.0.1:9092[,127.0.0.1:9093,...] [--data-dir DIR] \
-//	  [--broker-config offset.retention.ms=2000 ...] [--stats-addr 127.0.0.1:PORT]
+//	kafka-broker --listen 127.0.0.1:9092[,127.0.0.1:9093,...] [--advertise HOST:PORT[,...]] \
+//	  [--data-dir DIR] [--broker-config offset.retention.ms=2000 ...] [--stats-addr 127.0.0.1:PORT]
 //
 // One broker listens on each --listen address (a cluster of that many
-// brokers). It prints "listening on ADDR[,ADDR...]" once it accepts
+// brokers).
+//
+// --listen takes any local address. Kafka clients connect to the address the
+// broker advertises in its metadata, not to the bootstrap address, so the
+// broker advertises --advertise (default: the --listen address; required
+// when --listen is a wildcard such as 0.0.0.0, which no client can dial).
+// Pods on a node reach it on the node's address, e.g. --listen
+// 192.0.2.2:9092.
+//
+// It prints "listening on ADDR" (the advertised address) once it accepts
 // connections and runs until SIGTERM or SIGINT. With --data-dir the
-// cluster's state (topics, records, log start offsets, committed offsets)
+// broker's state (topics, records, log start offsets, committed offsets)
 // survives a restart. With --stats-addr it counts the requests it answers by
 // Kafka API and serves the counts as JSON at http://ADDR/requests (the
 // scale benchmark reads them: requests seen by the cluster, whoever sent
@@ -48,7 +58,8 @@ func (f configFlag) Set(s string) error {
 }
 
 func main() {
-	listen := flag.String("listen", "127.0.0.1:9092", "host:port to listen on, one per broker, comma-separated (kfake listens on 127.0.0.1)")
+	listen := flag.String("listen", "127.0.0.1:9092", "host:port to listen on (any local address), one per broker, comma-separated")
+	advertise := flag.String("advertise", "", "host:port clients are told to connect to, one per --listen address; default the --listen addresses")
 	dataDir := flag.String("data-dir", "", "directory to persist state in, so that it survives a restart")
 	logLevel := flag.String("log-level", "none", "kfake log level: none, error, warn, info, debug")
 	statsAddr := flag.String("stats-addr", "", "host:port to serve request counts by Kafka API on (GET /requests); empty: not counted")
@@ -56,29 +67,71 @@ func main() {
 	flag.Var(configs, "broker-config", "broker config key=value (repeatable), e.g. offset.retention.ms=2000")
 	flag.Parse()
 
+	// kfake asks for 127.0.0.1:<port> for each broker: the port says
+	// which --listen (and --advertise) address the broker is.
+	listenAddrs := strings.Split(*listen, ",")
+	var advertiseAddrs []string
+	if *advertise != "" {
+		if advertiseAddrs = strings.Split(*advertise, ","); len(advertiseAddrs) != len(listenAddrs) {
+			usage("--advertise %q: give one address per --listen address (%d)", *advertise, len(listenAddrs))
+		}
+	}
+	type broker struct{ listen, advertised string }
+	brokers := map[int]broker{}
 	var ports []int
-	for _, addr := range strings.Split(*listen, ",") {
-		host, portStr, err := net.SplitHostPort(strings.TrimSpace(addr))
+	for i, a := range listenAddrs {
+		listenAddr, port, err := parseAddr("--listen", strings.TrimSpace(a))
 		if err != nil {
-			fail("--listen %q: %v", addr, err)
+			usage("%v", err)
 		}
-		if host != "127.0.0.1" && host != "localhost" {
-			fail("--listen %q: kfake listens on 127.0.0.1 only", addr)
+		if _, dup := brokers[port]; dup {
+			usage("--listen %q: port %d is given twice", *listen, port)
 		}
-		port, err := strconv.Atoi(portStr)
-		if err != nil || port < 0 || port > 65535 {
-			fail("--listen %q: bad port", addr)
+		advertised := listenAddr
+		if advertiseAddrs != nil {
+			if advertised, _, err = parseAddr("--advertise", strings.TrimSpace(advertiseAddrs[i])); err != nil {
+				usage("%v", err)
+			}
 		}
+		if ip := net.ParseIP(hostOf(advertised)); hostOf(advertised) == "" || (ip != nil && ip.IsUnspecified()) {
+			if advertiseAddrs == nil {
+				usage("--listen %q is a wildcard address, which clients cannot connect to: pass --advertise HOST:PORT, the address they reach this host on", listenAddr)
+			}
+			usage("--advertise %q: clients cannot connect to a wildcard address; pass the address they reach this host on", advertised)
+		}
+		brokers[port] = broker{listenAddr, advertised}
 		ports = append(ports, port)
 	}
 
-	level := map[string]kfake.LogLevel{
+	level, ok := map[string]kfake.LogLevel{
 		"none": kfake.LogLevelNone, "error": kfake.LogLevelError, "warn": kfake.LogLevelWarn,
 		"info": kfake.LogLevelInfo, "debug": kfake.LogLevelDebug,
 	}[strings.ToLower(*logLevel)]
+	if !ok {
+		usage("--log-level %q: use none, error, warn, info or debug", *logLevel)
+	}
 	opts := []kfake.Opt{
 		kfake.NumBrokers(len(ports)),
 		kfake.Ports(ports...),
+		// kfake always asks for 127.0.0.1:<port>; listen where --listen
+		// says, and advertise --advertise (kfake advertises the listener's
+		// address).
+		kfake.ListenFn(func(network, addr string) (net.Listener, error) {
+			_, p, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			port, _ := strconv.Atoi(p)
+			b, ok := brokers[port]
+			if !ok {
+				return nil, fmt.Errorf("kfake asked for %s, which no --listen address has", addr)
+			}
+			l, err := net.Listen(network, b.listen)
+			if err != nil {
+				return nil, err
+			}
+			return advertisedListener{Listener: l, addr: advertisedAddr(b.advertised)}, nil
+		}),
 		kfake.WithLogger(kfake.BasicLogger(os.Stderr, level)),
 	}
 	if len(configs) > 0 {
@@ -89,11 +142,13 @@ func main() {
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
-		fail("starting kfake: %v", err)
+		fmt.Fprintf(os.Stderr, "kafka-broker: starting kfake on %s: %v\n", *listen, err)
+		os.Exit(1)
 	}
 	if *statsAddr != "" {
 		if err := serveStats(c, *statsAddr); err != nil {
-			fail("--stats-addr %q: %v", *statsAddr, err)
+			fmt.Fprintf(os.Stderr, "kafka-broker: --stats-addr %q: %v\n", *statsAddr, err)
+			os.Exit(1)
 		}
 	}
 	sigs := make(chan os.Signal, 1)
@@ -102,6 +157,42 @@ func main() {
 	s := <-sigs
 	fmt.Fprintf(os.Stderr, "kafka-broker: %v: shutting down\n", s)
 	c.Close()
+}
+
+// parseAddr checks a host:port flag and returns it with its port.
+func parseAddr(flagName, s string) (string, int, error) {
+	_, portStr, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, fmt.Errorf("%s %q: %v (want HOST:PORT)", flagName, s, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("%s %q: the port must be 1-65535", flagName, s)
+	}
+	return s, port, nil
+}
+
+func hostOf(hostport string) string {
+	h, _, _ := net.SplitHostPort(hostport)
+	return h
+}
+
+// advertisedListener reports the address clients must dial as its own.
+type advertisedListener struct {
+	net.Listener
+	addr advertisedAddr
+}
+
+func (l advertisedListener) Addr() net.Addr { return l.addr }
+
+type advertisedAddr string
+
+func (a advertisedAddr) Network() string { return "tcp" }
+func (a advertisedAddr) String() string  { return string(a) }
+
+func usage(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "kafka-broker: "+format+"\n", args...)
+	os.Exit(64)
 }
 
 // serveStats counts every request the cluster handles by API name (a
@@ -136,9 +227,4 @@ func serveStats(c *kfake.Cluster, addr string) error {
 	})
 	go func() { _ = http.Serve(l, mux) }()
 	return nil
-}
-
-func fail(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "kafka-broker: "+format+"\n", args...)
-	os.Exit(2)
 }

@@ -25,6 +25,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{ include "retention-guard.fullname" . }}-webhook
 {{- end -}}
 
+{{/* The Lease the replicas elect their leader with (see leader-election.yaml). */}}
+{{- define "retention-guard.leaseName" -}}
+{{ include "retention-guard.fullname" . }}-leader
+{{- end -}}
+
 {{- define "retention-guard.certSecretName" -}}
 {{ include "retention-guard.fullname" . }}-webhook-cert
 {{- end -}}

@@ -21,7 +21,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -410,3 +412,34 @@ func Quote(driver, ident string) string {
 	}
 	return `"` + strings.ReplaceAll(ident, `"`, `""`) + `"`
 }
+
+// Lazy is a server a test binary starts on first use and its TestMain
+// stops: packages where only some tests need a database pay for it only
+// when those run.
+type Lazy struct {
+	driver string
+	once   sync.Once
+	srv    *Server
+	err    error
+}
+
+// LazyPostgres is a PostgreSQL started by the first Get.
+func LazyPostgres() *Lazy { return &Lazy{driver: Postgres} }
+
+// Get starts the server the first time (within a minute), or fails the
+// test with why it could not.
+func (l *Lazy) Get(t testing.TB) *Server {
+	t.Helper()
+	l.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		l.srv, l.err = Start(ctx, l.driver)
+	})
+	if l.err != nil {
+		t.Fatal(l.err)
+	}
+	return l.srv
+}
+
+// Stop stops the server if Get started it.
+func (l *Lazy) Stop() { l.srv.Stop() }
