@@ -104,6 +104,17 @@ lint: ## go vet, staticcheck, and actionlint on the GitHub workflows.
 	@command -v shellcheck >/dev/null || { echo "lint: shellcheck is missing (make deps installs it); actionlint checks the workflows' scripts with it"; exit 1; }
 	$(ACTIONLINT) -no-color
 
+##@ Measurements (not part of `make test`; docs/benchmarks.md)
+
+# Flags for bench-scale, e.g. BENCH_SCALE_FLAGS="-scale 0.05 -steady 2m".
+BENCH_SCALE_FLAGS ?=
+
+.PHONY: bench-scale
+bench-scale: build-e2e ## Measure the manager in a large cluster (5,000 policies, 3 Kafka clusters, 35,000 other objects): memory, time to prove, CPU, Kafka requests, API writes, admission p99. About 25 minutes.
+	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh) \
+	  RETENTION_GUARD_BIN=$(CURDIR)/bin/e2e/retention-guard KAFKA_BROKER_BIN=$(CURDIR)/bin/e2e/kafka-broker; \
+	$(GO) run ./test/scale $(BENCH_SCALE_FLAGS)
+
 ##@ Generation and build
 
 .PHONY: manifests

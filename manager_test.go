@@ -36,6 +36,9 @@ func TestManagerUsageErrors(t *testing.T) {
 		{[]string{"manager", "--webhook-live-check-timeout", "10s"}, "--webhook-live-check-timeout"},
 		{[]string{"manager", "--cert-rotation", "--namespace", ""}, "--cert-rotation needs --namespace"},
 		{[]string{"manager", "extra-argument"}, "unknown command"},
+		{[]string{"manager", "--kube-api-qps", "0"}, "--kube-api-qps"},
+		{[]string{"manager", "--kube-api-qps", "-3"}, "--kube-api-qps"},
+		{[]string{"manager", "--kube-api-qps", "100", "--kube-api-burst", "10"}, "--kube-api-burst"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -60,6 +63,7 @@ func TestManagerHelpNamesItsFlags(t *testing.T) {
 		"--metrics-bind-address", "--health-probe-bind-address", "--leader-elect", "--leader-election-namespace",
 		"--allowed-bootstrap-servers", "--kafka-request-timeout", "--watch-namespaces", "--kubeconfig",
 		"--zap-log-level", "Empty: every server is allowed",
+		"--kube-api-qps", "--kube-api-burst", "--pprof-bind-address",
 		"--enable-webhook", "--webhook-port", "--webhook-cert-dir", "--webhook-live-check-timeout", "--cert-rotation", "--cert-secret-name",
 	} {
 		if !strings.Contains(stdout.String(), flag) {
@@ -121,6 +125,9 @@ func TestManagerRunsTheReconciler(t *testing.T) {
 		leaderElectionNamespace: "default",
 		allowedBootstrapServers: []string{"127.0.0.1:*"},
 		kafkaRequestTimeout:     2 * time.Second,
+		kubeAPIQPS:              defaultKubeAPIQPS,
+		kubeAPIBurst:            defaultKubeAPIBurst,
+		pprofAddr:               freeAddr(t),
 	}
 	if err := o.validate(); err != nil {
 		t.Fatal(err)
@@ -173,6 +180,10 @@ func TestManagerRunsTheReconciler(t *testing.T) {
 		code, body := httpGet(g, "http://"+o.probeAddr+path)
 		g.Expect(code).To(Equal(http.StatusOK), "%s: %s", path, body)
 	}
+	// --pprof-bind-address (off by default) serves Go's profiles.
+	code, body := httpGet(g, "http://"+o.pprofAddr+"/debug/pprof/")
+	g.Expect(code).To(Equal(http.StatusOK), "/debug/pprof/: %s", body)
+	g.Expect(body).To(ContainSubstring("heap"))
 	g.Eventually(func(g Gomega) string {
 		_, body := httpGet(g, "http://"+o.metricsAddr+"/metrics")
 		return body

@@ -59,10 +59,14 @@ type ConsumerRetentionPolicyReconciler struct {
 	Coalescer *Coalescer
 	// Recorder records events.k8s.io events on verdict transitions.
 	Recorder events.EventRecorder
+	// Heartbeats confirms unchanged proofs between status writes; nil:
+	// the status is written on every check.
+	Heartbeats *Heartbeats
 	// MaxConcurrentReconciles defaults to 4 (reconciles do no Kafka I/O).
 	MaxConcurrentReconciles int
 
 	verdicts lastVerdicts
+	gaps     scheduleGapCache
 	rechecks rechecks
 
 	// intervalOverride replaces every policy's checkInterval (tests: the
@@ -254,7 +258,9 @@ func selects(p *rgv1.ConsumerRetentionPolicy, cj *batchv1.CronJob) bool {
 // their schedules' longest gaps from now, sorted by name.
 func (r *ConsumerRetentionPolicyReconciler) cronJobs(ctx context.Context, p *rgv1.ConsumerRetentionPolicy, now time.Time) ([]cronJobSchedule, error) {
 	var list batchv1.CronJobList
-	if err := r.Client.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+	// Read-only: no copies of the cached CronJobs (one list per policy per
+	// check).
+	if err := r.Client.List(ctx, &list, client.InNamespace(p.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing CronJobs: %w", err)
 	}
 	var out []cronJobSchedule
@@ -268,7 +274,7 @@ func (r *ConsumerRetentionPolicyReconciler) cronJobs(ctx context.Context, p *rgv
 			c.TimeZone = *cj.Spec.TimeZone
 		}
 		if !c.Suspended {
-			c.Gap, c.Err = longestScheduleGap(cj.Spec.Schedule, cj.Spec.TimeZone, cj.Spec.StartingDeadlineSeconds, now)
+			c.Gap, c.Err = r.gaps.gap(cj.Spec.Schedule, cj.Spec.TimeZone, cj.Spec.StartingDeadlineSeconds, now)
 		}
 		out = append(out, c)
 	}
@@ -309,6 +315,7 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching status: %w", err)})
 			return
 		}
+		r.confirm(req.NamespacedName, policy, in)
 		if outcome.Result == nil {
 			return
 		}
@@ -360,6 +367,7 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 	pending := pendingRecheck(policy.Annotations, policy.Status.LastHandledRequestedAt)
 	conn, err := r.Resolver.Resolve(ctx, policy)
 	var problem *SpecProblem
+	interval := r.interval(policy)
 	switch {
 	case errors.As(err, &problem):
 		// Nothing to observe until a person fixes it; Secret, connection,
@@ -372,7 +380,10 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 		return in, ctrl.Result{}, err
 	}
 
-	interval := r.interval(policy)
+	in.Interval, in.Servers = interval, conn.BootstrapServers
+	if r.Heartbeats != nil {
+		in.Heartbeat = r.Heartbeats.Reference(conn.BootstrapServers, interval)
+	}
 	target := policyTarget(policy)
 	if in.CursorProblem, err = r.Resolver.cursorTarget(ctx, policy, &target); err != nil {
 		return in, ctrl.Result{}, err
@@ -456,12 +467,29 @@ func (r *ConsumerRetentionPolicyReconciler) patchStatus(ctx context.Context, bef
 }
 
 // forget drops what this process holds for a deleted policy: its target in
-// the Coalescer, its metric series and its last verdict.
+// the Coalescer, its metric series, its last verdict and its heartbeat
+// confirmation.
 func (r *ConsumerRetentionPolicyReconciler) forget(key types.NamespacedName) {
 	r.Coalescer.Unregister(key)
 	r.rechecks.forget(policyRecheckKey(key))
 	metricsState.forget(key)
 	r.verdicts.forget(key)
+	if r.Heartbeats != nil {
+		r.Heartbeats.Forget(key)
+	}
+}
+
+// confirm tells the heartbeat that the policy's status (just written, or
+// found equal) holds the proof of this reconcile's observation; a policy
+// whose status names no heartbeat (a spec problem) is forgotten by it.
+func (r *ConsumerRetentionPolicyReconciler) confirm(key types.NamespacedName, p *rgv1.ConsumerRetentionPolicy, in statusInput) {
+	switch {
+	case r.Heartbeats == nil:
+	case p.Status.Heartbeat == nil:
+		r.Heartbeats.Forget(key)
+	case in.Observation != nil:
+		r.Heartbeats.Confirm(key, p.UID, p.Status.Heartbeat, in.Servers, in.Interval, in.Observation.ObservedAt)
+	}
 }
 
 // lastVerdicts remembers the verdict this process last wrote per policy.

@@ -209,11 +209,11 @@ func TestSeed000ExpiredCommittedOffset(t *testing.T) {
 	g.Expect(gauge(g, "retentionguard_policy_verdict", with(labels, "verdict", "Violated"))).To(Equal(1.0))
 	g.Expect(gauge(g, "retentionguard_policy_verdict", with(labels, "verdict", "Proven"))).To(Equal(0.0))
 
-	// The same gap on the next checks: the same proofID, no new event.
+	// The same gap on the next checks: the same proofID, no new event, and
+	// no new status write: the heartbeat Lease confirms the proof.
 	checked := p.Status.Proof.CheckedAt
-	g.Eventually(func(g Gomega) bool {
-		return getPolicy(g, h.ns, "fanout").Status.Proof.CheckedAt.After(checked.Time)
-	}, eventually, poll).Should(BeTrue())
+	g.Eventually(heartbeatRenewed(p), eventually, poll).Should(BeTemporally(">", checked.Time))
+	g.Expect(getPolicy(g, h.ns, "fanout").Status.Proof.CheckedAt).To(Equal(checked))
 	g.Expect(getPolicy(g, h.ns, "fanout").Status.Proof.ProofID).To(Equal(proofID))
 	g.Expect(eventReasons(policyEvents(g, h.ns, "fanout"))).To(Equal([]string{EventReasonProven, proof.ReasonCommittedOffsetExpired}))
 

@@ -216,3 +216,33 @@ func TestComputeStatusWarnsAboutCronJobs(t *testing.T) {
 		g.Expect(w).NotTo(HavePrefix("CronJob "), "a daily schedule is inside 7 days and the 72h window")
 	}
 }
+
+// The longest gap of a schedule is computed once per hour for the same
+// schedule, time zone and deadline; another input is computed anew.
+func TestScheduleGapCache(t *testing.T) {
+	var c scheduleGapCache
+	// A Monday, half an hour before the weekly run.
+	now := time.Date(2026, 12, 7, 1, 30, 0, 0, time.UTC)
+	first, err := c.gap("0 2 * * 1", nil, nil, now)
+	if err != nil || first.Gap != 7*24*time.Hour || !first.After.Equal(time.Date(2026, 12, 7, 2, 0, 0, 0, time.UTC)) {
+		t.Fatalf("gap %+v, %v", first, err)
+	}
+	// 45 minutes later (after today's run) the cached result is returned.
+	if again, _ := c.gap("0 2 * * 1", nil, nil, now.Add(45*time.Minute)); again != first {
+		t.Errorf("within the TTL: %+v, want the cached %+v", again, first)
+	}
+	// An hour later it is computed again, from then.
+	if later, _ := c.gap("0 2 * * 1", nil, nil, now.Add(time.Hour)); !later.After.Equal(time.Date(2026, 12, 14, 2, 0, 0, 0, time.UTC)) {
+		t.Errorf("after the TTL: %+v", later)
+	}
+	deadline := int64(3600)
+	if d, _ := c.gap("0 2 * * 1", nil, &deadline, now); d.Gap != 7*24*time.Hour+time.Hour {
+		t.Errorf("another starting deadline shares the cached gap: %v", d.Gap)
+	}
+	if _, err := c.gap("0 2 30 2 *", nil, nil, now); err == nil {
+		t.Error("a schedule that never runs: no error")
+	}
+	if _, err := c.gap("0 2 30 2 *", nil, nil, now.Add(time.Minute)); err == nil {
+		t.Error("the cached error is lost")
+	}
+}

@@ -347,6 +347,90 @@ func TestTruncateKeepsUTF8(t *testing.T) {
 	g.Expect(truncate("short", 10)).To(Equal("short"))
 }
 
+// With a heartbeat Lease, a check that finds the same facts leaves the
+// status as it is (no write); durations measured from now are rewritten
+// only once they drift by 1% (at least a minute); any other change is
+// written at once. Without one, every check moves checkedAt.
+func TestUnchangedProofIsNotWrittenAgain(t *testing.T) {
+	hb := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: HeartbeatLeaseName([]string{"kafka:9092"}, time.Minute)}
+	// A lagging partition: its headroom is the record's timestamp plus
+	// 7 days of retention, minus now.
+	obsAt := func(at time.Time, committed int64) *proof.Observation {
+		logStart := int64(0)
+		if committed == 1 {
+			logStart = 3 // retention deleted records the group had not read
+		}
+		o := obsWith([3]int64{0, 10, 10}, [3]int64{logStart, 10, committed})
+		o.ObservedAt = at
+		o.Topics[0].Partitions[1].CommittedTimestamp = statusNow.Add(-time.Hour)
+		return &o
+	}
+	check := func(cur rgv1.ConsumerRetentionPolicyStatus, at time.Time, committed int64, ref *rgv1.HeartbeatReference) rgv1.ConsumerRetentionPolicyStatus {
+		return computeStatus(cur, statusInput{Generation: 1, Policy: testPolicy(), Now: at, Observation: obsAt(at, committed), Heartbeat: ref}).Status
+	}
+	first := check(rgv1.ConsumerRetentionPolicyStatus{}, statusNow, 4, hb)
+	g := NewWithT(t)
+	g.Expect(first.Heartbeat).To(Equal(hb))
+	g.Expect(first.Proof.RecoveryHeadroom.Duration).To(Equal(7*24*time.Hour - time.Hour))
+
+	// A minute later the headroom is a minute shorter: within 1% of 6d23h.
+	g.Expect(check(first, statusNow.Add(time.Minute), 4, hb)).To(Equal(first), "one interval later, the same facts")
+	// After two hours it has moved by more than 1% (1h40m): rewritten.
+	later := check(first, statusNow.Add(2*time.Hour), 4, hb)
+	g.Expect(later.Proof.CheckedAt.Time).To(Equal(statusNow.Add(2 * time.Hour)))
+	g.Expect(later.Proof.RecoveryHeadroom.Duration).To(Equal(7*24*time.Hour - 3*time.Hour))
+	// A live consumer's committed offset moves within range: no fact in
+	// status changes (the summary counts partitions in range; the lag in
+	// OffsetsInRange's message is a live figure, as of checkedAt).
+	g.Expect(check(first, statusNow.Add(time.Minute), 6, hb)).To(Equal(first), "a committed offset that moves within range")
+	// A violation is: written at once, with the new checkedAt.
+	lost := check(first, statusNow.Add(time.Minute), 1, hb)
+	g.Expect(lost.Proof.Verdict).NotTo(Equal(first.Proof.Verdict))
+	g.Expect(lost.Proof.CheckedAt.Time).To(Equal(statusNow.Add(time.Minute)))
+	// Naming another heartbeat (another cluster or interval) is a change.
+	other := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: HeartbeatLeaseName([]string{"kafka:9092"}, time.Hour)}
+	g.Expect(check(first, statusNow.Add(time.Minute), 4, other).Heartbeat).To(Equal(other))
+	// The same facts an hour later (ten intervals, at least an hour) are
+	// written all the same, so that the Proof Age column stays true.
+	same := check(first, statusNow.Add(59*time.Minute), 6, hb)
+	g.Expect(same).To(Equal(first), "59 minutes later, the same facts")
+	refreshed := check(first, statusNow.Add(time.Hour), 6, hb)
+	g.Expect(refreshed.Proof.CheckedAt.Time).To(Equal(statusNow.Add(time.Hour)), "an hour later: refreshed")
+	g.Expect(statusRefreshEvery(time.Minute)).To(Equal(time.Hour))
+	g.Expect(statusRefreshEvery(time.Hour)).To(Equal(10 * time.Hour))
+	// Without a heartbeat every check is written.
+	noHB := check(rgv1.ConsumerRetentionPolicyStatus{}, statusNow, 4, nil)
+	again := check(noHB, statusNow.Add(time.Minute), 4, nil)
+	g.Expect(again.Proof.CheckedAt.Time).To(Equal(statusNow.Add(time.Minute)))
+	g.Expect(again.Heartbeat).To(BeNil())
+}
+
+func TestDurationTolerance(t *testing.T) {
+	g := NewWithT(t)
+	d := func(v time.Duration) *metav1.Duration { return &metav1.Duration{Duration: v} }
+	g.Expect(closeDurations(nil, nil)).To(BeTrue())
+	g.Expect(closeDurations(d(time.Hour), nil)).To(BeFalse())
+	g.Expect(closeDurations(nil, d(time.Hour))).To(BeFalse())
+	g.Expect(closeDurations(d(10*time.Minute), d(9*time.Minute))).To(BeTrue(), "at least a minute")
+	g.Expect(closeDurations(d(10*time.Minute), d(8*time.Minute))).To(BeFalse())
+	g.Expect(closeDurations(d(100*time.Hour), d(99*time.Hour))).To(BeTrue(), "1%")
+	g.Expect(closeDurations(d(100*time.Hour), d(98*time.Hour))).To(BeFalse())
+	g.Expect(closeDurations(d(-100*time.Hour), d(-99*time.Hour))).To(BeTrue(), "past due by as much")
+}
+
+func TestMaskTimes(t *testing.T) {
+	g := NewWithT(t)
+	for in, want := range map[string]string{
+		"outbox[3]: retention deletes the record at committed offset 7 in 2d3h, sooner than recoveryWindow 3d":                        "outbox[3]: retention deletes the record at committed offset 7 in …, sooner than recoveryWindow …",
+		"group g is Empty since 2026-11-30T03:00:00Z: its committed offsets expire in 5h12m0s (offsets.retention.minutes 10080 (7d))": "group g is Empty since …: its committed offsets expire in … (offsets.retention.minutes 10080 (…))",
+		"past retention by -250ms":            "past retention by …",
+		"CronJob settle (\"0 2 * * 1\") runs": "CronJob settle (\"0 2 * * 1\") runs",
+		"topic-12 has 3 partitions":           "topic-12 has 3 partitions",
+	} {
+		g.Expect(maskTimes(in)).To(Equal(want), in)
+	}
+}
+
 // A cursor spec problem (Secret missing, host not allowed) stalls the
 // policy while the proof of the Kafka facts stands, with the cursor
 // CursorUnreadable; dropping spec.cursor removes CursorInRange and the

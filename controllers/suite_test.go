@@ -3,6 +3,7 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -14,11 +15,13 @@ import (
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap/zapcore"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -88,6 +91,7 @@ func (b *syncBuffer) String() string {
 type requestCounter struct {
 	mu    sync.Mutex
 	byAPI map[string]int
+	all   int
 }
 
 func (c *requestCounter) hook(api string, took time.Duration, err error) {
@@ -96,8 +100,16 @@ func (c *requestCounter) hook(api string, took time.Duration, err error) {
 		c.byAPI = make(map[string]int)
 	}
 	c.byAPI[api]++
+	c.all++
 	c.mu.Unlock()
 	ObserveKafkaRequest(api, took, err)
+}
+
+// total is every request counted, taken or not.
+func (c *requestCounter) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.all
 }
 
 // take returns the counts since the last take, and their total.
@@ -112,17 +124,94 @@ func (c *requestCounter) take() (map[string]int, int) {
 	return out, total
 }
 
-// countingObserver counts observation passes and the targets they carry.
+// writeCounter counts the manager's API writes (every request but GET) by
+// method and resource, e.g. "PATCH consumerretentionpolicies/status".
+type writeCounter struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (c *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method != http.MethodGet {
+			c.mu.Lock()
+			if c.m == nil {
+				c.m = make(map[string]int)
+			}
+			c.m[req.Method+" "+apiResource(req.URL.Path)]++
+			c.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+// take returns the counts since the last take.
+func (c *writeCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.m
+	c.m = nil
+	if out == nil {
+		out = map[string]int{}
+	}
+	return out
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// apiResource is the resource (and subresource) an API path names:
+// /apis/g/v/namespaces/ns/leases/x → leases, …/policies/x/status →
+// policies/status.
+func apiResource(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	i := slices.Index(parts, "namespaces")
+	switch {
+	case i >= 0 && i+2 < len(parts):
+		parts = parts[i+2:]
+	case len(parts) > 2:
+		parts = parts[len(parts)-1:]
+	}
+	if len(parts) >= 3 {
+		return parts[0] + "/" + parts[2]
+	}
+	return parts[0]
+}
+
+// countingObserver counts observation passes, the targets they carry and,
+// when requests is set, the Kafka requests of each pass (passes of one
+// connection never overlap; a test with live checks must not use
+// perPass).
 type countingObserver struct {
 	*kafka.Observer
-	passes  atomic.Int64
-	targets atomic.Int64
+	passes   atomic.Int64
+	targets  atomic.Int64
+	requests *requestCounter
+
+	mu      sync.Mutex
+	perPass []int
 }
 
 func (o *countingObserver) ObserveCluster(ctx context.Context, conn kafka.Connection, req kafka.ClusterRequest) kafka.ClusterObservation {
 	o.passes.Add(1)
 	o.targets.Add(int64(len(req.Targets)))
-	return o.Observer.ObserveCluster(ctx, conn, req)
+	before := o.requests.total()
+	out := o.Observer.ObserveCluster(ctx, conn, req)
+	n := o.requests.total() - before
+	o.mu.Lock()
+	o.perPass = append(o.perPass, n)
+	o.mu.Unlock()
+	return out
+}
+
+// takePerPass returns the Kafka requests of each pass since the last take.
+func (o *countingObserver) takePerPass() []int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := o.perPass
+	o.perPass = nil
+	return out
 }
 
 type harnessOptions struct {
@@ -136,6 +225,9 @@ type harnessOptions struct {
 	cursorHosts      []string // --allowed-cursor-hosts
 	interval         time.Duration
 	logLevel         int // zap verbosity: 0 info, 5 everything (franz-go debug included)
+	// noHeartbeats runs without heartbeat Leases: every check writes the
+	// status (a manager that has no namespace for its Leases).
+	noHeartbeats bool
 }
 
 // harness is a running manager with the reconciler, watching one
@@ -143,6 +235,7 @@ type harnessOptions struct {
 type harness struct {
 	ns        string
 	requests  *requestCounter
+	writes    *writeCounter
 	observer  *countingObserver
 	coalescer *Coalescer
 	logs      *syncBuffer
@@ -161,7 +254,7 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 	}
 	logger := zap.New(zap.WriteTo(h.logs), zap.Level(zapcore.Level(-o.logLevel)))
 
-	h.observer = &countingObserver{Observer: kafka.NewObserver(
+	h.observer = &countingObserver{requests: h.requests, Observer: kafka.NewObserver(
 		kafka.WithLogger(logger.WithName("kafka")),
 		kafka.WithRequestHook(h.requests.hook),
 		kafka.WithTimeouts(time.Second, 2*time.Second, 2*time.Second),
@@ -184,13 +277,18 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 	cursors := cursor.NewReader(cursor.WithStatementTimeout(2*time.Second), cursor.WithConnectTimeout(2*time.Second),
 		cursor.WithLogger(logger.WithName("cursor")))
 
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	cfg := rest.CopyConfig(env.Config)
+	h.writes = &writeCounter{}
+	cfg.Wrap(h.writes.wrap)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Logger:                 logger,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: namespaces},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache: cache.Options{DefaultNamespaces: namespaces,
+			// As the manager command sets it: only what decisions read.
+			DefaultTransform: cache.TransformStripManagedFields(), ByObject: CacheByObject()},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(mgr.Add(h.coalescer)).To(Succeed())
@@ -203,6 +301,16 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 		Recorder:         mgr.GetEventRecorder(ControllerName),
 		intervalOverride: o.interval,
 	}
+	if !o.noHeartbeats {
+		// As the manager runs: heartbeat Leases (here in the test's
+		// namespace) confirm unchanged proofs.
+		// A tick well under the test intervals: a Lease is written only
+		// when what it says moves, however often it is looked at.
+		r.Heartbeats = &Heartbeats{Client: mgr.GetClient(), Namespace: h.ns, Logger: logger.WithName("heartbeat"),
+			Tick: 200 * time.Millisecond}
+		g.Expect(mgr.Add(r.Heartbeats)).To(Succeed())
+	}
+
 	ctx, cancel := context.WithCancel(context.Background())
 	g.Expect(r.SetupWithManager(ctx, mgr)).To(Succeed())
 	if o.managerNamespace != "" || len(o.extra) > 0 {
@@ -285,6 +393,19 @@ func getPolicy(g Gomega, ns, name string) *rgv1.ConsumerRetentionPolicy {
 	p := &rgv1.ConsumerRetentionPolicy{}
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
 	return p
+}
+
+// heartbeatRenewed is the renewTime of the heartbeat Lease the policy's
+// status names, for Eventually.
+func heartbeatRenewed(p *rgv1.ConsumerRetentionPolicy) func(g Gomega) time.Time {
+	return func(g Gomega) time.Time {
+		ref := p.Status.Heartbeat
+		g.Expect(ref).NotTo(BeNil(), "the status names no heartbeat")
+		var l coordinationv1.Lease
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &l)).To(Succeed())
+		g.Expect(l.Spec.RenewTime).NotTo(BeNil())
+		return l.Spec.RenewTime.Time
+	}
 }
 
 // verdictOf is the policy's verdict and Ready condition, for Eventually.

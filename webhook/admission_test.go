@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -351,6 +352,76 @@ func TestStaleProofLiveCheck(t *testing.T) {
 	if err := s.alice.Create(ctxFor(t), settleDeployment(ns, "settle", 1)); err != nil {
 		t.Errorf("a live proof that holds did not let the rollout through: %v", err)
 	}
+}
+
+// The manager writes a status when its proof changes and renews a
+// heartbeat Lease once it has re-proved every policy naming it: a proof
+// checked an hour ago and confirmed a moment ago is fresh, on any replica,
+// for a rollout that is not a start; once the Lease is as old as the limit,
+// the proof is stale again and the rollout is judged live.
+func TestHeartbeatKeepsAnUnchangedProofFresh(t *testing.T) {
+	s := startSuite(t)
+	ns := s.newNamespace(t, "settlement")
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "retention-guard-heartbeat-0a1b2c3d4e5f", Namespace: ns},
+		Spec:       coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: time.Now().Truncate(time.Second)}},
+	}
+	if err := s.admin.Create(ctxFor(t), lease); err != nil {
+		t.Fatal(err)
+	}
+	p := settlePolicy(withEnforcement(rgv1.EnforcementDeny), withConsumer("settle", resetEnv, commitEnv))
+	p.ObjectMeta = metav1.ObjectMeta{Name: p.Name, Namespace: ns}
+	if err := s.admin.Create(ctxFor(t), p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Heartbeat = &rgv1.HeartbeatReference{Namespace: ns, Name: lease.Name}
+	s.setProof(t, p, proven(), time.Hour)
+
+	// The consumers start (judged live), then the brokers stop answering
+	// live checks.
+	d := settleDeployment(ns, "settle", 2)
+	if err := s.alice.Create(ctxFor(t), d); err != nil {
+		t.Fatalf("creating the consumers: %v", err)
+	}
+	s.live.set(ns, func(context.Context, *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) {
+		return nil, errFake("dial tcp 10.0.0.9:9093: connect: connection refused")
+	})
+	changeTemplate := func(version string) error {
+		var cur appsv1.Deployment
+		if err := s.alice.Get(ctxFor(t), client.ObjectKeyFromObject(d), &cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Spec.Template.Annotations = map[string]string{"version": version}
+		return s.alice.Update(ctxFor(t), &cur)
+	}
+	waitLease := func(renew time.Time) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var got coordinationv1.Lease
+			err := s.mgr.GetCache().Get(ctxFor(t), client.ObjectKeyFromObject(lease), &got)
+			if err == nil && got.Spec.RenewTime != nil && got.Spec.RenewTime.Time.Equal(renew) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the webhook's cache did not catch up with the Lease (err %v)", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitLease(lease.Spec.RenewTime.Time)
+	if err := changeTemplate("2"); err != nil {
+		t.Fatalf("a template change under a proof confirmed a moment ago was not allowed: %v", err)
+	}
+
+	old := metav1.NewMicroTime(time.Now().Add(-151 * time.Second).Truncate(time.Second))
+	lease.Spec.RenewTime = &old
+	if err := s.admin.Update(ctxFor(t), lease); err != nil {
+		t.Fatal(err)
+	}
+	waitLease(old.Time)
+	msg := mustDeny(t, changeTemplate("3"))
+	mustContain(t, msg, "LiveCheckFailed", "connection refused", "last confirmed by heartbeat Lease", lease.Name, "limit")
 }
 
 type errFake string

@@ -29,8 +29,12 @@ func freshnessLimit(p *rgv1.ConsumerRetentionPolicy) time.Duration {
 
 // statusProofFreshness says whether the policy's status proof can be used
 // as is at now; when it cannot, reason (ReasonProofMissing or
-// ReasonProofStale) and detail say why.
-func statusProofFreshness(p *rgv1.ConsumerRetentionPolicy, now time.Time) (fresh bool, reason, detail string) {
+// ReasonProofStale) and detail say why. The proof was last confirmed at
+// the later of its checkedAt and renewed, the renewTime of the heartbeat
+// Lease its status names (zero when there is none): the manager writes a
+// status only when the proof changes, and renews the Lease once it has
+// re-proved every policy naming it.
+func statusProofFreshness(p *rgv1.ConsumerRetentionPolicy, renewed, now time.Time) (fresh bool, reason, detail string) {
 	proof := p.Status.Proof
 	if proof == nil {
 		return false, ReasonProofMissing, "no proof in status yet"
@@ -43,13 +47,18 @@ func statusProofFreshness(p *rgv1.ConsumerRetentionPolicy, now time.Time) (fresh
 		return false, ReasonProofStale, "status proof has no checkedAt"
 	}
 	limit := freshnessLimit(p)
-	age := now.Sub(proof.CheckedAt.Time)
+	confirmed, how, field := proof.CheckedAt.Time, "status proof checked", "status proof checkedAt"
+	if hb := p.Status.Heartbeat; hb != nil && renewed.After(confirmed) {
+		lease := "heartbeat Lease " + hb.Namespace + "/" + hb.Name
+		confirmed, how, field = renewed, "status proof last confirmed by "+lease, lease+" renewTime"
+	}
+	age := now.Sub(confirmed)
 	switch {
 	case age > limit:
-		return false, ReasonProofStale, fmt.Sprintf("status proof checked %s ago, limit 2 × checkInterval + 30s = %s",
-			humanDuration(age), humanDuration(limit))
+		return false, ReasonProofStale, fmt.Sprintf("%s %s ago, limit 2 × checkInterval + 30s = %s",
+			how, humanDuration(age), humanDuration(limit))
 	case age < -freshnessSlack:
-		return false, ReasonProofStale, fmt.Sprintf("status proof checkedAt is %s in the future", humanDuration(-age))
+		return false, ReasonProofStale, fmt.Sprintf("%s is %s in the future", field, humanDuration(-age))
 	}
 	return true, "", ""
 }

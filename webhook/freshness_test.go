@@ -11,8 +11,10 @@ import (
 )
 
 // Admission contract, "decision": the proof from status is used when
-// checked within 2 × checkInterval + 30s and for the current generation.
+// checked (or confirmed by its heartbeat Lease) within 2 × checkInterval +
+// 30s and for the current generation.
 func TestStatusProofFreshness(t *testing.T) {
+	renewedFor := map[*rgv1.ConsumerRetentionPolicy]time.Time{}
 	interval := func(d time.Duration) func(*rgv1.ConsumerRetentionPolicy) {
 		return func(p *rgv1.ConsumerRetentionPolicy) { p.Spec.CheckInterval = &metav1.Duration{Duration: d} }
 	}
@@ -37,9 +39,43 @@ func TestStatusProofFreshness(t *testing.T) {
 		{"no checkedAt", settlePolicy(withProof(proven(), 0), func(p *rgv1.ConsumerRetentionPolicy) { p.Status.Proof.CheckedAt = metav1.Time{} }),
 			false, ReasonProofStale, "no checkedAt"},
 	}
+	// The status is written when the proof changes; the manager's heartbeat
+	// Lease says when every policy naming it was last re-proved.
+	heartbeat := func(p *rgv1.ConsumerRetentionPolicy) {
+		p.Status.Heartbeat = &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: "retention-guard-heartbeat-0a1b2c3d4e5f"}
+	}
+	hbCases := []struct {
+		name       string
+		policy     *rgv1.ConsumerRetentionPolicy
+		renewed    time.Time
+		wantFresh  bool
+		wantReason string
+		wantDetail string
+	}{
+		{"checked an hour ago, confirmed a minute ago", settlePolicy(withProof(proven(), time.Hour), heartbeat), testNow.Add(-time.Minute), true, "", ""},
+		{"confirmed 2m31s ago", settlePolicy(withProof(proven(), time.Hour), heartbeat), testNow.Add(-151 * time.Second), false, ReasonProofStale,
+			"last confirmed by heartbeat Lease retention-guard/retention-guard-heartbeat-0a1b2c3d4e5f 2m31s ago"},
+		{"a renewal older than checkedAt does not age a new proof", settlePolicy(withProof(proven(), 0), heartbeat), testNow.Add(-time.Hour), true, "", ""},
+		{"no Lease: checkedAt alone", settlePolicy(withProof(proven(), time.Hour), heartbeat), time.Time{}, false, ReasonProofStale, "checked 1h ago"},
+		{"a Lease the status does not name counts for nothing", settlePolicy(withProof(proven(), time.Hour)), testNow, false, ReasonProofStale, "checked 1h ago"},
+		{"renewTime far in the future", settlePolicy(withProof(proven(), time.Hour), heartbeat), testNow.Add(5 * time.Minute), false, ReasonProofStale,
+			"renewTime is 5m in the future"},
+		{"proof of an older generation, however recent the Lease", settlePolicy(withProof(proven(), 0), heartbeat,
+			func(p *rgv1.ConsumerRetentionPolicy) { p.Generation = 2 }), testNow, false, ReasonProofStale, "generation 1, policy at 2"},
+	}
+	for _, tc := range hbCases {
+		cases = append(cases, struct {
+			name       string
+			policy     *rgv1.ConsumerRetentionPolicy
+			wantFresh  bool
+			wantReason string
+			wantDetail string
+		}{tc.name, tc.policy, tc.wantFresh, tc.wantReason, tc.wantDetail})
+		renewedFor[tc.policy] = tc.renewed
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fresh, reason, detail := statusProofFreshness(tc.policy, testNow)
+			fresh, reason, detail := statusProofFreshness(tc.policy, renewedFor[tc.policy], testNow)
 			if fresh != tc.wantFresh || reason != tc.wantReason {
 				t.Fatalf("fresh=%v reason=%q (%s), want fresh=%v reason=%q", fresh, reason, detail, tc.wantFresh, tc.wantReason)
 			}

@@ -15,6 +15,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	kjson "sigs.k8s.io/json"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 )
@@ -174,7 +176,7 @@ func (h *Handler) gather(ctx context.Context, namespace string, policies []*rgv1
 	for i, p := range policies {
 		e := &evals[i]
 		e.Policy = p
-		fresh, reason, detail := statusProofFreshness(p, now)
+		fresh, reason, detail := statusProofFreshness(p, h.heartbeat(ctx, p), now)
 		if start && h.opts.LiveChecker != nil {
 			fresh, reason, detail = false, ReasonLiveCheckFailed, "a start is judged on a live observation"
 		}
@@ -208,6 +210,22 @@ func (h *Handler) gather(ctx context.Context, namespace string, policies []*rgv1
 		evals[i].Consumer = consumers[i]
 	}
 	return evals
+}
+
+// heartbeat is the renewTime of the heartbeat Lease the policy's status
+// names, zero when there is none or it cannot be read (the proof is then
+// as fresh as its checkedAt).
+func (h *Handler) heartbeat(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) time.Time {
+	ref := p.Status.Heartbeat
+	if ref == nil || h.opts.Heartbeats == nil {
+		return time.Time{}
+	}
+	var l coordinationv1.Lease
+	if err := h.opts.Heartbeats.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &l); err != nil ||
+		l.Spec.RenewTime == nil {
+		return time.Time{}
+	}
+	return l.Spec.RenewTime.Time
 }
 
 // liveCheck asks the LiveChecker for a proof within LiveCheckTimeout; on
@@ -301,11 +319,13 @@ func (h *Handler) readScaled(ctx context.Context, kind, namespace, name string, 
 
 // workloadJSON decodes the fields admission needs of a Deployment, a
 // StatefulSet, a Job or a CronJob, skipping the rest (managedFields,
-// status).
+// status, and every annotation but the override: a kubectl-applied
+// object's last-applied-configuration repeats the whole object). It is
+// decoded case-sensitively, as the API server reads objects.
 type workloadJSON struct {
 	Metadata struct {
 		Name            string                  `json:"name"`
-		Annotations     map[string]string       `json:"annotations"`
+		Annotations     overrideAnnotationJSON  `json:"annotations"`
 		OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
 	} `json:"metadata"`
 	Spec struct {
@@ -321,11 +341,23 @@ type workloadJSON struct {
 // reads.
 type jobTemplateJSON struct {
 	Metadata struct {
-		Annotations map[string]string `json:"annotations"`
+		Annotations overrideAnnotationJSON `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
 		Template json.RawMessage `json:"template"`
 	} `json:"spec"`
+}
+
+// overrideAnnotationJSON decodes the one annotation admission reads.
+type overrideAnnotationJSON struct {
+	Override *string `json:"retentionguard.io/override-proof"`
+}
+
+func (a overrideAnnotationJSON) annotations() map[string]string {
+	if a.Override == nil {
+		return nil
+	}
+	return map[string]string{OverrideAnnotation: *a.Override}
 }
 
 // scaleJSON decodes an autoscaling/v1 Scale's spec.replicas (omitted when 0).
@@ -366,13 +398,13 @@ func decodeWorkload(kind string, raw []byte) (*workload, error) {
 		return nil, errors.New("the request carries no object")
 	}
 	var w workloadJSON
-	if err := json.Unmarshal(raw, &w); err != nil {
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &w); err != nil {
 		return nil, fmt.Errorf("decoding the workload: %w", err)
 	}
 	out := &workload{
 		Kind:        kind,
 		Name:        w.Metadata.Name,
-		Annotations: w.Metadata.Annotations,
+		Annotations: w.Metadata.Annotations.annotations(),
 		Replicas:    w.Spec.Replicas,
 		Paused:      w.Spec.Paused,
 		Suspended:   w.Spec.Suspend != nil && *w.Spec.Suspend,
@@ -388,10 +420,10 @@ func decodeWorkload(kind string, raw []byte) (*workload, error) {
 		out.RawJobTemplate = w.Spec.JobTemplate
 		if len(w.Spec.JobTemplate) > 0 {
 			var jt jobTemplateJSON
-			if err := json.Unmarshal(w.Spec.JobTemplate, &jt); err != nil {
+			if err := kjson.UnmarshalCaseSensitivePreserveInts(w.Spec.JobTemplate, &jt); err != nil {
 				return nil, fmt.Errorf("decoding the CronJob's job template: %w", err)
 			}
-			out.Annotations = jt.Metadata.Annotations
+			out.Annotations = jt.Metadata.Annotations.annotations()
 			out.RawTemplate = jt.Spec.Template
 		}
 	}

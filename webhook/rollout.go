@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	kjson "sigs.k8s.io/json"
 )
 
 // workload is what admission needs of a Deployment, StatefulSet, Job or
@@ -39,18 +40,45 @@ type workload struct {
 	RawJobTemplate []byte
 	// RawTemplate is spec.template as the request carries it; Template is
 	// decoded from it on first use (see template), so requests that are
-	// not rollouts never pay for decoding pod templates.
+	// not rollouts never pay for decoding pod templates. Decoded from
+	// RawTemplate, Template holds only what admission reads: the pod
+	// labels and the containers' names and environment.
 	RawTemplate []byte
 	Template    corev1.PodTemplateSpec
 	decoded     bool
 }
 
-// template returns the decoded pod template.
+// podTemplateJSON is what admission reads of a pod template: the labels
+// policies select on, and each container's environment (the consumer
+// clause). Decoding only these costs a fraction of a whole
+// corev1.PodTemplateSpec (probes, resources, volumes, security contexts),
+// on the path every guarded rollout takes.
+type podTemplateJSON struct {
+	Metadata struct {
+		Labels map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Spec struct {
+		Containers []struct {
+			Name    string                 `json:"name"`
+			Env     []corev1.EnvVar        `json:"env"`
+			EnvFrom []corev1.EnvFromSource `json:"envFrom"`
+		} `json:"containers"`
+	} `json:"spec"`
+}
+
+// template returns the decoded pod template (see Template).
 func (w *workload) template() (*corev1.PodTemplateSpec, error) {
 	if !w.decoded {
 		if len(w.RawTemplate) > 0 {
-			if err := json.Unmarshal(w.RawTemplate, &w.Template); err != nil {
+			var t podTemplateJSON
+			if err := kjson.UnmarshalCaseSensitivePreserveInts(w.RawTemplate, &t); err != nil {
 				return nil, fmt.Errorf("decoding the pod template: %w", err)
+			}
+			w.Template = corev1.PodTemplateSpec{}
+			w.Template.Labels = t.Metadata.Labels
+			w.Template.Spec.Containers = make([]corev1.Container, len(t.Spec.Containers))
+			for i, c := range t.Spec.Containers {
+				w.Template.Spec.Containers[i] = corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom}
 			}
 		}
 		w.decoded = true
@@ -58,23 +86,20 @@ func (w *workload) template() (*corev1.PodTemplateSpec, error) {
 	return &w.Template, nil
 }
 
-// templatesDiffer compares two pod templates semantically
-// (equality.Semantic: 1000m equals 1). Identical bytes are equal without
-// decoding. A template that does not decode counts as changed (the caller
-// then fails closed on it).
+// templatesDiffer reports whether the pod template changed. Templates from
+// a request are compared byte for byte: the API server serializes the old
+// and the new object alike from its typed objects (fields in one order,
+// quantities canonical, empty values omitted), so equal templates arrive
+// as equal bytes — and it calls the webhook for an update only when its
+// CEL match condition finds the templates different. Comparing bytes spares
+// decoding two whole pod templates on every guarded rollout. Templates
+// that were decoded, not received (tests), are compared semantically
+// (equality.Semantic: 1000m equals 1).
 func templatesDiffer(old, cur *workload) bool {
-	if old.RawTemplate != nil && bytes.Equal(old.RawTemplate, cur.RawTemplate) {
-		return false
+	if old.RawTemplate != nil || cur.RawTemplate != nil {
+		return !bytes.Equal(old.RawTemplate, cur.RawTemplate)
 	}
-	o, err := old.template()
-	if err != nil {
-		return true
-	}
-	c, err := cur.template()
-	if err != nil {
-		return true
-	}
-	return !equality.Semantic.DeepEqual(o, c)
+	return !equality.Semantic.DeepEqual(&old.Template, &cur.Template)
 }
 
 // replicas is spec.replicas with the API default applied.

@@ -5,6 +5,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -62,8 +63,12 @@ func TestDetectRollout(t *testing.T) {
 	}
 }
 
-// Templates are compared semantically; identical bytes without decoding;
-// raw templates are decoded on demand.
+// Templates received in a request are compared byte for byte (the API
+// server serializes old and new alike, so equal templates are equal bytes,
+// and it calls the webhook only when CEL finds them different), without
+// decoding; templates decoded from typed objects are compared
+// semantically; raw templates are decoded on demand, to what admission
+// reads.
 func TestTemplatesDiffer(t *testing.T) {
 	raw := func(s string) *workload { return &workload{RawTemplate: []byte(s)} }
 	cases := []struct {
@@ -72,13 +77,14 @@ func TestTemplatesDiffer(t *testing.T) {
 		want     bool
 	}{
 		{"identical bytes", raw(`{"metadata":{"labels":{"app":"settle"}}}`), raw(`{"metadata":{"labels":{"app":"settle"}}}`), false},
-		{"same template, other key order", raw(`{"metadata":{"labels":{"a":"1","b":"2"}}}`), raw(`{"metadata":{"labels":{"b":"2","a":"1"}}}`), false},
-		{"equal quantities written differently",
-			raw(`{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"1"}}}]}}`),
-			raw(`{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"1000m"}}}]}}`), false},
 		{"image changed", raw(`{"spec":{"containers":[{"name":"c","image":"a:1"}]}}`), raw(`{"spec":{"containers":[{"name":"c","image":"a:2"}]}}`), true},
+		{"a probe changed (a field admission does not decode)",
+			raw(`{"spec":{"containers":[{"name":"c","readinessProbe":{"periodSeconds":10}}]}}`),
+			raw(`{"spec":{"containers":[{"name":"c","readinessProbe":{"periodSeconds":5}}]}}`), true},
 		{"label dropped", raw(`{"metadata":{"labels":{"app":"settle"}}}`), raw(`{"metadata":{}}`), true},
 		{"undecodable counts as changed", raw(`{"metadata":1}`), raw(`{"metadata":2}`), true},
+		{"decoded: equal quantities written differently", decodedCPU("1"), decodedCPU("1000m"), false},
+		{"decoded: another quantity", decodedCPU("1"), decodedCPU("2"), true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,7 +177,8 @@ func TestDetectCronJobRollout(t *testing.T) {
 // CronJob (its controller reference), a CronJob's job template with the
 // pod template and the annotations its Jobs are created with.
 func TestDecodeBatchWorkloads(t *testing.T) {
-	job := `{"metadata":{"name":"settle-29413560","annotations":{"a":"job"},"ownerReferences":[
+	job := `{"metadata":{"name":"settle-29413560","annotations":{"a":"job","retentionguard.io/override-proof":"on-the-job",
+		"retentionguard.io/Override-Proof":"another annotation"},"ownerReferences":[
 		{"apiVersion":"v1","kind":"CronJob","name":"not-batch","uid":"u0"},
 		{"apiVersion":"batch/v1","kind":"CronJob","name":"other","uid":"u1"},
 		{"apiVersion":"batch/v1","kind":"CronJob","name":"settle","uid":"u2","controller":true}]},
@@ -180,7 +187,10 @@ func TestDecodeBatchWorkloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !w.Suspended || w.CronJob != "settle" || w.CronJobUID != "u2" || w.Annotations["a"] != "job" {
+	// Only the override annotation is read, case-sensitively like every
+	// key the API server reads.
+	if !w.Suspended || w.CronJob != "settle" || w.CronJobUID != "u2" ||
+		len(w.Annotations) != 1 || w.Annotations[OverrideAnnotation] != "on-the-job" {
 		t.Errorf("Job decoded as suspended=%v cronJob=%q uid=%q annotations=%v", w.Suspended, w.CronJob, w.CronJobUID, w.Annotations)
 	}
 	if tmpl, err := w.template(); err != nil || tmpl.Labels["app"] != "settle" {
@@ -207,5 +217,35 @@ func TestDecodeBatchWorkloads(t *testing.T) {
 	}
 	if _, err := decodeWorkload(kindCronJob, []byte(`{"spec":{"jobTemplate":{"spec":1}}}`)); err == nil {
 		t.Error("an undecodable job template was accepted")
+	}
+}
+
+func decodedCPU(q string) *workload {
+	t := template(map[string]string{"app": "settle"}, container("settle"))
+	t.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+	return &workload{Template: t, decoded: true}
+}
+
+// A received template is decoded to what admission reads: its labels and
+// its containers' names and environment, nothing else.
+func TestTemplateDecodesWhatAdmissionReads(t *testing.T) {
+	w := &workload{RawTemplate: []byte(`{"metadata":{"labels":{"app":"settle"},"annotations":{"a":"b"}},"spec":{` +
+		`"containers":[{"name":"settle","image":"settle:1","env":[{"name":"KAFKA_AUTO_OFFSET_RESET","value":"none"},` +
+		`{"name":"KAFKA_ENABLE_AUTO_COMMIT","valueFrom":{"configMapKeyRef":{"name":"kafka","key":"auto-commit"}}}],` +
+		`"envFrom":[{"configMapRef":{"name":"defaults"}}],"resources":{"requests":{"cpu":"1"}}}],"volumes":[{"name":"v","emptyDir":{}}]}}`)}
+	got, err := w.template()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := corev1.PodTemplateSpec{}
+	want.Labels = map[string]string{"app": "settle"}
+	want.Spec.Containers = []corev1.Container{{Name: "settle",
+		Env: []corev1.EnvVar{{Name: "KAFKA_AUTO_OFFSET_RESET", Value: "none"}, {Name: "KAFKA_ENABLE_AUTO_COMMIT",
+			ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "kafka"}, Key: "auto-commit"}}}},
+		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "defaults"}}}},
+	}}
+	if !equality.Semantic.DeepEqual(*got, want) {
+		t.Errorf("decoded %+v\nwant %+v", *got, want)
 	}
 }

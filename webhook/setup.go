@@ -88,6 +88,10 @@ type Options struct {
 	// subresource request. Setup uses the manager's API reader; NewHandler
 	// defaults to the policy reader.
 	WorkloadReader client.Reader
+	// Heartbeats reads the heartbeat Leases policies' statuses name (the
+	// manager's cache, holding only those). nil: a status proof is fresh
+	// by its checkedAt alone.
+	Heartbeats client.Reader
 	// Namespaces are the namespaces the policy cache holds, when the
 	// manager watches only some (--watch-namespaces); empty: all. A
 	// rollout elsewhere is not guarded — no policy there is reconciled or

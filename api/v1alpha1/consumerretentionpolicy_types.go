@@ -449,11 +449,34 @@ type ConsumerRetentionPolicyStatus struct {
 	// +optional
 	Proof *ProofStatus `json:"proof,omitempty"`
 
+	// heartbeat names the Lease that confirms the proof between writes.
+	// The status is written when the proof changes, not on every check:
+	// the manager's leader re-proves every policy each checkInterval and,
+	// once every policy naming this Lease has been re-proved (its status
+	// written when it changed), sets the Lease's spec.renewTime to the
+	// oldest of those observations. A proof is as recent as the later of
+	// proof.checkedAt and that renewTime; the admission webhook judges
+	// freshness by it on every replica. Absent while the proof is not
+	// confirmed this way (a spec problem, or a manager without a
+	// namespace for its Leases, which then writes the status on every
+	// check).
+	// +optional
+	Heartbeat *HeartbeatReference `json:"heartbeat,omitempty"`
+
 	// lastHandledRequestedAt is the value of the
 	// retentionguard.io/requestedAt annotation the last fresh observation
 	// answered.
 	// +optional
 	LastHandledRequestedAt string `json:"lastHandledRequestedAt,omitempty"`
+}
+
+// HeartbeatReference names a coordination.k8s.io/v1 Lease in the
+// manager's namespace.
+type HeartbeatReference struct {
+	// namespace of the Lease: the manager's.
+	Namespace string `json:"namespace"`
+	// name of the Lease: one per Kafka cluster and checkInterval.
+	Name string `json:"name"`
 }
 
 // ProofStatus is the outcome of one check against the brokers.
@@ -469,9 +492,15 @@ type ProofStatus struct {
 	// +optional
 	ProofID string `json:"proofID,omitempty"`
 
-	// checkedAt is when the brokers were observed. The "Proof Age" printer
-	// column shows how long ago: a proof much older than checkInterval is
-	// stale (no manager is updating it) whatever its verdict says.
+	// checkedAt is when the brokers were observed for this proof. Later
+	// checks that find the same facts leave the status as it is (see
+	// status.heartbeat for when it was last confirmed) for up to ten
+	// checkIntervals, at least an hour; durations below (recoveryHeadroom,
+	// groupOffsetsExpireIn) are as of checkedAt, and are rewritten once
+	// they drift from the current value by more than 1% (at least a
+	// minute). The "Proof Age" printer column shows how long ago: a proof
+	// much older than that is stale (no manager is updating it) whatever
+	// its verdict says.
 	CheckedAt metav1.Time `json:"checkedAt"`
 
 	// groupState is the consumer group's state as Kafka reports it
@@ -679,7 +708,7 @@ type ViolationStatus struct {
 // +kubebuilder:resource:shortName=crp,categories=retentionguard
 // +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.spec.groupID`
 // +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.proof.verdict`
-// +kubebuilder:printcolumn:name="Proof Age",type=date,JSONPath=`.status.proof.checkedAt`,description="How long ago the brokers were observed for this verdict. Far beyond checkInterval means nothing is proving it any more (manager down or uninstalled): the verdict is stale."
+// +kubebuilder:printcolumn:name="Proof Age",type=date,JSONPath=`.status.proof.checkedAt`,description="How long ago the brokers were observed for this verdict. An unchanged proof is rewritten every 10 checkIntervals (at least every hour) and confirmed by its heartbeat Lease between: far beyond that means nothing is proving it any more (manager down or uninstalled), the verdict is stale."
 // +kubebuilder:printcolumn:name="Headroom",type=string,JSONPath=`.status.proof.recoveryHeadroom`
 // +kubebuilder:printcolumn:name="Window",type=string,JSONPath=`.spec.recoveryWindow`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1

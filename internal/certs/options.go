@@ -94,7 +94,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"ValidatingWebhookConfiguration of the webhook: --cert-rotation keeps its caBundle current, and the leader keeps its "+
 			"guarded-namespaces matchCondition to the namespaces that hold policies.")
 	fs.StringVar(&o.SecretNamespace, "namespace", os.Getenv("POD_NAMESPACE"),
-		"The manager's namespace: the certificate Secret, the webhook Service and ClusterKafkaConnections' Secrets live there. Default: $POD_NAMESPACE.")
+		"The manager's namespace: the certificate Secret, the webhook Service, ClusterKafkaConnections' Secrets and the heartbeat Leases that confirm unchanged proofs live there. Default: $POD_NAMESPACE.")
 }
 
 // Validate reports what rotation cannot work without.

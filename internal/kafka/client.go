@@ -13,6 +13,11 @@ import (
 // newClient builds the franz-go client for conn: bounded dial, request and
 // retry timeouts, no topic auto-creation, TLS 1.2+ and SASL as configured.
 // It does not connect; the first request does.
+// connIdleTimeout is how long a pooled client keeps an idle broker
+// connection: longer than the usual check intervals, shorter than the
+// brokers' own connections.max.idle.ms default (10m).
+const connIdleTimeout = 5 * time.Minute
+
 func (o *Observer) newClient(conn Connection, watch *saslWatch) (*kgo.Client, error) {
 	if err := conn.Validate(); err != nil {
 		return nil, err
@@ -22,6 +27,11 @@ func (o *Observer) newClient(conn Connection, watch *saslWatch) (*kgo.Client, er
 		kgo.ClientID("retention-guard"),
 		kgo.DisableClientMetrics(), // no KIP-714 telemetry requests from an observer
 		kgo.DialTimeout(o.opts.dialTimeout),
+		// Keep connections between observation passes (checkInterval 1m by
+		// default): otherwise each pass dials every broker again, with its
+		// TLS handshake, ApiVersions and SASL authentication. Brokers close
+		// idle connections after connections.max.idle.ms (10m by default).
+		kgo.ConnIdleTimeout(connIdleTimeout),
 		kgo.RequestTimeoutOverhead(o.opts.requestTimeout),
 		kgo.RetryTimeout(o.opts.retryTimeout),
 		kgo.RetryBackoffFn(func(tries int) time.Duration {

@@ -53,9 +53,50 @@ func TestGroupMemory(t *testing.T) {
 		t.Fatalf("unchanged offset: %+v", r)
 	}
 
-	// Not observed for longer than the TTL: forgotten.
+	// Not observed for longer than the TTL: forgotten, whether or not a
+	// sweep (hourly) came by first.
+	m.prunedAt = t0.Add(6*time.Minute + memoryTTL)
 	r = pass(6*time.Minute+memoryTTL+time.Second, proof.GroupStateEmpty, 9)
 	if !r.emptySince.IsZero() || !r.committedAfter[tp].IsZero() {
-		t.Fatalf("after the TTL: %+v, want a first sight", r)
+		t.Fatalf("after the TTL, before a sweep: %+v, want a first sight", r)
+	}
+	r = pass(7*time.Minute+memoryTTL, proof.GroupStateStable, 10)
+	if !r.committedAfter[tp].Equal(t0.Add(6*time.Minute + memoryTTL + time.Second)) {
+		t.Fatalf("seen again: %+v", r)
+	}
+}
+
+// The sweep for entries past their TTL runs at most once per pruneEvery
+// (it walks every group and partition), and drops groups and partitions
+// nobody observes any more.
+func TestGroupMemorySweep(t *testing.T) {
+	var m groupMemory
+	t0 := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+	rec := func(group string, at time.Duration, parts ...int32) {
+		committed := map[topicPartition]int64{}
+		for _, p := range parts {
+			committed[topicPartition{"orders", p}] = 5
+		}
+		m.record("k0:9092", group, groupFacts{stateKnown: true, state: proof.GroupStateEmpty, committed: committed}, t0.Add(at))
+	}
+	rec("a", 0, 0, 1)
+	rec("b", 0, 0)
+	if !m.prunedAt.Equal(t0) {
+		t.Fatalf("first record: swept at %v", m.prunedAt)
+	}
+	rec("a", memoryTTL-time.Hour, 0) // partition 1 no longer observed
+	rec("a", memoryTTL+time.Minute, 0)
+	if !m.prunedAt.Equal(t0.Add(memoryTTL + time.Minute)) {
+		t.Fatalf("swept at %v", m.prunedAt)
+	}
+	if _, ok := m.groups[memoryKey{"k0:9092", "b"}]; ok {
+		t.Error("group b, unobserved for longer than the TTL, is still remembered")
+	}
+	if _, ok := m.groups[memoryKey{"k0:9092", "a"}].partitions[topicPartition{"orders", 1}]; ok {
+		t.Error("partition orders[1] of group a, unobserved for longer than the TTL, is still remembered")
+	}
+	rec("c", memoryTTL+30*time.Minute)
+	if !m.prunedAt.Equal(t0.Add(memoryTTL + time.Minute)) {
+		t.Errorf("swept again after 29 minutes (at %v)", m.prunedAt)
 	}
 }

@@ -279,6 +279,7 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 				ids = append(ids, id)
 			}
 			slices.Sort(ids)
+			to.Partitions = make([]proof.PartitionObservation, 0, len(ids))
 			for _, id := range ids {
 				ps := ts.partitions[id]
 				tp := topicPartition{name, id}

@@ -109,10 +109,14 @@ func TestDefaults(t *testing.T) {
 		"--metrics-bind-address": ":8080", "--health-probe-bind-address": ":8081",
 		"--kafka-request-timeout": "10s", "--zap-log-level": "info", "--zap-encoder": "json",
 		"--webhook-port": "9443", "--webhook-live-check-timeout": "3s", "--cert-rotation": "true",
+		"--kube-api-qps": "100", "--kube-api-burst": "200",
 	} {
 		if got := mustArg(t, c.Args, flag); got != want {
 			t.Errorf("%s=%s, want %s", flag, got, want)
 		}
+	}
+	if _, ok := argValue(c.Args, "--pprof-bind-address"); ok {
+		t.Error("pprof is served by default")
 	}
 
 	// Restricted pod security.
@@ -576,6 +580,7 @@ func TestValuesReachTheManager(t *testing.T) {
 		"logLevel", "debug", "logEncoder", "console", "kafkaRequestTimeout", "20s",
 		"webhook.failurePolicy", "Ignore", "webhook.timeoutSeconds", 3, "webhook.liveCheckTimeout", "2s",
 		"replicaCount", 3, "image.tag", "v9.9.9",
+		"kubeAPI.qps", 40, "kubeAPI.burst", 80, "pprof.enabled", true,
 	))
 	d, c := managerDeployment(t, m)
 	for flag, want := range map[string]string{
@@ -583,6 +588,7 @@ func TestValuesReachTheManager(t *testing.T) {
 		"--allowed-cursor-hosts": "*.db.svc:5432,mariadb-?.prod:3306",
 		"--zap-log-level":        "debug", "--zap-encoder": "console", "--kafka-request-timeout": "20s",
 		"--webhook-live-check-timeout": "2s",
+		"--kube-api-qps":               "40", "--kube-api-burst": "80", "--pprof-bind-address": "127.0.0.1:8082",
 	} {
 		if got := mustArg(t, c.Args, flag); got != want {
 			t.Errorf("%s=%s, want %s", flag, got, want)
@@ -853,6 +859,8 @@ func TestSchemaRejects(t *testing.T) {
 		{"http webhook URL", set("webhook.url", "http://x:9443"), []string{"url"}},
 		{"bad namespace", set("watchNamespaces", []any{"Orders"}), []string{"watchNamespaces"}},
 		{"typo in resources", set("resources.limit", map[string]any{"cpu": "1"}), []string{"limit"}},
+		{"a client rate of zero", set("kubeAPI.qps", 0), []string{"qps"}},
+		{"typo in kubeAPI", set("kubeAPI.qsp", 10), []string{"qsp"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := renderErr(t, tc.vals)

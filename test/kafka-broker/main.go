@@ -1,11 +1,15 @@
-// Command kafka-broker runs franz-go's kfake as a standalone Kafka broker
+// Command kafka-broker runs franz-go's kfake as a standalone Kafka cluster
 // process, for the end-to-end suite (test/e2e), the real-node tier
-// (test/node: consumer pods and the manager's pods connect to it) and `make
-// demo`: clients talk to it over TCP exactly as to a real broker, and the
-// suites can stop it (SIGTERM) and start it again on the same port.
+// (test/node: consumer pods and the manager's pods connect to it), `make
+// demo` and `make bench-scale` (test/scale): clients talk to it over TCP
+// exactly as to a real cluster, and the suites can stop it (SIGTERM) and
+// start it again on the same ports.
 //
-//	kafka-broker --listen 127.0.0.1:9092 [--advertise HOST:PORT] \
-//	  [--data-dir DIR] [--broker-config offset.retention.ms=2000 ...]
+//	kafka-broker --listen 127.0.0.1:9092[,127.0.0.1:9093,...] [--advertise HOST:PORT[,...]] \
+//	  [--data-dir DIR] [--broker-config offset.retention.ms=2000 ...] [--stats-addr 127.0.0.1:PORT]
+//
+// One broker listens on each --listen address (a cluster of that many
+// brokers).
 //
 // --listen takes any local address. Kafka clients connect to the address the
 // broker advertises in its metadata, not to the bootstrap address, so the
@@ -17,20 +21,27 @@
 // It prints "listening on ADDR" (the advertised address) once it accepts
 // connections and runs until SIGTERM or SIGINT. With --data-dir the
 // broker's state (topics, records, log start offsets, committed offsets)
-// survives a restart.
+// survives a restart. With --stats-addr it counts the requests it answers by
+// Kafka API and serves the counts as JSON at http://ADDR/requests (the
+// scale benchmark reads them: requests seen by the cluster, whoever sent
+// them).
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 type configFlag map[string]string
@@ -47,29 +58,49 @@ func (f configFlag) Set(s string) error {
 }
 
 func main() {
-	listen := flag.String("listen", "127.0.0.1:9092", "host:port to listen on (any local address)")
-	advertise := flag.String("advertise", "", "host:port clients are told to connect to; default the --listen address")
+	listen := flag.String("listen", "127.0.0.1:9092", "host:port to listen on (any local address), one per broker, comma-separated")
+	advertise := flag.String("advertise", "", "host:port clients are told to connect to, one per --listen address; default the --listen addresses")
 	dataDir := flag.String("data-dir", "", "directory to persist state in, so that it survives a restart")
 	logLevel := flag.String("log-level", "none", "kfake log level: none, error, warn, info, debug")
+	statsAddr := flag.String("stats-addr", "", "host:port to serve request counts by Kafka API on (GET /requests); empty: not counted")
 	configs := configFlag{}
 	flag.Var(configs, "broker-config", "broker config key=value (repeatable), e.g. offset.retention.ms=2000")
 	flag.Parse()
 
-	listenAddr, port, err := parseAddr("--listen", *listen)
-	if err != nil {
-		usage("%v", err)
-	}
-	advertised := listenAddr
+	// kfake asks for 127.0.0.1:<port> for each broker: the port says
+	// which --listen (and --advertise) address the broker is.
+	listenAddrs := strings.Split(*listen, ",")
+	var advertiseAddrs []string
 	if *advertise != "" {
-		if advertised, _, err = parseAddr("--advertise", *advertise); err != nil {
+		if advertiseAddrs = strings.Split(*advertise, ","); len(advertiseAddrs) != len(listenAddrs) {
+			usage("--advertise %q: give one address per --listen address (%d)", *advertise, len(listenAddrs))
+		}
+	}
+	type broker struct{ listen, advertised string }
+	brokers := map[int]broker{}
+	var ports []int
+	for i, a := range listenAddrs {
+		listenAddr, port, err := parseAddr("--listen", strings.TrimSpace(a))
+		if err != nil {
 			usage("%v", err)
 		}
-	}
-	if ip := net.ParseIP(hostOf(advertised)); hostOf(advertised) == "" || (ip != nil && ip.IsUnspecified()) {
-		if *advertise == "" {
-			usage("--listen %q is a wildcard address, which clients cannot connect to: pass --advertise HOST:PORT, the address they reach this host on", *listen)
+		if _, dup := brokers[port]; dup {
+			usage("--listen %q: port %d is given twice", *listen, port)
 		}
-		usage("--advertise %q: clients cannot connect to a wildcard address; pass the address they reach this host on", advertised)
+		advertised := listenAddr
+		if advertiseAddrs != nil {
+			if advertised, _, err = parseAddr("--advertise", strings.TrimSpace(advertiseAddrs[i])); err != nil {
+				usage("%v", err)
+			}
+		}
+		if ip := net.ParseIP(hostOf(advertised)); hostOf(advertised) == "" || (ip != nil && ip.IsUnspecified()) {
+			if advertiseAddrs == nil {
+				usage("--listen %q is a wildcard address, which clients cannot connect to: pass --advertise HOST:PORT, the address they reach this host on", listenAddr)
+			}
+			usage("--advertise %q: clients cannot connect to a wildcard address; pass the address they reach this host on", advertised)
+		}
+		brokers[port] = broker{listenAddr, advertised}
+		ports = append(ports, port)
 	}
 
 	level, ok := map[string]kfake.LogLevel{
@@ -80,17 +111,26 @@ func main() {
 		usage("--log-level %q: use none, error, warn, info or debug", *logLevel)
 	}
 	opts := []kfake.Opt{
-		kfake.NumBrokers(1),
-		kfake.Ports(port),
+		kfake.NumBrokers(len(ports)),
+		kfake.Ports(ports...),
 		// kfake always asks for 127.0.0.1:<port>; listen where --listen
 		// says, and advertise --advertise (kfake advertises the listener's
 		// address).
-		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-			l, err := net.Listen(network, listenAddr)
+		kfake.ListenFn(func(network, addr string) (net.Listener, error) {
+			_, p, err := net.SplitHostPort(addr)
 			if err != nil {
 				return nil, err
 			}
-			return advertisedListener{Listener: l, addr: advertisedAddr(advertised)}, nil
+			port, _ := strconv.Atoi(p)
+			b, ok := brokers[port]
+			if !ok {
+				return nil, fmt.Errorf("kfake asked for %s, which no --listen address has", addr)
+			}
+			l, err := net.Listen(network, b.listen)
+			if err != nil {
+				return nil, err
+			}
+			return advertisedListener{Listener: l, addr: advertisedAddr(b.advertised)}, nil
 		}),
 		kfake.WithLogger(kfake.BasicLogger(os.Stderr, level)),
 	}
@@ -102,8 +142,14 @@ func main() {
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "kafka-broker: starting kfake on %s: %v\n", listenAddr, err)
+		fmt.Fprintf(os.Stderr, "kafka-broker: starting kfake on %s: %v\n", *listen, err)
 		os.Exit(1)
+	}
+	if *statsAddr != "" {
+		if err := serveStats(c, *statsAddr); err != nil {
+			fmt.Fprintf(os.Stderr, "kafka-broker: --stats-addr %q: %v\n", *statsAddr, err)
+			os.Exit(1)
+		}
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -147,4 +193,38 @@ func (a advertisedAddr) String() string  { return string(a) }
 func usage(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "kafka-broker: "+format+"\n", args...)
 	os.Exit(64)
+}
+
+// serveStats counts every request the cluster handles by API name (a
+// control function that observes and lets the cluster answer as usual) and
+// serves the counts at /requests.
+func serveStats(c *kfake.Cluster, addr string) error {
+	var (
+		mu     sync.Mutex
+		counts = map[string]int64{}
+	)
+	c.Control(func(req kmsg.Request) (kmsg.Response, error, bool) {
+		mu.Lock()
+		counts[kmsg.NameForKey(req.Key())]++
+		mu.Unlock()
+		return nil, nil, false
+	})
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /requests", func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		b, err := json.Marshal(counts)
+		mu.Unlock()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	})
+	go func() { _ = http.Serve(l, mux) }()
+	return nil
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -60,10 +61,19 @@ func TestInstall(t *testing.T) {
 	}
 
 	// Logs a platform team alerts on: no error line (the replicas' race on
-	// the empty Secret included), no RBAC refusal.
+	// the empty Secret included), no RBAC refusal. And the Go runtime's
+	// soft memory limit is 90% of the container's (setMemoryLimit): read
+	// from the pod's cgroup, it keeps the heap under the chart's limit.
 	for _, p := range pods {
 		logs, err := kubectl(ctx, "logs", "--namespace", releaseNS, p.Name)
 		must(t, err)
+		limit := p.Spec.Containers[0].Resources.Limits.Memory().Value()
+		want := fmt.Sprintf(`"GOMEMLIMIT":%d`, limit*9/10)
+		if !slices.ContainsFunc(strings.Split(logs, "\n"), func(l string) bool {
+			return strings.Contains(l, "Go memory limit") && strings.Contains(l, want)
+		}) {
+			t.Errorf("manager %s did not log its Go memory limit as %s (90%% of its %d-byte limit):\n%s", p.Name, want, limit, tailString(logs, 2000))
+		}
 		for _, line := range strings.Split(logs, "\n") {
 			if strings.Contains(line, `"level":"error"`) || strings.Contains(strings.ToLower(line), "forbidden") {
 				t.Errorf("manager %s logged: %s", p.Name, line)

@@ -12,6 +12,7 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,10 +45,36 @@ type Options struct {
 	// ChartValues are set over the values the stack needs (webhook.url,
 	// webhook.caBundle, allowedBootstrapServers, ...).
 	ChartValues map[string]any
+	// KafkaClusters is how many Kafka clusters (broker processes) to run;
+	// default 1. The first is BrokerAddr.
+	KafkaClusters int
+	// BrokersPerCluster is how many brokers each cluster has; default 1.
+	BrokersPerCluster int
+	// BrokerStats makes each cluster count the requests it answers
+	// (KafkaCluster.Requests).
+	BrokerStats bool
+	// ManagerFlags are set over the chart's manager flags and the ones
+	// the stack sets (e.g. "--leader-elect": "true").
+	ManagerFlags map[string]string
+	// DeferManager leaves the manager unstarted: call StartManager.
+	DeferManager bool
 	// Prometheus starts a Prometheus server configured from the chart's
 	// ServiceMonitor and PrometheusRule (both enabled, with the dashboard)
 	// once the manager is up.
 	Prometheus bool
+}
+
+// KafkaCluster is one broker process: a kfake cluster of one or more
+// brokers.
+type KafkaCluster struct {
+	// Addrs are the brokers' addresses, the first being the bootstrap
+	// server tests name.
+	Addrs []string
+	// StatsAddr serves the request counts (Options.BrokerStats).
+	StatsAddr string
+	Process   *Process
+	name      string
+	args      []string
 }
 
 // Stack is a running control plane, broker and manager.
@@ -58,16 +85,21 @@ type Stack struct {
 	Kubectl string // kubectl from the control-plane build, may not exist
 
 	BrokerBinary string
-	BrokerAddr   string
-	Broker       *Process
-	brokerArgs   []string
+	// BrokerAddr and Broker are the first Kafka cluster's bootstrap
+	// server and process (Clusters[0]).
+	BrokerAddr string
+	Broker     *Process
+	// Clusters are every Kafka cluster (Options.KafkaClusters).
+	Clusters []*KafkaCluster
 
-	CAPEM         []byte
-	WebhookPort   int
-	MetricsAddr   string
-	ProbeAddr     string
-	Manager       *Process
-	ManagerArgs   []string
+	CAPEM       []byte
+	WebhookPort int
+	MetricsAddr string
+	ProbeAddr   string
+	Manager     *Process
+	ManagerArgs []string
+	// ManagerEnv is added to the manager's environment.
+	ManagerEnv    []string
 	ManagerConfig *rest.Config // the chart ServiceAccount's credentials
 	ManagerClient client.Client
 	// AdminKubeconfig is a kubeconfig file with the control plane's admin
@@ -102,6 +134,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			return nil, err
 		}
 		s.removeDir = true
+	} else if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -115,19 +149,18 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return s, err
 	}
 
-	// The broker.
-	port, err := FreePort()
-	if err != nil {
-		return s, err
+	// The Kafka clusters.
+	for i := range max(o.KafkaClusters, 1) {
+		kc, err := newKafkaCluster(s.Dir, i, max(o.BrokersPerCluster, 1), o.BrokerStats, o.BrokerConfigs)
+		if err != nil {
+			return s, err
+		}
+		s.Clusters = append(s.Clusters, kc)
+		if err := s.startCluster(ctx, kc); err != nil {
+			return s, err
+		}
 	}
-	s.BrokerAddr = "127.0.0.1:" + strconv.Itoa(port)
-	s.brokerArgs = []string{"--listen", s.BrokerAddr, "--data-dir", filepath.Join(s.Dir, "kafka-data")}
-	for k, v := range o.BrokerConfigs {
-		s.brokerArgs = append(s.brokerArgs, "--broker-config", k+"="+v)
-	}
-	if err := s.StartBroker(ctx); err != nil {
-		return s, err
-	}
+	s.BrokerAddr, s.Broker = s.Clusters[0].Addrs[0], s.Clusters[0].Process
 
 	// The control plane.
 	s.logf("starting etcd and kube-apiserver (KUBEBUILDER_ASSETS=%s)", os.Getenv("KUBEBUILDER_ASSETS"))
@@ -209,7 +242,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.MetricsAddr = "127.0.0.1:" + strconv.Itoa(metricsPort)
 	s.ProbeAddr = "127.0.0.1:" + strconv.Itoa(probePort)
-	s.ManagerArgs = append([]string{"manager"}, overrideArgs(chartArgs, map[string]string{
+	flags := map[string]string{
 		"--kubeconfig":                s.ManagerKubeconfig,
 		"--leader-elect":              "false",
 		"--enable-webhook":            "true",
@@ -218,7 +251,12 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		"--webhook-cert-dir":          certDir,
 		"--metrics-bind-address":      s.MetricsAddr,
 		"--health-probe-bind-address": s.ProbeAddr,
-	})...)
+	}
+	maps.Copy(flags, o.ManagerFlags)
+	s.ManagerArgs = append([]string{"manager"}, overrideArgs(chartArgs, flags)...)
+	if o.DeferManager {
+		return s, nil
+	}
 	if err := s.StartManager(ctx); err != nil {
 		return s, err
 	}
@@ -282,26 +320,92 @@ func overrideArgs(args []string, set map[string]string) []string {
 	return out
 }
 
-// StartBroker starts the broker process (again) on BrokerAddr, with the
-// same data directory.
-func (s *Stack) StartBroker(ctx context.Context) error {
+// newKafkaCluster picks free ports for cluster i's brokers (and its stats
+// endpoint) and its arguments; its data lives under dir.
+func newKafkaCluster(dir string, i, brokers int, stats bool, configs map[string]string) (*KafkaCluster, error) {
+	kc := &KafkaCluster{name: "kafka-broker"}
+	data := filepath.Join(dir, "kafka-data")
+	if i > 0 {
+		kc.name = "kafka-broker-" + strconv.Itoa(i)
+		data += "-" + strconv.Itoa(i)
+	}
+	for range brokers {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		kc.Addrs = append(kc.Addrs, "127.0.0.1:"+strconv.Itoa(port))
+	}
+	kc.args = []string{"--listen", strings.Join(kc.Addrs, ","), "--data-dir", data}
+	if stats {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		kc.StatsAddr = "127.0.0.1:" + strconv.Itoa(port)
+		kc.args = append(kc.args, "--stats-addr", kc.StatsAddr)
+	}
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		kc.args = append(kc.args, "--broker-config", k+"="+configs[k])
+	}
+	return kc, nil
+}
+
+func (s *Stack) startCluster(ctx context.Context, kc *KafkaCluster) error {
 	var err error
-	s.Broker, err = startProcess(ctx, s.Dir, "kafka-broker", s.BrokerBinary, s.brokerArgs, nil, "listening on", 30*time.Second)
+	kc.Process, err = startProcess(ctx, s.Dir, kc.name, s.BrokerBinary, kc.args, nil, "listening on", 30*time.Second)
 	if err != nil {
 		return err
 	}
-	if err := waitTCP(ctx, s.BrokerAddr, 10*time.Second); err != nil {
-		return err
+	for _, a := range kc.Addrs {
+		if err := waitTCP(ctx, a, 10*time.Second); err != nil {
+			return err
+		}
 	}
-	s.logf("Kafka broker (pid %d) listening on %s", s.Broker.PID(), s.BrokerAddr)
+	s.logf("Kafka cluster %s (pid %d) listening on %s", kc.name, kc.Process.PID(), strings.Join(kc.Addrs, ","))
 	return nil
 }
 
-// StopBroker stops the broker with SIGTERM.
+// StartBroker starts the first Kafka cluster's process (again) on
+// BrokerAddr, with the same data directory.
+func (s *Stack) StartBroker(ctx context.Context) error {
+	if err := s.startCluster(ctx, s.Clusters[0]); err != nil {
+		return err
+	}
+	s.Broker = s.Clusters[0].Process
+	return nil
+}
+
+// StopBroker stops the first Kafka cluster with SIGTERM.
 func (s *Stack) StopBroker() error {
 	err := s.Broker.Stop(15 * time.Second)
 	s.logf("Kafka broker stopped (SIGTERM)")
 	return err
+}
+
+// Requests are the requests the cluster has answered so far, by Kafka API
+// name (Options.BrokerStats).
+func (kc *KafkaCluster) Requests(ctx context.Context) (map[string]int64, error) {
+	if kc.StatsAddr == "" {
+		return nil, errors.New("the cluster does not count requests: start the stack with BrokerStats")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+kc.StatsAddr+"/requests", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /requests: %s", resp.Status)
+	}
+	out := map[string]int64{}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("decoding the request counts: %w", err)
+	}
+	return out, nil
 }
 
 // StartManager starts the manager process (again) and waits until it is
@@ -309,7 +413,7 @@ func (s *Stack) StopBroker() error {
 func (s *Stack) StartManager(ctx context.Context) error {
 	var err error
 	s.Manager, err = startProcess(ctx, s.Dir, "manager", s.Binary, s.ManagerArgs,
-		[]string{"POD_NAMESPACE=" + ReleaseNamespace}, "", 0)
+		append([]string{"POD_NAMESPACE=" + ReleaseNamespace}, s.ManagerEnv...), "", 0)
 	if err != nil {
 		return err
 	}
@@ -389,8 +493,10 @@ func (s *Stack) Stop() {
 	if err := s.Manager.Stop(15 * time.Second); err != nil {
 		s.logf("%v", err)
 	}
-	if err := s.Broker.Stop(15 * time.Second); err != nil {
-		s.logf("%v", err)
+	for _, kc := range s.Clusters {
+		if err := kc.Process.Stop(15 * time.Second); err != nil {
+			s.logf("%v", err)
+		}
 	}
 	if s.Env != nil {
 		if err := s.Env.Stop(); err != nil {

@@ -20,8 +20,9 @@
 // -max-phase; repeated -rounds times, alternating which handler goes first,
 // and summarized by the median. Loopback only.
 //
-//	go run ./webhook/loadtest
-//	go run ./webhook/loadtest -rate 1000 -requests 10000 -concurrency 32
+//	go run ./test/loadtest
+//	go run ./test/loadtest -rate 0 -rounds 1 -cpuprofile cpu.out   # then: go tool pprof -top -focus webhook cpu.out
+//	go run ./test/loadtest -rate 1000 -requests 10000 -concurrency 32
 package main
 
 import (
@@ -44,6 +45,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -79,12 +81,26 @@ func main() {
 		rate        = flag.Float64("rate", 1000, "requests per second in the open-loop phase (0: skip it)")
 		maxPhase    = flag.Duration("max-phase", 30*time.Second, "upper bound on each phase")
 		rounds      = flag.Int("rounds", 3, "rounds of all phases, alternating which handler goes first; the summary is the median")
+		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of the whole run (client and server) to this file")
 	)
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	log.SetLogger(logr.Discard())
 	ctrl.SetLogger(logr.Discard())
 	if err := run(*namespaces, *perNS, *requests, *concurrency, *rate, *maxPhase, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }

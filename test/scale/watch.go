@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+)
+
+// proofTracker watches every policy and notes when each first shows a
+// proof written by the manager run that started at since (the statuses
+// were cleared before it started), for the current generation.
+type proofTracker struct {
+	since time.Time
+	want  int
+
+	mu       sync.Mutex
+	at       map[string]time.Time // when each policy first had its proof (bench clock)
+	verdicts map[string]rgv1.Verdict
+	proven   []int // policy numbers with a Proven proof, for the admission load
+	all      chan struct{}
+	allAt    time.Time
+}
+
+func newProofTracker(since time.Time, want int) *proofTracker {
+	return &proofTracker{since: since, want: want, at: map[string]time.Time{}, verdicts: map[string]rgv1.Verdict{}, all: make(chan struct{})}
+}
+
+// run lists and watches policies until ctx ends, starting over when a
+// watch closes.
+func (t *proofTracker) run(ctx context.Context, c client.WithWatch) {
+	for ctx.Err() == nil {
+		var list rgv1.ConsumerRetentionPolicyList
+		if err := c.List(ctx, &list); err != nil {
+			sleep(ctx, time.Second)
+			continue
+		}
+		for i := range list.Items {
+			t.note(&list.Items[i])
+		}
+		w, err := c.Watch(ctx, &rgv1.ConsumerRetentionPolicyList{}, &client.ListOptions{Raw: &metav1.ListOptions{
+			ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true}})
+		if err != nil {
+			sleep(ctx, time.Second)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				continue
+			}
+			if p, ok := ev.Object.(*rgv1.ConsumerRetentionPolicy); ok {
+				t.note(p)
+			}
+		}
+		w.Stop()
+	}
+}
+
+func (t *proofTracker) note(p *rgv1.ConsumerRetentionPolicy) {
+	pr := p.Status.Proof
+	if pr == nil || p.Status.ObservedGeneration != p.Generation || pr.CheckedAt.Time.Before(t.since.Truncate(time.Second)) {
+		return
+	}
+	key := p.Namespace + "/" + p.Name
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, seen := t.at[key]; !seen {
+		t.at[key] = time.Now()
+		if pr.Verdict == rgv1.VerdictProven {
+			var g int
+			if _, err := fmt.Sscanf(p.Name, "consumer-%d", &g); err == nil {
+				t.proven = append(t.proven, g)
+			}
+		}
+	}
+	t.verdicts[key] = pr.Verdict
+	if len(t.at) >= t.want && t.allAt.IsZero() {
+		t.allAt = time.Now()
+		close(t.all)
+	}
+}
+
+// counts returns how many policies have a proof, by verdict.
+func (t *proofTracker) counts() (int, map[rgv1.Verdict]int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	by := map[rgv1.Verdict]int{}
+	for _, v := range t.verdicts {
+		by[v]++
+	}
+	return len(t.at), by
+}
+
+// pick returns a random policy with a Proven proof, or -1.
+func (t *proofTracker) pick() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.proven) == 0 {
+		return -1
+	}
+	return t.proven[rand.IntN(len(t.proven))]
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
