@@ -94,6 +94,10 @@ type Heartbeats struct {
 
 	mu        sync.Mutex
 	confirmed map[types.NamespacedName]confirmation
+	// written is the renewTime this process last wrote to each Lease: the
+	// cache may not show its own write by the next tick, and a Lease is
+	// written once per renewTime, not again because the cache is behind.
+	written map[string]metav1.MicroTime
 	// now is the clock (tests).
 	now func() time.Time
 }
@@ -242,7 +246,11 @@ func (h *Heartbeats) renew(ctx context.Context) error {
 		}
 		if err := h.Client.Delete(ctx, l); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
+			continue
 		}
+		h.mu.Lock()
+		delete(h.written, name)
+		h.mu.Unlock()
 	}
 	if len(errs) > 0 {
 		return errs[0]
@@ -256,6 +264,12 @@ func (h *Heartbeats) write(ctx context.Context, name string, d leaseDue, cur *co
 	// would write the same time again.
 	renew := metav1.NewMicroTime(d.renew.Truncate(time.Microsecond))
 	duration := int32(freshnessWindow(d.interval).Seconds())
+	h.mu.Lock()
+	w, ok := h.written[name]
+	h.mu.Unlock()
+	if ok && w.Equal(&renew) {
+		return nil // written by this process; the cache may not show it yet
+	}
 	if cur != nil && cur.Spec.RenewTime != nil && cur.Spec.RenewTime.Equal(&renew) &&
 		ptr.Deref(cur.Spec.HolderIdentity, "") == h.Identity {
 		return nil
@@ -277,21 +291,39 @@ func (h *Heartbeats) write(ctx context.Context, name string, d leaseDue, cur *co
 		if apierrors.IsAlreadyExists(err) {
 			return nil // the cache is behind: renewed on the next tick
 		}
+		if err == nil {
+			h.wrote(name, renew)
+		}
 		return err
 	}
+	// A merge patch without a resourceVersion: only the leader writes
+	// heartbeat Leases, so there is no writer to race with, and a cache
+	// that has not caught up with this process's last write costs no
+	// conflict and no second request.
 	l := cur.DeepCopy()
 	if ptr.Deref(l.Spec.HolderIdentity, "") != h.Identity {
 		l.Spec.AcquireTime = &renew
 	}
 	l.Spec.HolderIdentity, l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = ptr.To(h.Identity), &renew, ptr.To(duration)
-	err := h.Client.Update(ctx, l)
-	if apierrors.IsConflict(err) {
-		return nil // the cache is behind: renewed on the next tick
+	err := h.Client.Patch(ctx, l, client.MergeFrom(cur))
+	if apierrors.IsNotFound(err) {
+		return nil // deleted meanwhile: created again on the next tick
 	}
 	if err == nil {
+		h.wrote(name, renew)
 		h.Logger.V(1).Info("renewed heartbeat", "lease", name, "renewTime", d.renew.UTC().Format(time.RFC3339))
 	}
 	return err
+}
+
+// wrote records the renewTime this process wrote to a Lease.
+func (h *Heartbeats) wrote(name string, renew metav1.MicroTime) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.written == nil {
+		h.written = make(map[string]metav1.MicroTime)
+	}
+	h.written[name] = renew
 }
 
 func (h *Heartbeats) clock() time.Time {

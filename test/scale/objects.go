@@ -198,19 +198,10 @@ func (s shape) policy(g int, bootstrap []string, interval time.Duration) *rgv1.C
 	return p
 }
 
-// createAll creates objects with workers, treating AlreadyExists as done,
-// and reports progress every 10 seconds.
+// createAll creates objects with workers (forAll), treating AlreadyExists
+// as done, and reports progress every 10 seconds.
 func createAll(ctx context.Context, c client.Client, what string, n int, obj func(i int) client.Object, logf func(string, ...any)) error {
-	const workers = 24
-	var (
-		next    atomic.Int64
-		done    atomic.Int64
-		wg      sync.WaitGroup
-		errOnce sync.Once
-		first   error
-	)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	var done atomic.Int64
 	start := time.Now()
 	stop := make(chan struct{})
 	go func() {
@@ -225,28 +216,16 @@ func createAll(ctx context.Context, c client.Client, what string, n int, obj fun
 			}
 		}
 	}()
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				err := c.Create(ctx, obj(i), client.FieldOwner(fieldManager))
-				if err != nil && !apierrors.IsAlreadyExists(err) {
-					errOnce.Do(func() { first = fmt.Errorf("creating %s #%d: %w", what, i, err); cancel() })
-					return
-				}
-				done.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
+	err := forAll(ctx, n, func(ctx context.Context, i int) error {
+		if err := c.Create(ctx, obj(i), client.FieldOwner(fieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %s #%d: %w", what, i, err)
+		}
+		done.Add(1)
+		return nil
+	})
 	close(stop)
-	if first != nil {
-		return first
+	if err != nil {
+		return err
 	}
 	logf("  %d %s in %s", n, what, time.Since(start).Round(100*time.Millisecond))
 	return nil
