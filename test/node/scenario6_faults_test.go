@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
@@ -176,8 +177,26 @@ func TestFaultLeaderPodDeleted(t *testing.T) {
 		return err
 	})
 	takeover := time.Since(deleted)
+	// Re-proven by the new leader: a status it wrote, or — the facts being
+	// the same — the heartbeat Lease the status names, renewed by it to an
+	// observation made after the delete (status is written only when the
+	// proof changes).
 	waitPolicy(t, key, 2*time.Minute, "proven again after the new leader took over", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return proven(p) && p.Status.Proof.CheckedAt.After(deleted)
+		if !proven(p) {
+			return false
+		}
+		if p.Status.Proof.CheckedAt.After(deleted) {
+			return true
+		}
+		hb := p.Status.Heartbeat
+		if hb == nil {
+			return false
+		}
+		var l coordinationv1.Lease
+		if err := admin().Get(ctx, client.ObjectKey{Namespace: hb.Namespace, Name: hb.Name}, &l); err != nil {
+			return false
+		}
+		return l.Spec.RenewTime != nil && l.Spec.RenewTime.After(deleted) && ptr.Deref(l.Spec.HolderIdentity, "") == next
 	})
 	resumed := time.Since(deleted)
 	waitManagerReady(t, 2)
