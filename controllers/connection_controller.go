@@ -283,18 +283,7 @@ func (r *KafkaConnectionReconciler) interval(c connectionObject) time.Duration {
 }
 
 func (r *KafkaConnectionReconciler) patchStatus(ctx context.Context, before, after client.Object) error {
-	patch := client.MergeFrom(before)
-	data, err := patch.Data(after)
-	if err != nil {
-		return err
-	}
-	if string(data) == "{}" {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, after, patch); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	return nil
+	return patchStatus(ctx, r.Client, before, after)
 }
 
 func (r *KafkaConnectionReconciler) forget(key types.NamespacedName) {

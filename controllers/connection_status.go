@@ -13,6 +13,7 @@ import (
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/proofstatus"
 )
 
 // A connection's status is computed, like a policy's, by a pure function of
@@ -89,9 +90,9 @@ func computeConnectionStatus(cur rgv1.KafkaConnectionStatus, in connectionInput)
 		st.BrokerOffsetsRetention = nil
 		for _, id := range co.Brokers {
 			st.BrokerOffsetsRetention = append(st.BrokerOffsetsRetention,
-				rgv1.BrokerOffsetsRetention{Broker: id, Minutes: configInt64(co.BrokerOffsetsRetention[id])})
+				rgv1.BrokerOffsetsRetention{Broker: id, Minutes: proofstatus.ConfigInt(co.BrokerOffsetsRetention[id])})
 		}
-		st.OffsetsRetentionMinutes = configInt64(co.OffsetsRetentionMinutes)
+		st.OffsetsRetentionMinutes = proofstatus.ConfigInt(co.OffsetsRetentionMinutes)
 		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
 		meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
 
@@ -184,16 +185,4 @@ func unguardedGroup(j proof.Judgement) rgv1.UnguardedGroup {
 		g.RecoveryHeadroom = &metav1.Duration{Duration: j.RecoveryHeadroom.Round(time.Second)}
 	}
 	return g
-}
-
-// configInt64 parses a broker config value, nil when absent or unreadable.
-func configInt64(v proof.ConfigValue) *int64 {
-	if !v.Present || v.Null {
-		return nil
-	}
-	n, err := strconv.ParseInt(v.Value, 10, 64)
-	if err != nil {
-		return nil
-	}
-	return &n
 }

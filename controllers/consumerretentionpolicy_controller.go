@@ -452,6 +452,12 @@ func jitter(d time.Duration) time.Duration {
 
 // patchStatus sends one merge patch of the status, when it changed.
 func (r *ConsumerRetentionPolicyReconciler) patchStatus(ctx context.Context, before, after *rgv1.ConsumerRetentionPolicy) error {
+	return patchStatus(ctx, r.Client, before, after)
+}
+
+// patchStatus sends one merge patch of obj's status from before to after,
+// when it changed; an object deleted meanwhile is not an error.
+func patchStatus(ctx context.Context, c client.Client, before, after client.Object) error {
 	patch := client.MergeFrom(before)
 	data, err := patch.Data(after)
 	if err != nil {
@@ -460,7 +466,7 @@ func (r *ConsumerRetentionPolicyReconciler) patchStatus(ctx context.Context, bef
 	if string(data) == "{}" {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, after, patch); err != nil && !apierrors.IsNotFound(err) {
+	if err := c.Status().Patch(ctx, after, patch); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	return nil

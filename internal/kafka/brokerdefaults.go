@@ -142,6 +142,16 @@ func strictestDefault(key string, brokers []int32, defaults map[int32]map[string
 	return proof.ConfigValue{Present: true, Value: best.value, Source: src}, true
 }
 
+// brokerDefaultOf is the broker setting each topic config defaults to, for
+// the configs that take one setting as is (Kafka's ServerTopicConfigSynonyms).
+var brokerDefaultOf = map[string]string{
+	configRetentionBytes:       brokerLogRetentionBytes,
+	configCleanupPolicy:        brokerLogCleanupPolicy,
+	configDeleteRetentionMs:    brokerDeleteRetentionMs,
+	configTimestampType:        brokerTimestampType,
+	configTimestampBeforeMaxMs: brokerTimestampBeforeMaxMs,
+}
+
 // deriveDefault is Kafka's derivation of a topic config from one broker's
 // settings.
 func deriveDefault(key string, b map[string]proof.ConfigValue) (brokerValue, bool) {
@@ -180,21 +190,11 @@ func deriveDefault(key string, b map[string]proof.ConfigValue) (brokerValue, boo
 			ms = -1
 		}
 		return brokerValue{strconv.FormatInt(ms, 10), src}, true
-	case configRetentionBytes:
-		v, ok := read(brokerLogRetentionBytes)
-		return brokerValue{v, brokerLogRetentionBytes}, ok
-	case configCleanupPolicy:
-		v, ok := read(brokerLogCleanupPolicy)
-		return brokerValue{v, brokerLogCleanupPolicy}, ok
-	case configDeleteRetentionMs:
-		v, ok := read(brokerDeleteRetentionMs)
-		return brokerValue{v, brokerDeleteRetentionMs}, ok
-	case configTimestampType:
-		v, ok := read(brokerTimestampType)
-		return brokerValue{v, brokerTimestampType}, ok
-	case configTimestampBeforeMaxMs:
-		v, ok := read(brokerTimestampBeforeMaxMs)
-		return brokerValue{v, brokerTimestampBeforeMaxMs}, ok
+	}
+	// The other topic configs take one broker setting as their default.
+	if bk, ok := brokerDefaultOf[key]; ok {
+		v, ok := read(bk)
+		return brokerValue{v, bk}, ok
 	}
 	return brokerValue{}, false
 }

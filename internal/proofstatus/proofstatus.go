@@ -42,18 +42,18 @@ func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
 		t := metav1.NewTime(obs.Group.EmptySince.UTC().Truncate(time.Second))
 		ps.GroupEmptySince = &t
 	}
-	ps.OffsetsRetentionMinutes = configInt(obs.OffsetsRetentionMinutes)
+	ps.OffsetsRetentionMinutes = ConfigInt(obs.OffsetsRetentionMinutes)
 	for _, t := range obs.Topics {
 		ts := rgv1.TopicRetentionStatus{
 			Name:           t.Name,
-			RetentionMs:    configInt(t.RetentionMs),
-			RetentionBytes: configInt(t.RetentionBytes),
+			RetentionMs:    ConfigInt(t.RetentionMs),
+			RetentionBytes: ConfigInt(t.RetentionBytes),
 		}
 		if t.CleanupPolicy.Present && !t.CleanupPolicy.Null {
 			ts.CleanupPolicy = t.CleanupPolicy.Value
 		}
 		if strings.Contains(ts.CleanupPolicy, "compact") {
-			ts.DeleteRetentionMs = configInt(t.DeleteRetentionMs)
+			ts.DeleteRetentionMs = ConfigInt(t.DeleteRetentionMs)
 		}
 		ts.Source = cmp.Or(t.RetentionMs.Source, t.RetentionBytes.Source, t.CleanupPolicy.Source)
 		ps.Topics = append(ps.Topics, ts)
@@ -131,9 +131,9 @@ func listed(vs []proof.Violation) []int {
 	return out
 }
 
-// configInt parses an integer config value; nil when absent, null or not a
+// ConfigInt parses an integer config value; nil when absent, null or not a
 // number (the proof reports those as unreadable).
-func configInt(v proof.ConfigValue) *int64 {
+func ConfigInt(v proof.ConfigValue) *int64 {
 	if !v.Present || v.Null {
 		return nil
 	}
