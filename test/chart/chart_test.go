@@ -22,6 +22,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	"github.com/retentionguard/retention-guard/internal/webhookscope"
 )
@@ -189,6 +190,17 @@ func TestDefaults(t *testing.T) {
 	}
 	if !selects(t, d.Spec.Selector, podLabels) {
 		t.Errorf("Deployment selector does not select its pods")
+	}
+
+	// A stopping replica keeps serving while its endpoint leaves the
+	// Service: a rolling update refuses no admission (the real node's helm
+	// upgrade saw one "connection refused" without it).
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil ||
+		c.Lifecycle.PreStop.Sleep.Seconds != 5 || int64(5) >= ptr.Deref(pod.TerminationGracePeriodSeconds, 30) {
+		t.Errorf("preStop %+v, want a 5 s sleep within terminationGracePeriodSeconds %v", c.Lifecycle, pod.TerminationGracePeriodSeconds)
+	}
+	if c := into[appsv1.Deployment](t, render(t, set("webhook.drainSeconds", 0)).get(t, "Deployment", fullname)).Spec.Template.Spec.Containers[0]; c.Lifecycle != nil {
+		t.Errorf("webhook.drainSeconds 0 still renders %+v", c.Lifecycle)
 	}
 
 	pdb := into[policyv1.PodDisruptionBudget](t, m.get(t, "PodDisruptionBudget", fullname))
@@ -861,6 +873,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"typo in resources", set("resources.limit", map[string]any{"cpu": "1"}), []string{"limit"}},
 		{"a client rate of zero", set("kubeAPI.qps", 0), []string{"qps"}},
 		{"typo in kubeAPI", set("kubeAPI.qsp", 10), []string{"qsp"}},
+		{"a drain past the grace period", set("webhook.drainSeconds", 40), []string{"drainSeconds"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := renderErr(t, tc.vals)
