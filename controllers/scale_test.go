@@ -110,8 +110,13 @@ func TestManyPoliciesShareOneObservation(t *testing.T) {
 		}, 90*time.Second, 200*time.Millisecond).Should(Equal(n))
 		f := scaleFigures{policies: n, allProvenAfter: time.Since(created), window: window,
 			startupPasses: h.observer.passes.Load()}
-		// One more interval for the first proofs' events to be sent.
-		time.Sleep(interval) // letting asynchronous event writes finish, not waiting for a condition
+		// Two more intervals: the first proofs' events are sent, and every
+		// policy is re-proved once on a pass made after they were all
+		// proven (requeues are an interval ± 10% apart). Until then the
+		// heartbeat's oldest confirmation can still step through the many
+		// passes made while the policies were being created, one renewal
+		// each, which is not the steady state being counted.
+		time.Sleep(2 * interval) // letting asynchronous work settle, not waiting for a condition
 
 		// Steady state: count what a few intervals cost.
 		h.requests.take()
