@@ -176,9 +176,9 @@ func (h *Handler) gather(ctx context.Context, namespace string, policies []*rgv1
 	for i, p := range policies {
 		e := &evals[i]
 		e.Policy = p
-		fresh, reason, detail := statusProofFreshness(p, h.heartbeat(ctx, p), now)
-		if start && h.opts.LiveChecker != nil {
-			fresh, reason, detail = false, ReasonLiveCheckFailed, "a start is judged on a live observation"
+		fresh, reason, detail := false, ReasonLiveCheckFailed, "a start is judged on a live observation"
+		if !start || h.opts.LiveChecker == nil {
+			fresh, reason, detail = statusProofFreshness(p, h.heartbeat(ctx, p), now)
 		}
 		switch {
 		case fresh:

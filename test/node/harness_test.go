@@ -286,6 +286,11 @@ func describe(p *rgv1.ConsumerRetentionPolicy) string {
 
 // consumerDeployment is a Deployment of test/consumer for group on topic.
 func consumerDeployment(ns, name, group, topic, reset string, autoCommit bool, replicas int32) *appsv1.Deployment {
+	return deployment(ns, name, replicas, 10, consumerContainer(group, topic, reset, autoCommit))
+}
+
+// deployment runs one container in pods labelled app=name.
+func deployment(ns, name string, replicas int32, gracePeriodSeconds int64, c corev1.Container) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -295,8 +300,8 @@ func consumerDeployment(ns, name, group, topic, reset string, autoCommit bool, r
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](10),
-					Containers:                    []corev1.Container{consumerContainer(group, topic, reset, autoCommit)},
+					TerminationGracePeriodSeconds: ptr.To(gracePeriodSeconds),
+					Containers:                    []corev1.Container{c},
 				},
 			},
 		},

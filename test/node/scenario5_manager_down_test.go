@@ -7,8 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/retentionguard/retention-guard/test/node/cluster"
 )
@@ -74,19 +72,5 @@ func TestManagerDownBlocksOnlyGuardedNamespaces(t *testing.T) {
 // pauseDeployment runs the pause program: a workload that is not a
 // consumer.
 func pauseDeployment(ns, name string, replicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](2),
-					Containers:                    []corev1.Container{{Name: name, Image: cluster.PauseImage}},
-				},
-			},
-		},
-	}
+	return deployment(ns, name, replicas, 2, corev1.Container{Name: name, Image: cluster.PauseImage})
 }

@@ -388,15 +388,7 @@ func measureStep(ctx context.Context, o options, stk *stack.Stack, c client.With
 	sleep(ctx, o.settle)
 
 	// The steady state.
-	m0, err := getMetrics(ctx, stk.MetricsAddr)
-	if err != nil {
-		return r, err
-	}
-	k0, err := kafkaRequests(ctx, stk)
-	if err != nil {
-		return r, err
-	}
-	a0, err := apiserverMetrics(ctx, stk)
+	m0, k0, a0, err := counters(ctx, stk)
 	if err != nil {
 		return r, err
 	}
@@ -442,15 +434,7 @@ func measureStep(ctx context.Context, o options, stk *stack.Stack, c client.With
 	if o.profileDir != "" {
 		saveProfile(ctx, o.managerFlags["--pprof-bind-address"], "heap", filepath.Join(o.profileDir, fmt.Sprintf("heap-%d.pprof", n)))
 	}
-	m1, err := getMetrics(ctx, stk.MetricsAddr)
-	if err != nil {
-		return r, err
-	}
-	k1, err := kafkaRequests(ctx, stk)
-	if err != nil {
-		return r, err
-	}
-	a1, err := apiserverMetrics(ctx, stk)
+	m1, k1, a1, err := counters(ctx, stk)
 	if err != nil {
 		return r, err
 	}
@@ -561,6 +545,22 @@ func saveProfile(ctx context.Context, addr, what, file string) {
 
 // apiserverMetrics scrapes the kube-apiserver's /metrics with the admin
 // credentials.
+// counters reads what the steady state is the difference of: the
+// manager's /metrics, the Kafka clusters' request counts and the API
+// server's /metrics.
+func counters(ctx context.Context, stk *stack.Stack) (manager scrape, kafka []map[string]int64, apiserver scrape, err error) {
+	if manager, err = getMetrics(ctx, stk.MetricsAddr); err != nil {
+		return nil, nil, nil, err
+	}
+	if kafka, err = kafkaRequests(ctx, stk); err != nil {
+		return nil, nil, nil, err
+	}
+	if apiserver, err = apiserverMetrics(ctx, stk); err != nil {
+		return nil, nil, nil, err
+	}
+	return manager, kafka, apiserver, nil
+}
+
 func apiserverMetrics(ctx context.Context, stk *stack.Stack) (scrape, error) {
 	hc, err := rest.HTTPClientFor(stk.Env.Config)
 	if err != nil {
