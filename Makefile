@@ -36,13 +36,13 @@ demo: ## Run the product on embedded defaults (local control plane, broker, mana
 NODE_TIER := $(shell [ "$$(uname -s)" = Linux ] && [ "$$(id -u)" = 0 ] && echo yes)
 
 .PHONY: test
-test: deps verify lint test-go release-rehearsal test-e2e test-node ## Run every test: generated files, lint, unit, integration (envtest + kfake), the release rehearsal, end to end, the real node.
+test: deps verify lint test-go test-kafka release-rehearsal test-e2e test-node ## Run every test: generated files, lint, unit, integration (envtest + kfake), real Apache Kafka brokers, the release rehearsal, end to end, the real node.
 
 ##@ Pieces of `make test`
 
 .PHONY: deps
-deps: ## Install what the tests need that Go does not bring (idempotent): kcat, shellcheck for actionlint, PostgreSQL and MariaDB for business cursors, Prometheus and promtool for the alerts; containerd, runc, CNI plugins, iptables, conntrack for the real node (Linux, root).
-	hack/install-deps.sh kcat shellcheck postgresql mariadb-server prometheus $(if $(NODE_TIER),node)
+deps: ## Install what the tests need that Go does not bring (idempotent): kcat, shellcheck for actionlint, PostgreSQL and MariaDB for business cursors, Prometheus and promtool for the alerts, OpenJDK 17 and Maven for the real Kafka brokers; containerd, runc, CNI plugins, iptables, conntrack for the real node (Linux, root).
+	hack/install-deps.sh kcat shellcheck postgresql mariadb-server prometheus java $(if $(NODE_TIER),node)
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBEBUILDER_ASSETS.
@@ -51,7 +51,24 @@ envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBE
 .PHONY: test-go
 test-go: ## Go tests against the real control plane from envtest-assets (all but the end-to-end ones; the alert tests need promtool: make deps).
 	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh); \
-	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$' -e '/test/release$$' -e '/test/node$$' -e '/test/node/teardown$$')
+	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$' -e '/test/release$$' -e '/test/node$$' -e '/test/node/teardown$$' $(REAL_KAFKA_GREP))
+
+# Packages that start real Apache Kafka brokers (JVMs): the harness and
+# everything under test/realkafka.
+REAL_KAFKA_GREP := -e '/internal/kafka/apachekafka$$' -e '/test/realkafka'
+
+.PHONY: kafka-dists
+kafka-dists: ## Assemble (or reuse) Apache Kafka 3.9 and 4.x and the Java consumer from Maven Central; print the variables the tests read.
+	@hack/build-kafka.sh
+
+.PHONY: test-kafka
+test-kafka: ## Real Apache Kafka brokers (3.9 and the newest 4.x, assembled by hack/build-kafka.sh): the semantics the proof relies on, real clients, the product end to end, the broker-in-the-loop oracle.
+	# -count=1: the brokers and the Java consumer are built outside go
+	# test's cache. -p 1: each package starts its own JVMs; two cores.
+	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh) $$(hack/build-kafka.sh) \
+	  RETENTION_GUARD_BIN=$(CURDIR)/bin/e2e/retention-guard; \
+	$(MAKE) --no-print-directory build-e2e >/dev/null; \
+	$(GO) test $(GOTESTFLAGS) -count=1 -p 1 -timeout 30m $$($(GO) list ./... | grep $(REAL_KAFKA_GREP))
 
 .PHONY: release-rehearsal
 release-rehearsal: ## The release on loopback: push the image (+SBOM) and the chart to an in-process registry, then pull and run them as a user.

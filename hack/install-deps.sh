@@ -27,11 +27,18 @@ fi
 # at install. "node" stands for what the real-node tier (test/node) runs
 # besides the binaries hack/build-node.sh builds: containerd, runc, the CNI
 # plugins, iptables and conntrack (no service of theirs is started either:
-# the tier starts containerd itself, in its run folder).
+# the tier starts containerd itself, in its run folder). "java" stands for
+# OpenJDK 17 (javac included) and Maven, which hack/build-kafka.sh assembles
+# the real Apache Kafka brokers and the Java consumer with: installed from
+# Debian only where the machine has none on PATH.
 apt_pkgs=()
 for spec in "$@"; do
   case "$spec" in
     node) apt_pkgs+=(containerd runc containernetworking-plugins iptables conntrack) ;;
+    java)
+      { command -v java >/dev/null && command -v javac >/dev/null; } || apt_pkgs+=(openjdk-17-jdk-headless)
+      command -v mvn >/dev/null || apt_pkgs+=(maven)
+      ;;
     *) apt_pkgs+=("$spec") ;;
   esac
 done
