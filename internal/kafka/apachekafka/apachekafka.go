@@ -213,10 +213,12 @@ type Node struct {
 // broker log's tail first when the test failed).
 func Start(t testing.TB, d Dist, opts ...Option) *Broker {
 	t.Helper()
+	start := time.Now()
 	b, err := StartCluster(d, t.TempDir(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("Apache Kafka %s: %d node(s) ready in %s", d.Version, len(b.Nodes), time.Since(start).Round(100*time.Millisecond))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("Apache Kafka %s log (last 60 lines of each node):\n%s", d.Version, b.LogTail(60))
