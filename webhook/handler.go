@@ -18,7 +18,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -29,8 +31,8 @@ import (
 )
 
 // Handler is the validating admission handler for apps/v1 Deployments and
-// StatefulSets (and their scale subresources) and batch/v1 Jobs and
-// CronJobs. It gathers — policies from
+// StatefulSets (and their scale subresources), batch/v1 Jobs and CronJobs,
+// and Argo Rollouts (argoproj.io/v1alpha1, scale included). It gathers — policies from
 // the cache, proofs (status or live), ConfigMaps — and leaves the judgement
 // to the pure functions of rollout.go, match.go, decision.go and
 // message.go.
@@ -64,7 +66,13 @@ const (
 	kindStatefulSet = "StatefulSet"
 	kindJob         = "Job"
 	kindCronJob     = "CronJob"
+	// kindRollout is Argo Rollouts' argoproj.io/v1alpha1 Rollout: guarded
+	// like a Deployment (rollout.go).
+	kindRollout = "Rollout"
 )
+
+// argoprojGroup is Argo Rollouts' API group.
+const argoprojGroup = "argoproj.io"
 
 func workloadKind(group, resource string) string {
 	switch {
@@ -76,6 +84,8 @@ func workloadKind(group, resource string) string {
 		return kindJob
 	case group == batchv1.GroupName && resource == "cronjobs":
 		return kindCronJob
+	case group == argoprojGroup && resource == "rollouts":
+		return kindRollout
 	}
 	return ""
 }
@@ -83,7 +93,7 @@ func workloadKind(group, resource string) string {
 func (h *Handler) handle(ctx context.Context, req admission.Request, kind string) (admission.Response, outcome) {
 	log := logf.FromContext(ctx)
 	if kind == "" || (req.SubResource != "" && (req.SubResource != "scale" || kind == kindJob || kind == kindCronJob)) {
-		return admission.Allowed("not a Deployment, StatefulSet, Job or CronJob rollout"), outcomeSkipped
+		return admission.Allowed("not a Deployment, StatefulSet, Job, CronJob or Rollout rollout"), outcomeSkipped
 	}
 	if h.namespaces != nil && !h.namespaces[req.Namespace] {
 		return admission.Allowed("namespace not watched by retention-guard"), outcomeSkipped
@@ -108,6 +118,15 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 		if err := h.readScaled(ctx, kind, req.Namespace, req.Name, cur); err != nil {
 			log.Error(err, "reading the scaled workload", "workload", t.String())
 			return failClosed(t, "reading the "+kind+" being scaled", err), outcomeError
+		}
+	}
+	if cur.WorkloadRef != nil {
+		// The Rollout's pods come from the referenced Deployment's
+		// template: its labels and environment are what policies select
+		// and judge.
+		if err := h.readReferencedTemplate(ctx, req.Namespace, cur); err != nil {
+			log.Error(err, "reading the Rollout's spec.workloadRef", "workload", t.String())
+			return failClosed(t, "reading the Deployment the Rollout's spec.workloadRef names", err), outcomeError
 		}
 	}
 	tmpl, err := cur.template()
@@ -301,12 +320,29 @@ func (h *Handler) record(t target, d *decision) {
 func (h *Handler) readScaled(ctx context.Context, kind, namespace, name string, cur *workload) error {
 	key := client.ObjectKey{Namespace: namespace, Name: name}
 	switch kind {
-	case "Deployment":
+	case kindDeployment:
 		var d appsv1.Deployment
 		if err := h.opts.WorkloadReader.Get(ctx, key, &d); err != nil {
 			return err
 		}
 		cur.Name, cur.Annotations, cur.Paused, cur.Template, cur.decoded = d.Name, d.Annotations, d.Spec.Paused, d.Spec.Template, true
+	case kindRollout:
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(rolloutGVK)
+		if err := h.opts.WorkloadReader.Get(ctx, key, u); err != nil {
+			return err
+		}
+		raw, err := u.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		stored, err := decodeWorkload(kindRollout, raw)
+		if err != nil {
+			return err
+		}
+		replicas := cur.Replicas
+		*cur = *stored
+		cur.Replicas = replicas
 	default:
 		var s appsv1.StatefulSet
 		if err := h.opts.WorkloadReader.Get(ctx, key, &s); err != nil {
@@ -317,8 +353,27 @@ func (h *Handler) readScaled(ctx context.Context, kind, namespace, name string, 
 	return nil
 }
 
+// rolloutGVK is the Argo Rollouts kind the webhook reads (scale requests).
+var rolloutGVK = schema.GroupVersionKind{Group: argoprojGroup, Version: "v1alpha1", Kind: kindRollout}
+
+// readReferencedTemplate sets a Rollout's pod template to the one of the
+// Deployment its spec.workloadRef names (Argo Rollouts' workload
+// referencing: the Rollout's own spec.template is then empty).
+func (h *Handler) readReferencedTemplate(ctx context.Context, namespace string, cur *workload) error {
+	ref := cur.WorkloadRef
+	if ref.Kind != kindDeployment || (ref.APIVersion != "" && ref.APIVersion != appsv1.SchemeGroupVersion.String()) {
+		return fmt.Errorf("spec.workloadRef names %s %s: only apps/v1 Deployments are supported", ref.APIVersion, ref.Kind)
+	}
+	var d appsv1.Deployment
+	if err := h.opts.WorkloadReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, &d); err != nil {
+		return err
+	}
+	cur.RawTemplate, cur.Template, cur.decoded = nil, d.Spec.Template, true
+	return nil
+}
+
 // workloadJSON decodes the fields admission needs of a Deployment, a
-// StatefulSet, a Job or a CronJob, skipping the rest (managedFields,
+// StatefulSet, a Job, a CronJob or a Rollout, skipping the rest (managedFields,
 // status, and every annotation but the override: a kubectl-applied
 // object's last-applied-configuration repeats the whole object). It is
 // decoded case-sensitively, as the API server reads objects.
@@ -334,7 +389,15 @@ type workloadJSON struct {
 		Suspend     *bool           `json:"suspend"`
 		Template    json.RawMessage `json:"template"`
 		JobTemplate json.RawMessage `json:"jobTemplate"`
+		WorkloadRef *workloadRef    `json:"workloadRef"`
 	} `json:"spec"`
+}
+
+// workloadRef is a Rollout's spec.workloadRef.
+type workloadRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
 }
 
 // jobTemplateJSON is the part of a CronJob's spec.jobTemplate admission
@@ -411,6 +474,11 @@ func decodeWorkload(kind string, raw []byte) (*workload, error) {
 		RawTemplate: w.Spec.Template,
 	}
 	switch kind {
+	case kindRollout:
+		if w.Spec.WorkloadRef != nil && w.Spec.WorkloadRef.Name != "" {
+			ref := *w.Spec.WorkloadRef
+			out.WorkloadRef = &ref
+		}
 	case kindJob:
 		if ref := cronJobOwner(w.Metadata.OwnerReferences); ref != nil {
 			out.CronJob, out.CronJobUID = ref.Name, string(ref.UID)

@@ -12,12 +12,13 @@ import (
 	kjson "sigs.k8s.io/json"
 )
 
-// workload is what admission needs of a Deployment, StatefulSet, Job or
-// CronJob: a pod template (a CronJob's spec.jobTemplate.spec.template) and
-// what says whether pods run (replicas and paused for the apps kinds,
-// suspend for the batch kinds).
+// workload is what admission needs of a Deployment, StatefulSet, Job,
+// CronJob or Argo Rollout: a pod template (a CronJob's
+// spec.jobTemplate.spec.template, the Deployment a Rollout's
+// spec.workloadRef names) and what says whether pods run (replicas and
+// paused for the apps kinds and Rollouts, suspend for the batch kinds).
 type workload struct {
-	// Kind is Deployment, StatefulSet, Job or CronJob.
+	// Kind is Deployment, StatefulSet, Job, CronJob or Rollout.
 	Kind string
 	Name string
 	// Annotations carry the override annotation: the object's own, except
@@ -27,8 +28,10 @@ type workload struct {
 	Annotations map[string]string
 	// Replicas is spec.replicas; nil means the API default, 1.
 	Replicas *int32
-	// Paused is a Deployment's spec.paused.
+	// Paused is a Deployment's or Rollout's spec.paused.
 	Paused bool
+	// WorkloadRef is a Rollout's spec.workloadRef (nil without one).
+	WorkloadRef *workloadRef
 	// Suspended is a Job's or CronJob's spec.suspend.
 	Suspended bool
 	// CronJob names the CronJob that owns a Job (its controller
@@ -147,9 +150,9 @@ func startsConsumers(kind string, r rollout) bool {
 //
 //   - CREATE with replicas ≠ 0 (nil replicas is 1);
 //   - UPDATE that scales from 0 to more;
-//   - UPDATE that unpauses a Deployment whose replicas > 0;
+//   - UPDATE that unpauses a Deployment or Rollout whose replicas > 0;
 //   - UPDATE that changes the pod template (semantically) while the new
-//     replicas > 0.
+//     replicas > 0 (a Rollout's spec.workloadRef changing counts).
 //
 // Everything else — scale down, scale within > 0, metadata, status — is not
 // a rollout and is always allowed. For a scale subresource request old and
@@ -176,11 +179,20 @@ func detectRollout(op admissionv1.Operation, old, cur *workload) rollout {
 			return rolloutScaleFromZero
 		case old.Paused && !cur.Paused:
 			return rolloutUnpause
-		case templatesDiffer(old, cur):
+		case templatesDiffer(old, cur), workloadRefsDiffer(old.WorkloadRef, cur.WorkloadRef):
 			return rolloutTemplateChanged
 		}
 	}
 	return rolloutNone
+}
+
+// workloadRefsDiffer reports whether a Rollout's spec.workloadRef changed:
+// its pods then come from another template.
+func workloadRefsDiffer(old, cur *workloadRef) bool {
+	if old == nil || cur == nil {
+		return old != cur
+	}
+	return *old != *cur
 }
 
 // detectJobRollout: every start of a Job is a rollout, including the Jobs

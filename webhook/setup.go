@@ -15,8 +15,11 @@ import (
 )
 
 // The webhook configuration generated into config/webhook/manifests.yaml by
-// `make manifests`: one webhook for apps/v1 Deployments and StatefulSets and
-// batch/v1 Jobs and CronJobs. The scale subresources are included:
+// `make manifests`: one webhook for apps/v1 Deployments and StatefulSets,
+// batch/v1 Jobs and CronJobs, and Argo Rollouts' argoproj.io/v1alpha1
+// Rollouts (the chart renders that rule, and the RBAC rule reading
+// Rollouts, only where the Rollout CRD is installed: argoRollouts.enabled).
+// The scale subresources are included:
 // `kubectl scale` and autoscalers scale from zero through them. Jobs and
 // CronJobs are guarded like Deployments (issue #8): every Job start is a
 // rollout, including the runs a CronJob's controller creates. matchConditions
@@ -28,9 +31,12 @@ import (
 //     unpause, pod template change while replicas > 0;
 //   - job-starts-only: create not suspended, or unsuspend;
 //   - cronjob-runs-only: create not suspended, unsuspend, or a job template
-//     change while not suspended.
+//     change while not suspended;
+//   - argo-rollouts-only: as rollouts-only, with spec.template optional and
+//     a spec.workloadRef change counted as a template change (the
+//     Rollout's pods then come from the referenced Deployment's template).
 //
-// +kubebuilder:webhook:path=/validate-apps-v1-workloads,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=apps;batch,resources=deployments;statefulsets;deployments/scale;statefulsets/scale;jobs;cronjobs,verbs=create;update,versions=v1,name=workloads.retentionguard.io,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease"]}]},"matchConditions":[{"name":"rollouts-only","expression":"request.resource.group != 'apps' || (request.operation == 'CREATE' ? !(has(object.spec.replicas) && object.spec.replicas == 0) : has(request.subResource) && request.subResource == 'scale' ? ((!has(oldObject.spec) || !has(oldObject.spec.replicas) || oldObject.spec.replicas == 0) && has(object.spec) && has(object.spec.replicas) && object.spec.replicas > 0) : has(request.subResource) && request.subResource != '' ? false : ((!has(object.spec.replicas) || object.spec.replicas > 0) && ((has(oldObject.spec.replicas) && oldObject.spec.replicas == 0) || (has(oldObject.spec.paused) && oldObject.spec.paused && !(has(object.spec.paused) && object.spec.paused)) || object.spec.template != oldObject.spec.template)))"},{"name":"job-starts-only","expression":"request.resource.group != 'batch' || request.resource.resource != 'jobs' || (request.operation == 'CREATE' ? !(has(object.spec.suspend) && object.spec.suspend) : (has(oldObject.spec.suspend) && oldObject.spec.suspend && !(has(object.spec.suspend) && object.spec.suspend)))"},{"name":"cronjob-runs-only","expression":"request.resource.group != 'batch' || request.resource.resource != 'cronjobs' || (!(has(object.spec.suspend) && object.spec.suspend) && (request.operation == 'CREATE' || (has(oldObject.spec.suspend) && oldObject.spec.suspend) || object.spec.jobTemplate != oldObject.spec.jobTemplate))"}]}`
+// +kubebuilder:webhook:path=/validate-apps-v1-workloads,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=apps;batch,resources=deployments;statefulsets;deployments/scale;statefulsets/scale;jobs;cronjobs,verbs=create;update,versions=v1,name=workloads.retentionguard.io,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent,patch=`{"rules":[{"apiGroups":["apps"],"apiVersions":["v1"],"operations":["CREATE","UPDATE"],"resources":["deployments","statefulsets","deployments/scale","statefulsets/scale"]},{"apiGroups":["batch"],"apiVersions":["v1"],"operations":["CREATE","UPDATE"],"resources":["jobs","cronjobs"]},{"apiGroups":["argoproj.io"],"apiVersions":["v1alpha1"],"operations":["CREATE","UPDATE"],"resources":["rollouts","rollouts/scale"]}],"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease"]}]},"matchConditions":[{"name":"rollouts-only","expression":"request.resource.group != 'apps' || (request.operation == 'CREATE' ? !(has(object.spec.replicas) && object.spec.replicas == 0) : has(request.subResource) && request.subResource == 'scale' ? ((!has(oldObject.spec) || !has(oldObject.spec.replicas) || oldObject.spec.replicas == 0) && has(object.spec) && has(object.spec.replicas) && object.spec.replicas > 0) : has(request.subResource) && request.subResource != '' ? false : ((!has(object.spec.replicas) || object.spec.replicas > 0) && ((has(oldObject.spec.replicas) && oldObject.spec.replicas == 0) || (has(oldObject.spec.paused) && oldObject.spec.paused && !(has(object.spec.paused) && object.spec.paused)) || object.spec.template != oldObject.spec.template)))"},{"name":"job-starts-only","expression":"request.resource.group != 'batch' || request.resource.resource != 'jobs' || (request.operation == 'CREATE' ? !(has(object.spec.suspend) && object.spec.suspend) : (has(oldObject.spec.suspend) && oldObject.spec.suspend && !(has(object.spec.suspend) && object.spec.suspend)))"},{"name":"cronjob-runs-only","expression":"request.resource.group != 'batch' || request.resource.resource != 'cronjobs' || (!(has(object.spec.suspend) && object.spec.suspend) && (request.operation == 'CREATE' || (has(oldObject.spec.suspend) && oldObject.spec.suspend) || object.spec.jobTemplate != oldObject.spec.jobTemplate))"},{"name":"argo-rollouts-only","expression":"request.resource.group != 'argoproj.io' || (request.operation == 'CREATE' ? !(has(object.spec.replicas) && object.spec.replicas == 0) : has(request.subResource) && request.subResource == 'scale' ? ((!has(oldObject.spec) || !has(oldObject.spec.replicas) || oldObject.spec.replicas == 0) && has(object.spec) && has(object.spec.replicas) && object.spec.replicas > 0) : has(request.subResource) && request.subResource != '' ? false : ((!has(object.spec.replicas) || object.spec.replicas > 0) && ((has(oldObject.spec.replicas) && oldObject.spec.replicas == 0) || (has(oldObject.spec.paused) && oldObject.spec.paused && !(has(object.spec.paused) && object.spec.paused)) || has(object.spec.template) != has(oldObject.spec.template) || (has(object.spec.template) && object.spec.template != oldObject.spec.template) || has(object.spec.workloadRef) != has(oldObject.spec.workloadRef) || (has(object.spec.workloadRef) && object.spec.workloadRef != oldObject.spec.workloadRef))))"}]}`
 //
 // The webhook reads policies (informer), ConfigMaps and, for scale
 // requests, the workload; it records events on policies.
@@ -38,6 +44,7 @@ import (
 // +kubebuilder:rbac:groups=retentionguard.io,resources=consumerretentionpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get
+// +kubebuilder:rbac:groups=argoproj.io,resources=rollouts,verbs=get
 //
 // Jobs and CronJobs need no read: everything (the pod template, the owning
 // CronJob's name) is in the request.
@@ -84,8 +91,9 @@ type Options struct {
 	// Setup uses the manager's API reader (fresh, no cluster-wide ConfigMap
 	// informer); NewHandler defaults to the policy reader.
 	ConfigMapReader client.Reader
-	// WorkloadReader reads the Deployment or StatefulSet of a scale
-	// subresource request. Setup uses the manager's API reader; NewHandler
+	// WorkloadReader reads the Deployment, StatefulSet or Rollout of a
+	// scale subresource request, and the Deployment a Rollout's
+	// spec.workloadRef names. Setup uses the manager's API reader; NewHandler
 	// defaults to the policy reader.
 	WorkloadReader client.Reader
 	// Heartbeats reads the heartbeat Leases policies' statuses name (the

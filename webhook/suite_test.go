@@ -79,7 +79,14 @@ func startSuite(t testing.TB) *suiteEnv {
 
 func newSuite() (*suiteEnv, error) {
 	ctrl.SetLogger(logr.Discard())
+	rolloutCRD, err := testenv.ArgoRolloutsCRD()
+	if err != nil {
+		return nil, err
+	}
 	env, err := testenv.Start(func(e *envtest.Environment) {
+		// Argo Rollouts' own Rollout CRD: Rollouts are guarded like
+		// Deployments (argorollouts_test.go).
+		e.CRDDirectoryPaths = append(e.CRDDirectoryPaths, rolloutCRD)
 		e.WebhookInstallOptions = envtest.WebhookInstallOptions{
 			Paths: []string{filepath.Join(testenv.RepoRoot(), "config", "webhook", "manifests.yaml")},
 		}

@@ -4,9 +4,11 @@
 package testenv
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"testing"
@@ -103,4 +105,32 @@ func Main(m *testing.M, env **Env, opts ...func(*envtest.Environment)) int {
 		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 	}
 	return code
+}
+
+// ArgoRolloutsVersion is the Argo Rollouts release whose Rollout CRD the
+// tests install: the real CRD, from the release's Go module (the module
+// proxy serves the repository's manifests with its code).
+const ArgoRolloutsVersion = "v1.8.3"
+
+// ArgoRolloutsCRD returns the path of Argo Rollouts' Rollout CRD
+// (manifests/crds/rollout-crd.yaml of ArgoRolloutsVersion), downloading the
+// module into Go's module cache on first use (`go mod download`), offline
+// after that.
+func ArgoRolloutsCRD() (string, error) {
+	out, err := exec.Command("go", "mod", "download", "-json", "github.com/argoproj/argo-rollouts@"+ArgoRolloutsVersion).Output()
+	if err != nil {
+		return "", fmt.Errorf("go mod download github.com/argoproj/argo-rollouts@%s: %w", ArgoRolloutsVersion, err)
+	}
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &mod); err != nil {
+		return "", fmt.Errorf("go mod download -json: %w", err)
+	}
+	if mod.Error != "" || mod.Dir == "" {
+		return "", fmt.Errorf("go mod download github.com/argoproj/argo-rollouts@%s: %s", ArgoRolloutsVersion, mod.Error)
+	}
+	crd := filepath.Join(mod.Dir, "manifests", "crds", "rollout-crd.yaml")
+	if _, err := os.Stat(crd); err != nil {
+		return "", fmt.Errorf("the Argo Rollouts module has no Rollout CRD: %w", err)
+	}
+	return crd, nil
 }

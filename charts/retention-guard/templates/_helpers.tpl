@@ -62,3 +62,31 @@ or the installer brings their own (webhook.caBundle).
 {{- define "retention-guard.certDir" -}}
 /tmp/k8s-webhook-server/serving-certs
 {{- end -}}
+
+{{/*
+argoRollouts is "true" when the webhook guards Argo Rollouts: argoRollouts.enabled
+true, or auto (the default) and the cluster serves argoproj.io/v1alpha1
+Rollouts (the CRD is installed). Empty otherwise.
+*/}}
+{{- define "retention-guard.argoRollouts" -}}
+{{- $v := .Values.argoRollouts.enabled -}}
+{{- if or (eq (toString $v) "true") (and (eq (toString $v) "auto") (.Capabilities.APIVersions.Has "argoproj.io/v1alpha1/Rollout")) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
+withoutArgoRollouts drops the argoproj.io entries of a generated rules list
+(webhook rules, RBAC rules) unless the webhook guards Argo Rollouts. Call it
+with (dict "context" $ "rules" LIST); it renders the kept list as YAML.
+*/}}
+{{- define "retention-guard.withoutArgoRollouts" -}}
+{{- $keep := list -}}
+{{- $argo := include "retention-guard.argoRollouts" .context -}}
+{{- range .rules -}}
+{{- if or $argo (not (has "argoproj.io" .apiGroups)) -}}
+{{- $keep = append $keep . -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $keep -}}
+{{- end -}}
