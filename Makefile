@@ -51,7 +51,7 @@ envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBE
 .PHONY: test-go
 test-go: ## Go tests against the real control plane from envtest-assets (all but the end-to-end ones; the alert tests need promtool: make deps).
 	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh); \
-	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$' -e '/test/release$$' -e '/test/node$$' -e '/test/node/teardown$$' $(REAL_KAFKA_GREP))
+	$(GO) test $(GOTESTFLAGS) -timeout 20m $$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$' -e '/test/release$$' -e '/test/node$$' -e '/test/node/teardown$$' $(REAL_KAFKA_GREP))
 
 # Packages that start real Apache Kafka brokers (JVMs): the harness and
 # everything under test/realkafka.
