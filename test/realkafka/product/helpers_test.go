@@ -39,7 +39,9 @@ func eachLine(t *testing.T, f func(t *testing.T, b *apachekafka.Broker), opts ..
 // record.
 func produceBatched(t *testing.T, b *apachekafka.Broker, records ...*kgo.Record) {
 	t.Helper()
-	cl := b.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(500*time.Millisecond))
+	cl := b.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(500*time.Millisecond),
+		// A topic just created may not be served yet: retry until it is.
+		kgo.UnknownTopicRetries(-1))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := cl.ProduceSync(ctx, records...).FirstErr(); err != nil {
