@@ -125,7 +125,7 @@ func TestCheckSeed000RetentionPassesTheCommittedOffset(t *testing.T) {
 			t.Errorf("headroom %s, want about 2 days (5-day-old records, 7-day retention)", h)
 		}
 
-		b.SetTopicConfig(t, topic, "retention.ms", strconv.FormatInt((4 * 24 * time.Hour).Milliseconds(), 10))
+		b.SetTopicConfig(t, topic, "retention.ms", strconv.FormatInt((4*24*time.Hour).Milliseconds(), 10))
 		admin := b.Admin(t)
 		waitFor(t, 2*time.Minute, "retention deletes the 5-day-old records", func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
