@@ -55,7 +55,9 @@ import (
 //
 // A partition is asked at one offset per request, so groups at different
 // offsets of the same partition take one more request each: the count grows
-// with how many groups share a partition, never with partitions.
+// with how many groups share a partition, never with partitions — but for
+// the re-asks, one per partition whose batch at its offset is larger than
+// the limit (topics written in large batches), a few in flight per leader.
 //
 // Failures here never fail the proof: a missing headroom is a missing
 // warning, and an undated commit makes the proof Unknown on its own (fail
