@@ -29,26 +29,35 @@ import (
 // They are read with raw Fetch requests, one per partition leader for all of
 // its partitions, each partition asking for a few bytes only, starting at
 // n−1 when the commit needs dating, else at n. A broker answers from the
-// start of the record batch holding that offset, so:
+// start of the record batch holding that offset, and how much of it
+// depends on where the partition stands in the response (Apache Kafka
+// 3.9 and 4.x, ReplicaManager.readFromLog; kfake alike, see
+// test/realkafka/product TestFetchAnswersLargeBatchesWholeOrNotAtAll):
 //
-//   - a small batch comes whole: decoded (decompressed if needed), it gives
-//     the exact timestamps of n−1 and of the record at n (the first record
-//     at or after n, when compaction removed n itself);
-//   - a larger batch comes cut after our byte limit (real Kafka cuts every
-//     partition but the first of a response, which it always sends whole):
-//     its 61-byte header still says the batch's first timestamp, its max
-//     timestamp and whether the broker stamped it (LogAppendTime, where
-//     every record has the max timestamp). The first timestamp belongs to
-//     the batch's first record: at or before n−1 when the batch starts
-//     below n, so a lower bound on the commit; and for a producer stamping
-//     in order not later than the record at n's own, so headroom is never
-//     overstated;
-//   - a partition answered with nothing (kfake answers whole batches only,
-//     so a batch over the limit is skipped) stays unknown.
+//   - the first partition with data comes with its batch whole, however
+//     large (minOneMessage);
+//   - a later partition whose batch fits the byte limit comes whole:
+//     decoded (decompressed if needed), it gives the exact timestamps of
+//     n−1 and of the record at n (the first record at or after n, when
+//     compaction removed n itself);
+//   - a later partition whose batch does not fit comes with nothing at all
+//     (Fetch v3+ replaces an incomplete first batch by an empty answer):
+//     it is asked again, alone in its own request, where it is first and
+//     comes whole. Only the skipped partitions cost a request each;
+//   - after a whole batch, the next one may come cut at the limit (Apache
+//     Kafka; kfake sends whole batches only): its 61-byte header still
+//     says the batch's first timestamp, its max timestamp and whether the
+//     broker stamped it (LogAppendTime, where every record has the max
+//     timestamp). The first timestamp belongs to the batch's first record:
+//     at or before n−1 when the batch starts below n, so a lower bound on
+//     the commit; and for a producer stamping in order not later than the
+//     record at n's own, so headroom is never overstated.
 //
 // A partition is asked at one offset per request, so groups at different
 // offsets of the same partition take one more request each: the count grows
-// with how many groups share a partition, never with partitions.
+// with how many groups share a partition, never with partitions — but for
+// the re-asks, one per partition whose batch at its offset is larger than
+// the limit (topics written in large batches), a few in flight per leader.
 //
 // Failures here never fail the proof: a missing headroom is a missing
 // warning, and an undated commit makes the proof Unknown on its own (fail
@@ -148,7 +157,15 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 				if len(batch) == 0 {
 					return
 				}
-				got, deniedTopics := p.fetchTimestamps(ctx, leader, batch)
+				got, skipped, deniedTopics := p.fetchTimestamps(ctx, leader, batch)
+				if len(batch) > 1 && len(skipped) > 0 {
+					// Each partition the broker skipped is asked
+					// again, first (alone) in its own request: a
+					// broker sends that one's batch whole.
+					for w, fr := range p.reaskSkipped(ctx, leader, skipped) {
+						got[w] = fr
+					}
+				}
 				mu.Lock()
 				for w, fr := range got {
 					found[w] = fr
@@ -205,9 +222,48 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 	}
 }
 
+// reaskConcurrency bounds the re-asks of skipped partitions in flight
+// per leader.
+const reaskConcurrency = 4
+
+// reaskSkipped asks each skipped partition again, alone in its request, so
+// that it is the first (and only) partition of the response, which a
+// broker answers with its batch whole however large. One request per
+// skipped partition, a few in flight: the count grows with the partitions
+// the broker skipped, never with the others.
+func (p *pass) reaskSkipped(ctx context.Context, leader int32, skipped []timestampWant) map[timestampWant]fetchedRecords {
+	var (
+		mu  sync.Mutex
+		out = make(map[timestampWant]fetchedRecords, len(skipped))
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, reaskConcurrency)
+	)
+	for _, w := range skipped {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			got, _, _ := p.fetchTimestamps(ctx, leader, []timestampWant{w})
+			mu.Lock()
+			for k, fr := range got {
+				out[k] = fr
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
 // fetchTimestamps sends one Fetch to leader for the given partition
-// offsets and decodes what came back.
-func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timestampWant) (map[timestampWant]fetchedRecords, []string) {
+// offsets and decodes what came back. skipped are the partitions answered
+// without error and without a byte although records lie at and after
+// their fetch offset (below the high watermark): the broker left them out
+// because their first batch was larger than what was left to send.
+func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timestampWant) (found map[timestampWant]fetchedRecords, skipped []timestampWant, denied []string) {
 	slices.SortFunc(wants, func(a, b timestampWant) int {
 		return cmp.Or(cmp.Compare(a.tp.topic, b.tp.topic), cmp.Compare(a.tp.partition, b.tp.partition))
 	})
@@ -239,17 +295,16 @@ func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timest
 	if err != nil {
 		p.o.opts.logger.V(1).Info("Fetch for committed record timestamps failed",
 			"connection", p.conn.String(), "broker", leader, "error", p.conn.redact(describeError(err)))
-		return nil, nil
+		return nil, nil, nil
 	}
 	resp := kresp.(*kmsg.FetchResponse)
 	if resp.ErrorCode != 0 {
 		p.o.opts.logger.V(1).Info("Fetch for committed record timestamps failed",
 			"connection", p.conn.String(), "broker", leader, "error", describeError(kerr.ErrorForCode(resp.ErrorCode)))
-		return nil, nil
+		return nil, nil, nil
 	}
 
 	out := make(map[timestampWant]fetchedRecords)
-	var denied []string
 	for _, rt := range resp.Topics {
 		name := rt.Topic
 		if name == "" {
@@ -272,10 +327,15 @@ func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timest
 				}
 				continue
 			}
-			out[timestampWant{tp, offset}] = decodeFetched(rp, name, offset)
+			w := timestampWant{tp, offset}
+			if len(rp.RecordBatches) == 0 && offset < rp.HighWatermark {
+				skipped = append(skipped, w)
+				continue
+			}
+			out[w] = decodeFetched(rp, name, offset)
 		}
 	}
-	return out, denied
+	return out, skipped, denied
 }
 
 // fetchedRecords is what one fetch at an offset showed: the timestamps of

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // rawBatch produces records 0..9 in one batch with known timestamps and
@@ -136,5 +138,61 @@ func TestRecordTimestampCutBatch(t *testing.T) {
 	binary.BigEndian.PutUint16(control[21:23], attrs|0x20)
 	if _, ok := timestampOf(control, 0); ok {
 		t.Errorf("a control batch has a record timestamp")
+	}
+}
+
+// The manager's batched pass (seed 003's clock for simple groups: each
+// offset expires offsets.retention.minutes after its own commit): many
+// topics on one leader, each written in batches far larger than the few
+// bytes asked per partition, one simple group per topic that committed
+// just now, lagging (offset 41 of 1,400) or caught up. A broker sends the
+// first batch of a response whole and skips a later partition whose batch
+// does not fit (kfake always; Apache Kafka from Fetch v3, see the top of
+// timestamps.go): each skipped partition is asked again, first in its own
+// request, so every commit is dated and every group Proven, as `check`
+// proves each alone.
+func TestObserveDatesCommitsInLargeBatchesOfManyTopics(t *testing.T) {
+	t.Parallel()
+	c := kafkatest.NewCluster(t)
+	const topics, records = 8, 1400
+	// A lingering producer: each topic's records form one batch.
+	producer := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(200*time.Millisecond))
+	var recs []*kgo.Record
+	for i := range topics {
+		topic := fmt.Sprintf("clicks-%d", i)
+		c.CreateTopic(t, topic, 1, nil)
+		for j := range records {
+			recs = append(recs, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "click %d of a session", j)})
+		}
+	}
+	if err := producer.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var targets []Target
+	for i := range topics {
+		topic := fmt.Sprintf("clicks-%d", i)
+		committed := int64(41)
+		if i%2 == 1 {
+			committed = records // caught up
+		}
+		c.Commit(t, "flink-"+topic, topic, 0, committed)
+		targets = append(targets, Target{Group: "flink-" + topic, Topics: []string{topic}})
+	}
+	o, sink := newTestObserver(t)
+	obs := observe(t, o, Connection{BootstrapServers: c.Addrs}, targets...)
+	now := time.Now()
+	for i, ob := range obs {
+		requireNoFailures(t, ob)
+		po := partition(t, ob, targets[i].Topics[0], 0)
+		if po.PrecedingTimestamp.IsZero() || now.Sub(po.PrecedingTimestamp) > time.Hour {
+			t.Errorf("%s committed %d: the record before it dates the commit at %v, want a moment ago", ob.Group.ID, po.Committed, po.PrecedingTimestamp)
+		}
+		res := proof.Evaluate(ob, proof.Policy{GroupID: ob.Group.ID, Topics: targets[i].Topics, RecoveryWindow: 72 * time.Hour}, now)
+		if res.Verdict != proof.Proven {
+			t.Errorf("%s committed %d just now: %s %v, want Proven", ob.Group.ID, po.Committed, res.Verdict, res.Violations)
+		}
+	}
+	if t.Failed() {
+		t.Logf("observer log:\n%s", sink)
 	}
 }

@@ -187,6 +187,17 @@ const (
 // cores; that is not the stack failing to start), only by its cancellation,
 // and it uses the same build settings as `go test` so it reuses its cache.
 func Build(ctx context.Context, root, dir string, log io.Writer) (manager, broker string, err error) {
+	return build(ctx, root, dir, log, true)
+}
+
+// BuildManager is Build without the broker, for a stack on a Kafka cluster
+// it does not start.
+func BuildManager(ctx context.Context, root, dir string, log io.Writer) (string, error) {
+	manager, _, err := build(ctx, root, dir, log, false)
+	return manager, err
+}
+
+func build(ctx context.Context, root, dir string, log io.Writer, withBroker bool) (manager, broker string, err error) {
 	manager = filepath.Join(dir, "retention-guard")
 	broker = filepath.Join(dir, "kafka-broker")
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -201,6 +212,10 @@ func Build(ctx context.Context, root, dir string, log io.Writer) (manager, broke
 		pkg string
 		env string
 	}{{&manager, ".", EnvManagerBinary}, {&broker, "./test/kafka-broker", EnvBrokerBinary}} {
+		if b.out == &broker && !withBroker {
+			broker = ""
+			continue
+		}
 		if prebuilt := os.Getenv(b.env); prebuilt != "" {
 			if _, err := os.Stat(prebuilt); err != nil {
 				return "", "", fmt.Errorf("%s=%s: %w (run make build-e2e, or unset it to build here)", b.env, prebuilt, err)

@@ -7,7 +7,9 @@
 // the chart renders has been applied to the API server, so the chart's RBAC
 // and webhook configuration are what is exercised.
 //
-// The end-to-end suite (test/e2e) and `make demo` (hack/demo) share it.
+// The end-to-end suite (test/e2e) and `make demo` (hack/demo) share it,
+// on kfake; test/realkafka/e2e runs it on a real Apache Kafka broker it
+// starts itself (Options.KafkaAddrs).
 package stack
 
 import (
@@ -40,6 +42,14 @@ type Options struct {
 	Dir string
 	// Log receives progress lines. Nil: discarded.
 	Log io.Writer
+	// KafkaAddrs, when set, run the stack on a Kafka cluster that is
+	// already running at these bootstrap servers (an Apache Kafka broker
+	// started by internal/kafka/apachekafka, test/realkafka/e2e) instead
+	// of starting kfake broker processes: BrokerConfigs, KafkaClusters,
+	// BrokersPerCluster and BrokerStats do not apply, the broker binary is
+	// not built, and StartBroker and StopBroker fail (the cluster is its
+	// starter's to stop). Empty: kfake (the e2e suite, the demo).
+	KafkaAddrs []string
 	// BrokerConfigs are passed to the broker as --broker-config k=v.
 	BrokerConfigs map[string]string
 	// ChartValues are set over the values the stack needs (webhook.url,
@@ -144,13 +154,32 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}()
 	root := testenv.RepoRoot()
 
-	s.logf("building retention-guard and the Kafka broker into %s", s.Dir)
-	if s.Binary, s.BrokerBinary, err = Build(ctx, root, s.Dir, s.log); err != nil {
-		return s, err
+	external := len(o.KafkaAddrs) > 0
+	if external {
+		s.logf("building retention-guard into %s", s.Dir)
+		if s.Binary, err = BuildManager(ctx, root, s.Dir, s.log); err != nil {
+			return s, err
+		}
+		kc := &KafkaCluster{Addrs: slices.Clone(o.KafkaAddrs), name: "external"}
+		for _, a := range kc.Addrs {
+			if err := waitTCP(ctx, a, 10*time.Second); err != nil {
+				return s, fmt.Errorf("the Kafka cluster at %s: %w", a, err)
+			}
+		}
+		s.Clusters = append(s.Clusters, kc)
+		s.logf("Kafka cluster (not started by the stack) at %s", strings.Join(kc.Addrs, ","))
+	} else {
+		s.logf("building retention-guard and the Kafka broker into %s", s.Dir)
+		if s.Binary, s.BrokerBinary, err = Build(ctx, root, s.Dir, s.log); err != nil {
+			return s, err
+		}
 	}
 
 	// The Kafka clusters.
 	for i := range max(o.KafkaClusters, 1) {
+		if external {
+			break
+		}
 		kc, err := newKafkaCluster(s.Dir, i, max(o.BrokersPerCluster, 1), o.BrokerStats, o.BrokerConfigs)
 		if err != nil {
 			return s, err
@@ -369,6 +398,9 @@ func (s *Stack) startCluster(ctx context.Context, kc *KafkaCluster) error {
 // StartBroker starts the first Kafka cluster's process (again) on
 // BrokerAddr, with the same data directory.
 func (s *Stack) StartBroker(ctx context.Context) error {
+	if s.Clusters[0].Process == nil && s.BrokerBinary == "" {
+		return errors.New("the stack runs on a Kafka cluster it did not start (Options.KafkaAddrs): start it where it was started")
+	}
 	if err := s.startCluster(ctx, s.Clusters[0]); err != nil {
 		return err
 	}
@@ -378,6 +410,9 @@ func (s *Stack) StartBroker(ctx context.Context) error {
 
 // StopBroker stops the first Kafka cluster with SIGTERM.
 func (s *Stack) StopBroker() error {
+	if s.Broker == nil {
+		return errors.New("the stack runs on a Kafka cluster it did not start (Options.KafkaAddrs): stop it where it was started")
+	}
 	err := s.Broker.Stop(15 * time.Second)
 	s.logf("Kafka broker stopped (SIGTERM)")
 	return err

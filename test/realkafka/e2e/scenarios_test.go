@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
+	"github.com/retentionguard/retention-guard/test/e2e/stack"
+)
+
+// Seed 003 on the broker's own clock (Apache Kafka 3.9, the 3.x line of
+// the incident's 3.5.1): a settlement batch consumer (a Deployment scaled
+// to 0 between runs) committed at the end of its run and left; the
+// broker, with offsets.retention.minutes 1 (Kafka's floor; the policy's
+// window is 15 s to fit), deletes the Empty group's offsets while the log
+// moves on. Scaling the consumer up from zero is a start: the webhook
+// checks the broker live. It is allowed while the offsets last, refused
+// with NoCommittedOffset and the log start once the broker deleted them,
+// and allowed again after the team resets the group to the log start.
+func TestSeed003BrokerExpiresTheBatchGroupsOffsets(t *testing.T) {
+	b := apachekafka.Start(t, oldest, apachekafka.WithOffsetsRetention(time.Minute))
+	k, err := stack.DialKafka(b.Addrs()...)
+	must(t, err)
+	defer k.Close()
+	ctx := bg(t)
+	const ns, topic, group = "settlement", "settle-task", "ledger-settle-consumer"
+	namespace(t, ns)
+	must(t, k.CreateTopic(ctx, topic, 3, map[string]string{"retention.ms": strconv.FormatInt((30 * 24 * time.Hour).Milliseconds(), 10)}))
+	must(t, k.Produce(ctx, topic, 3, 100))
+	// Yesterday's run read everything and committed.
+	must(t, k.CommitAsMember(ctx, group, topic, map[int32]int64{0: 100, 1: 100, 2: 100}))
+	p := policy(t, ns, group, topic, "settle", b.Addrs()[0], 15*time.Second)
+	key := client.ObjectKeyFromObject(p)
+	must(t, deployment(t, ns, "settle", "settle", 0))
+
+	p = waitPolicy(t, key, 30*time.Second, "Proven", proven)
+	t.Logf("before the outage: %s", describe(p))
+	if p.Status.Proof.OffsetsRetentionMinutes == nil || *p.Status.Proof.OffsetsRetentionMinutes != 1 {
+		t.Errorf("offsetsRetentionMinutes = %v, want the broker's 1", p.Status.Proof.OffsetsRetentionMinutes)
+	}
+	must(t, scale(t, ns, "settle", 1)) // a normal run: a start, checked live
+	must(t, scale(t, ns, "settle", 0))
+
+	// Down: new tasks arrive, the oldest are deleted (the log start moves
+	// to 40), and the broker deletes the Empty group's offsets.
+	must(t, k.Produce(bg(t), topic, 3, 150))
+	must(t, k.DeleteRecords(bg(t), topic, map[int32]int64{0: 40, 1: 40, 2: 40}))
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		committed, err := k.Committed(bg(t), group, topic)
+		must(t, err)
+		if len(committed) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Apache Kafka %s did not expire the group's offsets: %v", oldest.Version, committed)
+		}
+		time.Sleep(time.Second)
+	}
+
+	p = waitPolicy(t, key, 60*time.Second, "Violated with NoCommittedOffset", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return verdict(p) == "Violated" && ready(p).Reason == "NoCommittedOffset"
+	})
+	if s := p.Status.Proof.PartitionSummary; s.Total != 3 || s.Missing != 3 || s.InRange != 0 {
+		t.Errorf("partitionSummary = %+v, want 3 partitions, 3 missing", s)
+	}
+	for _, v := range p.Status.Proof.Violations {
+		contains(t, "violation", v.Reason+" "+v.Message, "NoCommittedOffset", "no committed offset while log start is 40")
+	}
+	t.Logf("event: %s", waitEvent(t, p, "Warning", "NoCommittedOffset"))
+
+	msg := denied(t, scale(t, ns, "settle", 1))
+	t.Logf("denial:\n%s", msg)
+	contains(t, "the denial", msg,
+		"Deployment settlement/settle",
+		"policy ledger-settle-consumer (group ledger-settle-consumer)",
+		"NoCommittedOffset on 3 partitions of settle-task, e.g. settle-task[0]: no committed offset while log start is 40",
+		p.Status.Proof.ProofID)
+
+	// The team replays: reset the group to the log start, then retry.
+	reset, err := k.ResetToLogStart(bg(t), group, topic)
+	must(t, err)
+	t.Logf("reset %s to the log start: %v", group, reset)
+	p = waitPolicy(t, key, 30*time.Second, "Proven after the reset", proven)
+	if p.Status.Proof.PartitionSummary.InRange != 3 {
+		t.Errorf("after the reset: %s", describe(p))
+	}
+	must(t, scale(t, ns, "settle", 1))
+}
+
+// Seed 000 on the broker (the newest line, the stack's): a fan-out
+// consumer committed offset 30 of its outbox topic, whose records 30..74
+// are a backfill carrying their rows' five-day-old times. The proof holds
+// with 2 days of headroom (retention counts from those times), less than
+// the 72h window: a warning. Then the log start passes the committed
+// offset (DeleteRecords, as retention does): a release and a scale from
+// zero (checked live) are refused naming the 45 expired records, while
+// librdkafka (kcat) with auto.offset.reset=earliest silently resumes at
+// the new log start on the same broker. After the replay and a reset the
+// consumer starts again.
+func TestSeed000FanoutDownPastRetention(t *testing.T) {
+	ctx := bg(t)
+	const ns, topic, group = "fanout", "outbox", "fanout"
+	namespace(t, ns)
+	must(t, kafka.CreateTopic(ctx, topic, 1, map[string]string{"retention.ms": strconv.FormatInt((7 * 24 * time.Hour).Milliseconds(), 10)}))
+	must(t, kafka.Produce(ctx, topic, 1, 30))
+	must(t, kafka.ProduceAt(ctx, topic, 0, 45, time.Now().Add(-5*24*time.Hour)))
+	must(t, kafka.Produce(ctx, topic, 1, 25))
+	must(t, kafka.Commit(ctx, group, topic, map[int32]int64{0: 30}))
+	p := policy(t, ns, group, topic, "fanout", stk.BrokerAddr, 72*time.Hour)
+	key := client.ObjectKeyFromObject(p)
+	p = waitPolicy(t, key, 30*time.Second, "Proven", proven)
+	t.Logf("Proven with headroom %v, warnings %q", p.Status.Proof.RecoveryHeadroom, p.Status.Proof.Warnings)
+	if h := p.Status.Proof.RecoveryHeadroom; h == nil || h.Duration < 47*time.Hour || h.Duration > 49*time.Hour {
+		t.Errorf("recoveryHeadroom %v, want about 2 days (the record at 30 is 5 days old, retention 7 days)", h)
+	}
+	if !strings.Contains(strings.Join(p.Status.Proof.Warnings, "\n"), "retention deletes the record at committed offset 30 in 47h") {
+		t.Errorf("warnings %q do not say the headroom is below the window", p.Status.Proof.Warnings)
+	}
+	must(t, deployment(t, ns, "fanout", "fanout", 1)) // a start, checked live
+	must(t, rollout(t, ns, "fanout", "1.1"))
+
+	// Down past retention: the oldest 75 records go, 45 of them never
+	// read by the group (offsets 30..74).
+	must(t, kafka.DeleteRecords(bg(t), topic, map[int32]int64{0: 75}))
+	p = waitPolicy(t, key, 30*time.Second, "Violated with CommittedOffsetExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return verdict(p) == "Violated" && ready(p).Reason == "CommittedOffsetExpired"
+	})
+	if p.Status.Proof.ExpiredRecords != 45 || p.Status.Proof.PartitionSummary.Expired != 1 {
+		t.Errorf("want 45 expired records on 1 partition: expiredRecords=%d, %s", p.Status.Proof.ExpiredRecords, describe(p))
+	}
+	msg := denied(t, rollout(t, ns, "fanout", "1.2"))
+	t.Logf("denial:\n%s", msg)
+	contains(t, "the denial", msg,
+		"policy fanout (group fanout)",
+		"CommittedOffsetExpired outbox[0]: committed offset 30 is below log start 75: 45 records expired before this group read them")
+	must(t, scale(t, ns, "fanout", 0)) // scaling down is never refused
+	contains(t, "the denial of a scale from zero", denied(t, scale(t, ns, "fanout", 1)), "CommittedOffsetExpired outbox[0]")
+
+	// What the broker does with the same group for librdkafka: committed
+	// offset 30 is out of range and, with earliest, it jumps to 75.
+	kctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(kctx, "kcat", "-b", stk.BrokerAddr, "-G", group, "-X", "auto.offset.reset=earliest",
+		"-X", "enable.auto.commit=false", "-c", "1", "-f", "%t %p %o %s\n", topic)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kcat as a member of group %s: %v\n%s", group, err, out)
+	}
+	t.Logf("kcat -G %s -X auto.offset.reset=earliest on Apache Kafka %s printed: %s", group, newest.Version, out)
+	if fields := strings.Fields(string(out)); len(fields) < 3 || fields[0] != topic || fields[1] != "0" || fields[2] != "75" {
+		t.Errorf("kcat printed %q, want %q: the new log start, silently skipping 30..74", out, "outbox 0 75 …")
+	}
+
+	// The team replays 30..74 from the outbox table, resets the group to
+	// the log start and starts the consumer.
+	reset, err := kafka.ResetToLogStart(bg(t), group, topic)
+	must(t, err)
+	t.Logf("reset %s to the log start: %v", group, reset)
+	waitPolicy(t, key, 30*time.Second, "Proven after the reset", proven)
+	must(t, scale(t, ns, "fanout", 1))
+	must(t, rollout(t, ns, "fanout", "1.3"))
+}

@@ -1,0 +1,86 @@
+package product
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
+)
+
+// `scan` on the newest line judges every group on the broker, without any
+// policy: the batch consumer that committed at the end of its run (a
+// classic group, Empty: Proven), seed 000's fan-out consumer whose
+// committed offset retention passed (DeleteRecords moves the log start as
+// retention does: Violated, 45 records), and Flink jobs (simple groups)
+// that committed just now inside large batches (Proven: their commits are
+// dated by the record before them, read from batches the broker sends only
+// when asked first). Exit 1: a group is Violated.
+func TestScanJudgesEveryGroupOnTheBroker(t *testing.T) {
+	b := apachekafka.Start(t, apachekafka.Newest(t))
+	b.CreateTopic(t, "settle-task", 2, nil)
+	b.CreateTopic(t, "outbox", 1, nil)
+	b.CreateTopic(t, "clicks", 3, nil)
+	var recs []*kgo.Record
+	recs = append(recs, records("settle-task", 0, 20)...)
+	recs = append(recs, records("settle-task", 1, 20)...)
+	recs = append(recs, records("outbox", 0, 100)...)
+	for p := range int32(3) {
+		recs = append(recs, records("clicks", p, 1400)...)
+	}
+	produceBatched(t, b, recs...)
+	b.CommitAsMember(t, "settle-batch", "settle-task", map[int32]int64{0: 20, 1: 20})
+	b.CommitAsMember(t, "fanout", "outbox", map[int32]int64{0: 30})
+	b.DeleteRecords(t, "outbox", 0, 75)
+	b.CommitOffsets(t, "flink-sessions", "clicks", map[int32]int64{0: 41, 1: 41, 2: 41})
+	b.CommitOffsets(t, "flink-totals", "clicks", map[int32]int64{0: 1400, 1: 1400, 2: 1400})
+
+	code, stdout, stderr := run("scan", "--bootstrap-server", b.Addrs()[0], "--recovery-window", "72h", "--output", "json")
+	var res struct {
+		Groups []struct {
+			Group          string   `json:"group"`
+			State          string   `json:"state"`
+			Protocol       string   `json:"protocol"`
+			ProtocolType   string   `json:"protocolType"`
+			Topics         []string `json:"topics"`
+			Verdict        string   `json:"verdict"`
+			Reasons        []string `json:"reasons"`
+			ExpiredRecords int64    `json:"expiredRecords"`
+		} `json:"groups"`
+		Failures []string `json:"failures"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("scan printed no JSON (%v), exit %d:\n%s\nstderr: %s", err, code, stdout, stderr)
+	}
+	t.Logf("scan exit %d:\n%s", code, stdout)
+	if code != 1 || len(res.Failures) > 0 {
+		t.Errorf("exit %d, failures %q; want 1 (a group is Violated), none", code, res.Failures)
+	}
+	want := map[string]struct {
+		verdict, protocolType, reason string
+		expired                       int64
+	}{
+		"settle-batch":   {"Proven", "consumer", "", 0},
+		"fanout":         {"Violated", "consumer", "CommittedOffsetExpired", 45},
+		"flink-sessions": {"Proven", "", "", 0},
+		"flink-totals":   {"Proven", "", "", 0},
+	}
+	seen := 0
+	for _, g := range res.Groups {
+		w, ok := want[g.Group]
+		if !ok {
+			continue
+		}
+		seen++
+		if g.Verdict != w.verdict || g.ProtocolType != w.protocolType || g.ExpiredRecords != w.expired ||
+			(w.reason != "" && !slices.Contains(g.Reasons, w.reason)) {
+			t.Errorf("%s: %s (protocol type %q, reasons %v, expired %d), want %s (%q, %s, %d)",
+				g.Group, g.Verdict, g.ProtocolType, g.Reasons, g.ExpiredRecords, w.verdict, w.protocolType, w.reason, w.expired)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("scan judged %d of the %d groups", seen, len(want))
+	}
+}
