@@ -64,11 +64,13 @@ kafka-dists: ## Assemble (or reuse) Apache Kafka 3.9 and 4.x and the Java consum
 .PHONY: test-kafka
 test-kafka: ## Real Apache Kafka brokers (3.9 and the newest 4.x, assembled by hack/build-kafka.sh): the semantics the proof relies on, real clients, the product end to end, the broker-in-the-loop oracle.
 	# -count=1: the brokers and the Java consumer are built outside go
-	# test's cache. -p 1: each package starts its own JVMs; two cores.
+	# test's cache. -p 4: the packages mostly wait on the brokers' clocks
+	# (retention and offset expiry in seconds to a minute), so four run
+	# side by side on two cores; each starts its own JVMs.
 	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh) $$(hack/build-kafka.sh) \
 	  RETENTION_GUARD_BIN=$(CURDIR)/bin/e2e/retention-guard; \
 	$(MAKE) --no-print-directory build-e2e >/dev/null; \
-	$(GO) test $(GOTESTFLAGS) -count=1 -p 1 -timeout 30m $$($(GO) list ./... | grep $(REAL_KAFKA_GREP))
+	$(GO) test $(GOTESTFLAGS) -count=1 -p 4 -timeout 30m $$($(GO) list ./... | grep $(REAL_KAFKA_GREP))
 
 .PHONY: release-rehearsal
 release-rehearsal: ## The release on loopback: push the image (+SBOM) and the chart to an in-process registry, then pull and run them as a user.
