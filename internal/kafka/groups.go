@@ -187,7 +187,7 @@ func (p *pass) describeConsumer(ctx context.Context) map[string]groupAnswer {
 			continue
 		}
 		for _, rg := range shard.Resp.(*kmsg.ConsumerGroupDescribeResponse).Groups {
-			out[rg.Group] = modernAnswer(rg.ErrorCode, rg.ErrorMessage, rg.State)
+			mergeAnswer(out, rg.Group, modernAnswer(rg.ErrorCode, rg.ErrorMessage, rg.State))
 		}
 	}
 	fillMissing(out, p.groups)
@@ -210,11 +210,33 @@ func (p *pass) describeStreams(ctx context.Context) map[string]groupAnswer {
 			continue
 		}
 		for _, rg := range shard.Resp.(*kmsg.StreamsGroupDescribeResponse).Groups {
-			out[rg.Group] = modernAnswer(rg.ErrorCode, rg.ErrorMessage, rg.State)
+			mergeAnswer(out, rg.Group, modernAnswer(rg.ErrorCode, rg.ErrorMessage, rg.State))
 		}
 	}
 	fillMissing(out, p.groups)
 	return out
+}
+
+// mergeAnswer records a's answer for group g, keeping of several answers
+// for one group the one that found it, else a failure, else not-found.
+// Kafka 3.9's ConsumerGroupDescribe, asked for groups of several
+// __consumer_offsets partitions, answers each group once per partition
+// (GroupCoordinatorService.consumerGroupDescribe hands each partition's
+// shard every group of the request, not its own): only the owning shard's
+// answer is true, the others say GROUP_ID_NOT_FOUND, in no fixed order.
+func mergeAnswer(out map[string]groupAnswer, g string, a groupAnswer) {
+	rank := func(a groupAnswer) int {
+		switch {
+		case a.err == nil && a.found:
+			return 2
+		case a.err != nil:
+			return 1
+		}
+		return 0
+	}
+	if prev, ok := out[g]; !ok || rank(a) > rank(prev) {
+		out[g] = a
+	}
 }
 
 // notFoundIfTooOld: a shard that failed because the broker does not know
