@@ -38,8 +38,8 @@ func (e *env) createTopic(t *testing.T, topic string, partitions int32) {
 	})
 }
 
-// coordinator is the broker coordinating group (FindCoordinator).
-func (e *env) coordinator(t *testing.T, cl *kgo.Client, group string) *kgo.Broker {
+// coordinator is the node coordinating group (FindCoordinator).
+func (e *env) coordinator(t *testing.T, cl *kgo.Client, group string) int32 {
 	t.Helper()
 	r := kmsg.NewPtrFindCoordinatorRequest()
 	r.CoordinatorKeys = []string{group}
@@ -52,7 +52,16 @@ func (e *env) coordinator(t *testing.T, cl *kgo.Client, group string) *kgo.Broke
 		node = resp.Coordinators[0].NodeID
 		return true, ""
 	})
-	return cl.Broker(int(node))
+	return node
+}
+
+// retriable: the coordinator is loading or moved; ask again.
+func retriable(code int16) bool {
+	switch code {
+	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code:
+		return true
+	}
+	return false
 }
 
 // consumerMember is a KIP-848 group member driven by raw
@@ -82,7 +91,7 @@ func joinConsumerGroup(t *testing.T, e *env, group string, topics ...string) *co
 	r.RebalanceTimeoutMillis = 30000
 	r.SubscribedTopicNames = topics
 	r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-	resp := req[*kmsg.ConsumerGroupHeartbeatResponse](t, m.cl, r)
+	resp := sendHeartbeat(t, m.cl, r)
 	if resp.ErrorCode != 0 {
 		t.Fatalf("ConsumerGroupHeartbeat joining %s: %v (%s)", group, kerr.ErrorForCode(resp.ErrorCode), str(resp.ErrorMessage))
 	}
@@ -127,7 +136,7 @@ func (m *consumerMember) heartbeat(t *testing.T) *kmsg.ConsumerGroupHeartbeatRes
 
 func (m *consumerMember) send(t *testing.T, r *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	t.Helper()
-	resp := req[*kmsg.ConsumerGroupHeartbeatResponse](t, m.cl, r)
+	resp := sendHeartbeat(t, m.cl, r)
 	if resp.ErrorCode != 0 {
 		t.Fatalf("ConsumerGroupHeartbeat of %s: %v (%s)", m.group, kerr.ErrorForCode(resp.ErrorCode), str(resp.ErrorMessage))
 	}
@@ -135,6 +144,20 @@ func (m *consumerMember) send(t *testing.T, r *kmsg.ConsumerGroupHeartbeatReques
 	m.epoch = resp.MemberEpoch
 	m.mu.Unlock()
 	return resp
+}
+
+// sendHeartbeat sends r, again while the coordinator is not ready (for
+// 30 s).
+func sendHeartbeat(t *testing.T, cl *kgo.Client, r *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp := req[*kmsg.ConsumerGroupHeartbeatResponse](t, cl, r)
+		if !retriable(resp.ErrorCode) || time.Now().After(deadline) {
+			return resp
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
 }
 
 // loop heartbeats every 500 ms (the harness's heartbeat interval).

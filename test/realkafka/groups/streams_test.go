@@ -4,12 +4,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // streamsLine: lines whose brokers serve streams groups without being
@@ -20,7 +25,7 @@ func streamsLine(v variant) bool { return v.Dist.AtLeast(4, 2) }
 // StreamsGroupHeartbeat requests, as Kafka Streams' client would send them
 // (no kafka-streams here: the broker keeps the group).
 type streamsMember struct {
-	br    *kgo.Broker
+	e     *env
 	cl    *kgo.Client
 	group string
 	id    string
@@ -34,7 +39,7 @@ func joinStreamsGroup(t *testing.T, e *env, group, topic string) *streamsMember 
 	cl := e.Client(t)
 	// kgo does not route streams requests (it knows no StreamsGroup
 	// API): they go to the coordinator directly.
-	m := &streamsMember{br: e.coordinator(t, cl, group), cl: cl, group: group, id: newMemberID()}
+	m := &streamsMember{e: e, cl: cl, group: group, id: newMemberID()}
 	pid := "process-" + m.id
 	sub := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
 	sub.SubtopologyID, sub.SourceTopics = "0", []string{topic}
@@ -81,13 +86,20 @@ func (m *streamsMember) commit(t *testing.T, topic string, p int32, offset int64
 
 func (m *streamsMember) heartbeat(t *testing.T, r *kmsg.StreamsGroupHeartbeatRequest) *kmsg.StreamsGroupHeartbeatResponse {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := m.br.Request(ctx, r)
-	if err != nil {
-		t.Fatalf("StreamsGroupHeartbeat: %v", err)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		resp, err := m.cl.Broker(int(m.e.coordinator(t, m.cl, m.group))).Request(ctx, r)
+		cancel()
+		if err != nil {
+			t.Fatalf("StreamsGroupHeartbeat: %v", err)
+		}
+		hr := resp.(*kmsg.StreamsGroupHeartbeatResponse)
+		if !retriable(hr.ErrorCode) || time.Now().After(deadline) {
+			return hr
+		}
+		time.Sleep(300 * time.Millisecond)
 	}
-	return resp.(*kmsg.StreamsGroupHeartbeatResponse)
 }
 
 // newMemberID is a member ID as a KIP-848 client makes one (v1+: the
@@ -123,4 +135,43 @@ func advertises(t *testing.T, e *env, key int16) bool {
 		}
 	}
 	return false
+}
+
+// On a cluster of several brokers each streams group is described by its
+// own coordinator (franz-go sends StreamsGroupDescribe to any broker, which
+// answers NOT_COORDINATOR for the groups it does not coordinate). Two nodes,
+// the groups' coordinators spread over both; every group is read as the
+// Empty streams group it is, in one pass.
+func TestStreamsGroupsDescribedAtTheirCoordinators(t *testing.T) {
+	t.Parallel()
+	d := apachekafka.Newest(t)
+	if !d.AtLeast(4, 2) {
+		t.Fatalf("the newest line, %s, has no streams groups on by default", d.Version)
+	}
+	b := apachekafka.Start(t, d, apachekafka.WithNodes(2), apachekafka.WithBrokerConfig("offsets.topic.num.partitions", "4"))
+	e := &env{Cluster: b.Cluster, V: variant{Name: d.Line(), Dist: d, KIP848: true}, B: b}
+	const topic = "spread-orders"
+	e.createTopic(t, topic, 1)
+	e.Produce(t, topic, 5)
+	cl := e.Client(t)
+	nodes := map[int32]bool{}
+	var targets []kafka.Target
+	for i := range 6 {
+		g := fmt.Sprintf("spread-app-%d", i)
+		m := joinStreamsGroup(t, e, g, topic)
+		m.commit(t, topic, 0, 2)
+		m.leave(t)
+		nodes[e.coordinator(t, cl, g)] = true
+		targets = append(targets, kafka.Target{Group: g, Topics: []string{topic}})
+	}
+	if len(nodes) != 2 {
+		t.Fatalf("the groups' coordinators are %v: the test needs both nodes", nodes)
+	}
+	o := newObserver(t)
+	for _, obs := range observe(t, o, kafka.Connection{BootstrapServers: b.Addrs()}, targets...) {
+		requireNoFailures(t, obs)
+		if g := obs.Group; g.Protocol != proof.ProtocolStreams || g.State != proof.GroupStateEmpty {
+			t.Errorf("%s = %+v, want an Empty streams group", g.ID, g)
+		}
+	}
 }
