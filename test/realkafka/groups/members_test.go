@@ -18,6 +18,12 @@ import (
 func (e *env) createTopic(t *testing.T, topic string, partitions int32) {
 	t.Helper()
 	e.CreateTopic(t, topic, partitions, nil)
+	e.waitServed(t, topic, partitions)
+}
+
+// waitServed waits until metadata gives every partition of topic a leader.
+func (e *env) waitServed(t *testing.T, topic string, partitions int32) {
+	t.Helper()
 	pollUntil(t, 30*time.Second, 100*time.Millisecond, "topic "+topic+" is served", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -248,6 +249,32 @@ func TestDescribeCallsPerGroupType(t *testing.T) {
 			t.Errorf("ApiVersions lists StreamsGroupDescribe: %v, want %v (on by default from 4.2)", got, streamsLine(e.V))
 		}
 
+		// ConsumerGroupDescribe of every group at once: each group is
+		// found by at most one entry, and by one exactly when it is a
+		// KIP-848 group. (3.9 answers each group once per
+		// __consumer_offsets partition of the request, GROUP_ID_NOT_FOUND
+		// but from the group's own.)
+		if e.V.KIP848 {
+			r := kmsg.NewPtrConsumerGroupDescribeRequest()
+			for _, k := range kinds {
+				r.Groups = append(r.Groups, k.group)
+			}
+			resp := req[*kmsg.ConsumerGroupDescribeResponse](t, e.userClient(t, reader), r)
+			entries, found := map[string]int{}, map[string]int{}
+			for _, g := range resp.Groups {
+				entries[g.Group]++
+				if g.ErrorCode == 0 {
+					found[g.Group]++
+				}
+			}
+			t.Logf("ConsumerGroupDescribe of %d groups: %d entries %v", len(kinds), len(resp.Groups), entries)
+			for _, k := range kinds {
+				if want := k.protocol == proof.ProtocolConsumer; (found[k.group] == 1) != want || found[k.group] > 1 {
+					t.Errorf("ConsumerGroupDescribe found %s in %d entries of %d", k.group, found[k.group], entries[k.group])
+				}
+			}
+		}
+
 		o := newObserver(t)
 		var targets []kafka.Target
 		for _, k := range kinds {
@@ -319,3 +346,56 @@ func TestConsumerGroupDescribeTopicDenied(t *testing.T) {
 
 // consumerGroupDescribeChecksTopics: KAFKA-18813 (4.0).
 func consumerGroupDescribeChecksTopics(v variant) bool { return v.Dist.AtLeast(4, 0) }
+
+// A committed offset is never checked against the log: an admin may commit
+// past the end, which the proof reads as CommittedOffsetBeyondLogEnd; a
+// topic deleted and created again loses the group's offsets instead.
+func TestCommittedOffsetBeyondLogEndAndDeletedTopic(t *testing.T) {
+	t.Parallel()
+	forEach(t, nil, func(t *testing.T, e *env) {
+		const topic, group = "beyond-ledger", "beyond-settle"
+		e.createTopic(t, topic, 1)
+		e.Produce(t, topic, 5)
+		e.Commit(t, group, topic, 0, 100) // the broker accepts it
+
+		o := newObserver(t)
+		target := kafka.Target{Group: group, Topics: []string{topic}}
+		obs := observeOne(t, o, e.conn(reader), target)
+		if po := partition(t, obs, topic, 0); po.Committed != 100 || po.LogEnd != 5 {
+			t.Fatalf("%s/0 = %+v, want committed 100 past log end 5", topic, po)
+		}
+		r := proof.Evaluate(obs, proof.Policy{GroupID: group, Topics: []string{topic}, RecoveryWindow: window}, obs.ObservedAt)
+		if r.Verdict != proof.Violated || findViolation(r, proof.ReasonCommittedOffsetBeyondLogEnd) == nil {
+			t.Errorf("verdict %s %+v, want Violated, CommittedOffsetBeyondLogEnd", r.Verdict, r.Violations)
+		}
+
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := e.Admin(t).DeleteTopic(ctx, topic); err != nil {
+			t.Fatal(err)
+		}
+		pollUntil(t, time.Minute, 500*time.Millisecond, "the group's offsets go with the deleted topic", func() (bool, string) {
+			os, err := e.Admin(t).FetchOffsets(ctx, group)
+			if err != nil {
+				return false, err.Error()
+			}
+			o, ok := os.Lookup(topic, 0)
+			return !ok || o.At < 0, fmt.Sprintf("%+v", o)
+		})
+		pollUntil(t, time.Minute, 500*time.Millisecond, "the topic can be created again", func() (bool, string) {
+			resp, err := e.Admin(t).CreateTopic(ctx, 1, 1, nil, topic)
+			if err == nil {
+				err = resp.Err
+			}
+			if err != nil {
+				return false, err.Error()
+			}
+			return true, ""
+		})
+		e.waitServed(t, topic, 1)
+		obs = observeOne(t, o, e.conn(reader), target)
+		if po := partition(t, obs, topic, 0); po.Committed != proof.NoOffset {
+			t.Errorf("recreated %s/0: committed %d, want none (the old offset went with the topic)", topic, po.Committed)
+		}
+	})
+}
