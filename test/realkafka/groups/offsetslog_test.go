@@ -39,7 +39,8 @@ type offsetsRecord struct {
 
 // readOffsetsLog reads every partition of __consumer_offsets from its log
 // start to its high watermark, as the admin, and returns the records of
-// group (key versions 0–2: offset commits and classic group metadata).
+// group (key versions 0–2: offset commits and classic group metadata),
+// read_uncommitted: records of open and aborted transactions included.
 func readOffsetsLog(t *testing.T, e *env, group string) []offsetsRecord {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -63,7 +64,9 @@ func readOffsetsLog(t *testing.T, e *env, group string) []offsetsRecord {
 		return nil
 	}
 	cl := e.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{kafkatest.OffsetsTopic: parts}),
-		kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.FetchMaxWait(200*time.Millisecond),
+		// Transaction markers too: the log end may be one.
+		kgo.KeepControlRecords())
 	next := map[int32]int64{}
 	var out []offsetsRecord
 	for done := false; !done; {
@@ -74,6 +77,9 @@ func readOffsetsLog(t *testing.T, e *env, group string) []offsetsRecord {
 		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("reading %s/%d: %v", topic, p, err) })
 		fs.EachRecord(func(r *kgo.Record) {
 			next[r.Partition] = r.Offset + 1
+			if r.Attrs.IsControl() {
+				return
+			}
 			if rec, ok := decodeOffsetsRecord(r); ok && rec.Group == group {
 				out = append(out, rec)
 			}
