@@ -125,6 +125,7 @@ type sharedBroker struct {
 }
 
 var (
+	startMu   sync.Mutex
 	brokersMu sync.Mutex
 	brokers   = map[string]*sharedBroker{}
 )
@@ -149,7 +150,11 @@ func brokerFor(v variant) (*apachekafka.Broker, error) {
 				reader: userPassword, noOffsetsTopic: userPassword, noSecret: userPassword,
 			}}),
 		}, v.opts...)
+		// One broker starts at a time: JVMs starting side by side on a
+		// loaded machine can miss the harness's start timeout.
+		startMu.Lock()
 		s.b, s.err = apachekafka.StartCluster(v.Dist, s.dir, opts...)
+		startMu.Unlock()
 		if s.err == nil {
 			s.err = grantACLs(s.b)
 		}

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -158,8 +159,25 @@ func sendHeartbeat(t *testing.T, cl *kgo.Client, r *kmsg.ConsumerGroupHeartbeatR
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp := req[*kmsg.ConsumerGroupHeartbeatResponse](t, cl, r)
-		if !retriable(resp.ErrorCode) || time.Now().After(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		resp, err := r.RequestWith(ctx, cl)
+		cancel()
+		var code int16
+		switch {
+		case err == nil:
+			code = resp.ErrorCode
+		case errors.As(err, new(*kerr.Error)):
+			// The coordinator lookup failed (kgo answers with its error).
+			var ke *kerr.Error
+			errors.As(err, &ke)
+			code = ke.Code
+		default:
+			t.Fatalf("ConsumerGroupHeartbeat of %s: %v", r.Group, err)
+		}
+		if !retriable(code) || time.Now().After(deadline) {
+			if err != nil {
+				t.Fatalf("ConsumerGroupHeartbeat of %s: %v", r.Group, err)
+			}
 			return resp
 		}
 		time.Sleep(300 * time.Millisecond)

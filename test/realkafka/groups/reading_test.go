@@ -392,8 +392,11 @@ func TestCommittedOffsetBeyondLogEndAndDeletedTopic(t *testing.T) {
 			}
 			return true, ""
 		})
-		e.waitServed(t, topic, 1)
-		obs = observeOne(t, o, e.conn(reader), target)
+		// The recreated topic is served a moment after CreateTopics answers.
+		pollUntil(t, time.Minute, 500*time.Millisecond, "the recreated topic is observed", func() (bool, string) {
+			obs = observe(t, o, e.conn(reader), target)[0]
+			return len(obs.Failures) == 0, describeFailures(obs.Failures)
+		})
 		if po := partition(t, obs, topic, 0); po.Committed != proof.NoOffset {
 			t.Errorf("recreated %s/0: committed %d, want none (the old offset went with the topic)", topic, po.Committed)
 		}
