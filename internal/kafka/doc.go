@@ -71,6 +71,11 @@
 //   - A KIP-848 group is Dead or GROUP_ID_NOT_FOUND to DescribeGroups:
 //     ConsumerGroupDescribe is asked too, and the protocol set from whichever
 //     knows the group.
+//   - Kafka 3.9 answers a ConsumerGroupDescribe of several groups with each
+//     group once per __consumer_offsets partition of the request, all but
+//     one GROUP_ID_NOT_FOUND: an entry that found the group wins.
+//   - franz-go sends StreamsGroupDescribe to any broker: groups answered
+//     NOT_COORDINATOR are asked again of their coordinators.
 //   - Committed offsets are reported raw, below the log start when they
 //     expired; kadm's lag helpers clamp and are not used.
 //   - A failed shard of a sharded request is a failure of exactly the

@@ -187,7 +187,7 @@ func (p *pass) describeConsumer(ctx context.Context) map[string]groupAnswer {
 			continue
 		}
 		for _, rg := range shard.Resp.(*kmsg.ConsumerGroupDescribeResponse).Groups {
-			out[rg.Group] = modernAnswer(rg.ErrorCode, rg.ErrorMessage, rg.State)
+			mergeAnswer(out, rg.Group, modernAnswer(rg.ErrorCode, rg.ErrorMessage, rg.State))
 		}
 	}
 	fillMissing(out, p.groups)
@@ -197,10 +197,18 @@ func (p *pass) describeConsumer(ctx context.Context) map[string]groupAnswer {
 // describeStreams asks StreamsGroupDescribe (Kafka 4.1+): streams groups
 // answer not-found to both other calls, and their offsets expire per
 // commit. A broker without the API has no streams group.
+//
+// franz-go does not route StreamsGroupDescribe to group coordinators (it
+// sends it to any broker), so the request goes out once as the client
+// sends it and the groups answered NOT_COORDINATOR are asked again of
+// their coordinators (FindCoordinator), one request per coordinator: on a
+// single broker, or when the first broker coordinates them all, nothing
+// more is sent.
 func (p *pass) describeStreams(ctx context.Context) map[string]groupAnswer {
 	out := make(map[string]groupAnswer, len(p.groups))
 	req := kmsg.NewPtrStreamsGroupDescribeRequest()
 	req.Groups = slices.Clone(p.groups)
+	var elsewhere []string
 	for _, shard := range p.requestCoordinated(ctx, req) {
 		sreq := shard.Req.(*kmsg.StreamsGroupDescribeRequest)
 		if shard.Err != nil {
@@ -210,11 +218,100 @@ func (p *pass) describeStreams(ctx context.Context) map[string]groupAnswer {
 			continue
 		}
 		for _, rg := range shard.Resp.(*kmsg.StreamsGroupDescribeResponse).Groups {
-			out[rg.Group] = modernAnswer(rg.ErrorCode, rg.ErrorMessage, rg.State)
+			if rg.ErrorCode == kerr.NotCoordinator.Code {
+				if !slices.Contains(elsewhere, rg.Group) {
+					elsewhere = append(elsewhere, rg.Group)
+				}
+				continue
+			}
+			mergeAnswer(out, rg.Group, modernAnswer(rg.ErrorCode, rg.ErrorMessage, rg.State))
 		}
+	}
+	for _, g := range elsewhere {
+		if a, ok := out[g]; ok && a.err == nil && a.found {
+			continue
+		}
+		delete(out, g)
+	}
+	if len(elsewhere) > 0 {
+		p.describeStreamsAtCoordinators(ctx, elsewhere, out)
 	}
 	fillMissing(out, p.groups)
 	return out
+}
+
+// describeStreamsAtCoordinators asks each group's coordinator for the
+// groups another broker did not coordinate.
+func (p *pass) describeStreamsAtCoordinators(ctx context.Context, groups []string, out map[string]groupAnswer) {
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorType = 0 // group
+	fc.CoordinatorKeys = groups
+	byNode := make(map[int32][]string)
+	for _, shard := range p.cl.RequestSharded(ctx, fc) {
+		sreq := shard.Req.(*kmsg.FindCoordinatorRequest)
+		if shard.Err != nil {
+			for _, g := range sreq.CoordinatorKeys {
+				out[g] = groupAnswer{err: shard.Err}
+			}
+			continue
+		}
+		for _, c := range shard.Resp.(*kmsg.FindCoordinatorResponse).Coordinators {
+			if c.ErrorCode != 0 {
+				out[c.Key] = groupAnswer{err: errorWithMessage(c.ErrorCode, c.ErrorMessage)}
+				continue
+			}
+			byNode[c.NodeID] = append(byNode[c.NodeID], c.Key)
+		}
+	}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for node, gs := range byNode {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := kmsg.NewPtrStreamsGroupDescribeRequest()
+			req.Groups = gs
+			resp, err := p.cl.Broker(int(node)).Request(ctx, req)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				for _, g := range gs {
+					out[g] = groupAnswer{err: err}
+				}
+				return
+			}
+			for _, rg := range resp.(*kmsg.StreamsGroupDescribeResponse).Groups {
+				if slices.Contains(gs, rg.Group) {
+					mergeAnswer(out, rg.Group, modernAnswer(rg.ErrorCode, rg.ErrorMessage, rg.State))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// mergeAnswer records a's answer for group g, keeping of several answers
+// for one group the one that found it, else a failure, else not-found.
+// Kafka 3.9's ConsumerGroupDescribe, asked for groups of several
+// __consumer_offsets partitions, answers each group once per partition
+// (GroupCoordinatorService.consumerGroupDescribe hands each partition's
+// shard every group of the request, not its own): only the owning shard's
+// answer is true, the others say GROUP_ID_NOT_FOUND, in no fixed order.
+func mergeAnswer(out map[string]groupAnswer, g string, a groupAnswer) {
+	rank := func(a groupAnswer) int {
+		switch {
+		case a.err == nil && a.found:
+			return 2
+		case a.err != nil:
+			return 1
+		}
+		return 0
+	}
+	if prev, ok := out[g]; !ok || rank(a) > rank(prev) {
+		out[g] = a
+	}
 }
 
 // notFoundIfTooOld: a shard that failed because the broker does not know

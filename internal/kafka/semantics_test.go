@@ -451,3 +451,67 @@ func TestPartitionForGroupIsKafkas(t *testing.T) {
 		}
 	}
 }
+
+// Kafka 3.9's ConsumerGroupDescribe asked for several groups answers each
+// group once per __consumer_offsets partition the request's groups fall in
+// (GroupCoordinatorService.consumerGroupDescribe hands every partition's
+// shard all the groups, not its own): only the owning shard's answer is
+// true, the others say GROUP_ID_NOT_FOUND, in no fixed order. Seen on
+// 3.9.2 (test/realkafka/groups TestDescribeCallsPerGroupType). The control
+// hook answers as 3.9 does, the true answer first; a group found by one
+// entry is found.
+func TestObserveConsumerGroupDescribeDuplicateAnswers(t *testing.T) {
+	t.Parallel()
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "jobs", 1, nil)
+	c.Produce(t, "jobs", 5)
+	c.JoinGroup(t, "workers", kafkatest.Consumer, "jobs")
+	c.Commit(t, "reports", "jobs", 0, 2)
+	// DescribeGroups as Kafka answers it: reports is a simple group,
+	// workers not classic.
+	c.ControlKey(int16(kmsg.DescribeGroups), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kreq.(*kmsg.DescribeGroupsRequest)
+		resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+		for _, g := range req.Groups {
+			rg := kmsg.NewDescribeGroupsResponseGroup()
+			rg.Group, rg.State = g, "Empty"
+			if g == "workers" {
+				rg.State, rg.ErrorCode = "Dead", kerr.GroupIDNotFound.Code
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp, nil, true
+	})
+	c.ControlKey(int16(kmsg.ConsumerGroupDescribe), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kreq.(*kmsg.ConsumerGroupDescribeRequest)
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+		for range req.Groups { // one shard per group here: each describes all
+			for _, g := range req.Groups {
+				rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+				rg.Group = g
+				if g == "workers" && len(resp.Groups) < len(req.Groups) {
+					rg.State = "Stable" // the owning shard's answer, first
+				} else {
+					rg.ErrorCode = kerr.GroupIDNotFound.Code
+				}
+				resp.Groups = append(resp.Groups, rg)
+			}
+		}
+		return resp, nil, true
+	})
+
+	o, _ := newTestObserver(t)
+	obs := observe(t, o, Connection{BootstrapServers: c.Addrs},
+		Target{Group: "reports", Topics: []string{"jobs"}}, Target{Group: "workers", Topics: []string{"jobs"}})
+	for _, ob := range obs {
+		requireNoFailures(t, ob)
+	}
+	if g := obs[1].Group; g.Protocol != proof.ProtocolConsumer || g.State != proof.GroupStateStable {
+		t.Errorf("workers = %+v, want consumer Stable (one entry of the answer found it)", g)
+	}
+	if g := obs[0].Group; g.Protocol != proof.ProtocolClassic || g.State != proof.GroupStateEmpty {
+		t.Errorf("reports = %+v, want a simple classic group", g)
+	}
+}
