@@ -55,7 +55,7 @@ import (
 const DistsEnv = "RETENTION_GUARD_KAFKA_DISTS"
 
 // StartTimeout bounds a node's start, from format to ready.
-const StartTimeout = 90 * time.Second
+const StartTimeout = 180 * time.Second
 
 // Dist is one assembled Apache Kafka version.
 type Dist struct {
@@ -143,10 +143,11 @@ func Newest(t testing.TB) Dist {
 type Option func(*config)
 
 type config struct {
-	nodes    int
-	props    map[string]string
-	features []string
-	sasl     *SASL
+	nodes     int
+	props     map[string]string
+	nodeProps map[int32]map[string]string
+	features  []string
+	sasl      *SASL
 }
 
 // WithNodes starts a cluster of n combined nodes (a quorum of n
@@ -156,6 +157,21 @@ func WithNodes(n int) Option { return func(c *config) { c.nodes = n } }
 // WithBrokerConfig sets one server.properties entry on every node.
 func WithBrokerConfig(key, value string) Option {
 	return func(c *config) { c.props[key] = value }
+}
+
+// WithNodeConfig sets one server.properties entry on node id only (ids
+// count from 1), over WithBrokerConfig: brokers that disagree, as a
+// cluster mid-way through a rolling change of its server.properties does.
+func WithNodeConfig(id int32, key, value string) Option {
+	return func(c *config) {
+		if c.nodeProps == nil {
+			c.nodeProps = map[int32]map[string]string{}
+		}
+		if c.nodeProps[id] == nil {
+			c.nodeProps[id] = map[string]string{}
+		}
+		c.nodeProps[id][key] = value
+	}
 }
 
 // WithOffsetsRetention sets offsets.retention.minutes (Kafka's floor is one
@@ -179,6 +195,12 @@ type SASL struct {
 	// Users are the other principals and their passwords (PLAIN and
 	// SCRAM-SHA-512 alike).
 	Users map[string]string
+	// OAuthBearer enables OAUTHBEARER too, with Apache Kafka's own
+	// unsecured validator (OAuthBearerUnsecuredValidatorCallbackHandler,
+	// the default when no callback handler is configured): a token is an
+	// unsigned JWT (alg "none") whose "sub" claim is the principal, with
+	// "exp" (and "iat") in seconds. For tests only: anyone can mint one.
+	OAuthBearer bool
 }
 
 // WithSASL turns authentication and authorization on.
@@ -340,6 +362,10 @@ func (b *Broker) properties(n *Node) string {
 		p["listener.security.protocol.map"] = "CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
 		p["inter.broker.listener.name"] = "SASL_PLAINTEXT"
 		p["sasl.enabled.mechanisms"] = "PLAIN,SCRAM-SHA-512"
+		if s.OAuthBearer {
+			p["sasl.enabled.mechanisms"] += ",OAUTHBEARER"
+			p["listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"] = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+		}
 		p["sasl.mechanism.inter.broker.protocol"] = "PLAIN"
 		users := []string{fmt.Sprintf("username=%q password=%q user_%s=%q", s.AdminUser, s.AdminPassword, s.AdminUser, s.AdminPassword)}
 		names := make([]string, 0, len(s.Users))
@@ -363,6 +389,9 @@ func (b *Broker) properties(n *Node) string {
 		p["inter.broker.listener.name"] = "PLAINTEXT"
 	}
 	for k, v := range b.cfg.props {
+		p[k] = v
+	}
+	for k, v := range b.cfg.nodeProps[n.ID] {
 		p[k] = v
 	}
 	keys := make([]string, 0, len(p))
