@@ -45,6 +45,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
@@ -524,16 +525,24 @@ func (b *Broker) waitReady(ctx context.Context, nodes ...*Node) error {
 			return err
 		}
 		for {
+			// A Metadata request of its own each time: kadm's
+			// BrokerMetadata answers from the client's broker list, which
+			// kgo refreshes only every metadata.max.age (5 min), so a node
+			// unfenced after the first answer would never show.
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			md, err := kadm.NewClient(cl).BrokerMetadata(rctx)
+			md, err := kmsg.NewPtrMetadataRequest().RequestWith(rctx, cl)
 			cancel()
-			if err == nil && len(md.Brokers) >= len(want) {
+			listed := 0
+			if err == nil {
+				listed = len(md.Brokers)
+			}
+			if listed >= len(want) {
 				break
 			}
 			select {
 			case <-ctx.Done():
 				cl.Close()
-				return fmt.Errorf("node %d: metadata does not list the %d running nodes (%v)", n.ID, len(want), err)
+				return fmt.Errorf("node %d: metadata lists %d of the %d running nodes (%v)", n.ID, listed, len(want), err)
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
@@ -662,7 +671,14 @@ func (b *Broker) CreateSCRAMUsers(t testing.TB) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), kafkatest.Timeout)
 	defer cancel()
-	res, err := b.Admin(t).AlterUserSCRAMs(ctx, nil, ups)
+	// Its own client: a Broker from StartCluster (shared by a package's
+	// tests) has no helpers dialed.
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addrs()...)}, b.ClientOpts()...)...)
+	if err != nil {
+		t.Fatalf("apachekafka: creating SCRAM users: %v", err)
+	}
+	defer cl.Close()
+	res, err := kadm.NewClient(cl).AlterUserSCRAMs(ctx, nil, ups)
 	if err == nil {
 		err = res.Error()
 	}

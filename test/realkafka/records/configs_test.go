@@ -4,7 +4,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/retentionguard/retention-guard/internal/kafka"
@@ -37,7 +40,7 @@ func TestInheritedRetentionIsEachBrokersOwn(t *testing.T) {
 	eachLine(t, func(t *testing.T, d apachekafka.Dist) {
 		_, c := disagreeingCluster(t, d)
 		const topic, group = "inherit-orders", "inherit-billing"
-		c.CreateTopic(t, topic, 1, nil)
+		createTopic(t, c, topic, 1, nil)
 		c.ProduceTo(t, topic, 0, 3)
 		c.Commit(t, group, topic, 0, 1)
 
@@ -67,7 +70,7 @@ func TestOffsetsRetentionPerBrokerSmallestGoverns(t *testing.T) {
 	eachLine(t, func(t *testing.T, d apachekafka.Dist) {
 		b, c := disagreeingCluster(t, d)
 		const topic, group = "perbroker-orders", "perbroker-billing"
-		c.CreateTopic(t, topic, 1, nil)
+		createTopic(t, c, topic, 1, nil)
 		c.ProduceTo(t, topic, 0, 3)
 		c.Commit(t, group, topic, 0, 1)
 
@@ -101,3 +104,105 @@ func TestOffsetsRetentionPerBrokerSmallestGoverns(t *testing.T) {
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+// createTopicOn creates topic with partition i's only replica on
+// brokers[i], so each partition is led by a broker the test chose.
+func createTopicOn(t *testing.T, c *kafkatest.Cluster, topic string, brokers []int32, configs map[string]string) {
+	t.Helper()
+	ctx, cancel := contextFor(30 * time.Second)
+	defer cancel()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	for i, b := range brokers {
+		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		ra.Partition, ra.Replicas = int32(i), []int32{b}
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	}
+	for k, v := range configs {
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
+		rt.Configs = append(rt.Configs, cfg)
+	}
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 30000
+	resp, err := req.RequestWith(ctx, c.Client(t))
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("creating %s on brokers %v: %v", topic, brokers, err)
+	}
+	waitFor(t, 60*time.Second, topic+" has leaders", func() bool {
+		md, err := c.Admin(t).Metadata(ctx, topic)
+		if err != nil {
+			return false
+		}
+		ps := md.Topics[topic].Partitions
+		if len(ps) != len(brokers) {
+			return false
+		}
+		for i, b := range brokers {
+			if ps[int32(i)].Leader != b {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// Each partition leader deletes by its own broker's log.retention.*:
+// records stamped 100 minutes back are deleted by the broker keeping 90
+// minutes and kept by those keeping 2 and 3 hours — why the observer
+// judges an inherited retention.ms by the strictest broker.
+func TestEachLeaderDeletesByItsOwnBrokerDefault(t *testing.T) {
+	t.Parallel()
+	eachLine(t, func(t *testing.T, d apachekafka.Dist) {
+		_, c := disagreeingCluster(t, d)
+		const topic, control = "perleader-orders", "perleader-control"
+		leaders := []int32{1, 2, 3}
+		createTopicOn(t, c, topic, leaders, map[string]string{"segment.ms": "60000"})
+		// The control topic's records (4 h old) go on every broker: once
+		// all are gone, each broker has run a retention pass over the
+		// other topic's records too.
+		createTopicOn(t, c, control, leaders, map[string]string{"segment.ms": "60000"})
+		now := time.Now()
+		var recs []*kgo.Record
+		for p := range int32(3) {
+			for _, r := range []struct {
+				topic string
+				age   time.Duration
+			}{{topic, 100 * time.Minute}, {control, 4 * time.Hour}} {
+				for range 3 {
+					recs = append(recs, &kgo.Record{Topic: r.topic, Partition: p, Timestamp: now.Add(-r.age), Value: []byte("old")})
+				}
+			}
+		}
+		c.ProduceRecords(t, recs...)
+		recs = recs[:0]
+		for p := range int32(3) {
+			for _, tp := range []string{topic, control} {
+				recs = append(recs, &kgo.Record{Topic: tp, Partition: p, Timestamp: now, Value: []byte("fresh")}) // rolls
+			}
+		}
+		c.ProduceRecords(t, recs...)
+		waitFor(t, 90*time.Second, "every broker deletes its control partition", func() bool {
+			for p := range int32(3) {
+				if start, _ := offsets(t, c, control, p); start != 3 {
+					return false
+				}
+			}
+			return true
+		})
+		for p, want := range []int64{0, 3, 0} { // led by brokers 1 (2 h), 2 (90 min), 3 (3 h)
+			if start, _ := offsets(t, c, topic, int32(p)); start != want {
+				t.Errorf("Apache Kafka %s: %s/%d led by broker %d: log start %d, want %d", d.Version, topic, p, leaders[p], start, want)
+			}
+		}
+		obs := observe(t, observer(t), conn(c), kafka.Target{Group: "perleader-billing", Topics: []string{topic}})
+		requireNoFailures(t, obs)
+		if got := topicObs(t, obs, topic).RetentionMs; !is(got, "5400000") {
+			t.Errorf("observed retention.ms %+v, want 5400000: the broker that deletes soonest", got)
+		}
+	})
+}

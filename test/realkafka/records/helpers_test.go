@@ -354,3 +354,24 @@ func checkReasons(o checkOut) []string {
 func hasCheckReason(o checkOut, reason string) bool {
 	return slices.Contains(checkReasons(o), reason)
 }
+
+// createTopic creates a topic and waits until metadata names a leader for
+// every partition (a loaded broker answers Metadata for a new topic late).
+func createTopic(t *testing.T, c *kafkatest.Cluster, topic string, partitions int32, configs map[string]string) {
+	t.Helper()
+	c.CreateTopic(t, topic, partitions, configs)
+	waitFor(t, 60*time.Second, topic+" has a leader for each partition", func() bool {
+		ctx, cancel := contextFor(10 * time.Second)
+		defer cancel()
+		md, err := c.Admin(t).Metadata(ctx, topic)
+		if err != nil || md.Topics[topic].Err != nil || len(md.Topics[topic].Partitions) != int(partitions) {
+			return false
+		}
+		for _, p := range md.Topics[topic].Partitions {
+			if p.Leader < 0 || p.Err != nil {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -51,7 +51,7 @@ func TestSeed000TimeRetentionPassesCommittedOffset(t *testing.T) {
 	eachLine(t, func(t *testing.T, d apachekafka.Dist) {
 		_, c := plainBroker(t, d)
 		const topic, group = "seed000-events", "seed000-audit"
-		c.CreateTopic(t, topic, 1, map[string]string{"retention.ms": "4000", "segment.ms": "1000"})
+		createTopic(t, c, topic, 1, map[string]string{"retention.ms": "4000", "segment.ms": "1000"})
 		c.ProduceTo(t, topic, 0, 10) // one batch: offsets 0–9, the first segment
 		c.Commit(t, group, topic, 0, 3)
 		time.Sleep(1500 * time.Millisecond) // the segment is older than segment.ms ...
@@ -103,7 +103,7 @@ func TestBackdatedRecordsExpireAtOnce(t *testing.T) {
 	eachLine(t, func(t *testing.T, d apachekafka.Dist) {
 		_, c := plainBroker(t, d)
 		const topic, group = "backdated-mirror", "backdated-replica"
-		c.CreateTopic(t, topic, 1, map[string]string{"retention.ms": "3600000", "segment.ms": "60000"})
+		createTopic(t, c, topic, 1, map[string]string{"retention.ms": "3600000", "segment.ms": "60000"})
 		c.ProduceRecords(t, stamped(topic, 5, time.Now().Add(-2*time.Hour), "")...) // accepted: no bound by default
 		// Rolls: this batch's timestamp is more than segment.ms after the
 		// first batch's (LogSegment.timeWaitedForRoll).
@@ -135,7 +135,7 @@ func TestBackdatedRecordsExpireAtOnce(t *testing.T) {
 		// Bounded: the broker refuses what retention would delete sooner
 		// than the window, and the proof stops warning.
 		const bounded = "backdated-bounded"
-		c.CreateTopic(t, bounded, 1, map[string]string{"retention.ms": "3600000", "message.timestamp.before.max.ms": "1800000"})
+		createTopic(t, c, bounded, 1, map[string]string{"retention.ms": "3600000", "message.timestamp.before.max.ms": "1800000"})
 		if err := produceErr(t, c, stamped(bounded, 1, time.Now().Add(-2*time.Hour), "")...); !errors.Is(err, kerr.InvalidTimestamp) {
 			t.Errorf("Apache Kafka %s took a record 2 h old under before.max.ms 30 min: %v; want INVALID_TIMESTAMP", d.Version, err)
 		}
@@ -161,7 +161,7 @@ func TestFutureRecordsRefusedFrom4(t *testing.T) {
 	eachLine(t, func(t *testing.T, d apachekafka.Dist) {
 		_, c := plainBroker(t, d)
 		const topic = "future-stamps"
-		c.CreateTopic(t, topic, 1, nil)
+		createTopic(t, c, topic, 1, nil)
 		cfg := describeConfigsOn(t, c, 1, 2, topic)["message.timestamp.after.max.ms"]
 		err := produceErr(t, c, stamped(topic, 1, time.Now().Add(2*time.Hour), "")...)
 		if d.AtLeast(4, 0) {
@@ -182,7 +182,7 @@ func TestRetentionBytesDeletesOldestSegments(t *testing.T) {
 	eachLine(t, func(t *testing.T, d apachekafka.Dist) {
 		_, c := plainBroker(t, d)
 		const topic, group = "bytes-clicks", "bytes-sessions"
-		c.CreateTopic(t, topic, 1, map[string]string{"retention.ms": "-1", "retention.bytes": "1", "segment.ms": "60000"})
+		createTopic(t, c, topic, 1, map[string]string{"retention.ms": "-1", "retention.bytes": "1", "segment.ms": "60000"})
 		// Three segments (each batch more than segment.ms after the last).
 		now := time.Now()
 		c.ProduceRecords(t, stamped(topic, 5, now.Add(-3*time.Hour), "")...)
@@ -219,7 +219,7 @@ func TestDeleteRecordsMovesLogStartExactly(t *testing.T) {
 	eachLine(t, func(t *testing.T, d apachekafka.Dist) {
 		_, c := plainBroker(t, d)
 		const topic, group = "deleterecords-ledger", "deleterecords-settle"
-		c.CreateTopic(t, topic, 1, nil)
+		createTopic(t, c, topic, 1, nil)
 		c.ProduceTo(t, topic, 0, 20)
 		c.Commit(t, group, topic, 0, 5)
 		c.DeleteRecords(t, topic, 0, 12)
@@ -254,7 +254,7 @@ func TestCompactionKeepsLogStart(t *testing.T) {
 	eachLine(t, func(t *testing.T, d apachekafka.Dist) {
 		_, c := plainBroker(t, d)
 		const topic, group = "compacted-accounts", "compacted-new-reader"
-		c.CreateTopic(t, topic, 1, compactTopic("compact", "86400000"))
+		createTopic(t, c, topic, 1, compactTopic("compact", "86400000"))
 		c.ProduceRecords(t, stamped(topic, 5, time.Now(), "acct-")...) // acct-0..4 = r0..r4
 		c.ProduceRecords(t, stamped(topic, 5, time.Now(), "acct-")...) // the same keys again
 		waitFor(t, 90*time.Second, "the cleaner compacts the first values away", func() bool {
@@ -299,7 +299,7 @@ func TestTombstonesDroppedAfterDeleteRetention(t *testing.T) {
 			if tc.policy == "compact,delete" {
 				cfg["retention.ms"] = "600000"
 			}
-			c.CreateTopic(t, tc.topic, 1, cfg)
+			createTopic(t, c, tc.topic, 1, cfg)
 			c.ProduceRecords(t, &kgo.Record{Topic: tc.topic, Key: []byte("acct-1"), Value: []byte("open")},
 				&kgo.Record{Topic: tc.topic, Key: []byte("acct-1")}) // the tombstone
 			c.Commit(t, "tombstones-ledger", tc.topic, 0, 0)
@@ -335,7 +335,7 @@ func TestTombstonesDroppedAfterDeleteRetention(t *testing.T) {
 		const both = "tombstones-compact-delete-time"
 		cfg := compactTopic("compact,delete", "86400000")
 		cfg["retention.ms"] = "3000"
-		c.CreateTopic(t, both, 1, cfg)
+		createTopic(t, c, both, 1, cfg)
 		c.ProduceRecords(t, stamped(both, 5, time.Now(), "k")...)
 		time.Sleep(1500 * time.Millisecond)
 		tick(t, c, both) // rolls, once: the cleaner merges the segments it cleans, and a merged
@@ -355,8 +355,8 @@ func TestEmptyCleanupPolicyKeepsRecords(t *testing.T) {
 	eachLine(t, func(t *testing.T, d apachekafka.Dist) {
 		_, c := plainBroker(t, d)
 		const kept, control, group = "emptypolicy-kept", "emptypolicy-control", "emptypolicy-reader"
-		c.CreateTopic(t, kept, 1, map[string]string{"cleanup.policy": "", "retention.ms": "1000", "segment.ms": "1000"})
-		c.CreateTopic(t, control, 1, map[string]string{"cleanup.policy": "delete", "retention.ms": "1000", "segment.ms": "1000"})
+		createTopic(t, c, kept, 1, map[string]string{"cleanup.policy": "", "retention.ms": "1000", "segment.ms": "1000"})
+		createTopic(t, c, control, 1, map[string]string{"cleanup.policy": "delete", "retention.ms": "1000", "segment.ms": "1000"})
 		for _, topic := range []string{kept, control} {
 			c.ProduceTo(t, topic, 0, 5)
 		}
