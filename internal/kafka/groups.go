@@ -197,10 +197,18 @@ func (p *pass) describeConsumer(ctx context.Context) map[string]groupAnswer {
 // describeStreams asks StreamsGroupDescribe (Kafka 4.1+): streams groups
 // answer not-found to both other calls, and their offsets expire per
 // commit. A broker without the API has no streams group.
+//
+// franz-go routes this request to no coordinator (it knows no sharding
+// for it): it goes to any broker, which answers NOT_COORDINATOR for the
+// groups another broker coordinates. Those are asked again of their
+// coordinators (one FindCoordinator for all, then one request per
+// coordinator), so on one broker, or a broker without the API, the pass
+// sends what it always did.
 func (p *pass) describeStreams(ctx context.Context) map[string]groupAnswer {
 	out := make(map[string]groupAnswer, len(p.groups))
 	req := kmsg.NewPtrStreamsGroupDescribeRequest()
 	req.Groups = slices.Clone(p.groups)
+	var elsewhere []string
 	for _, shard := range p.requestCoordinated(ctx, req) {
 		sreq := shard.Req.(*kmsg.StreamsGroupDescribeRequest)
 		if shard.Err != nil {
@@ -210,11 +218,55 @@ func (p *pass) describeStreams(ctx context.Context) map[string]groupAnswer {
 			continue
 		}
 		for _, rg := range shard.Resp.(*kmsg.StreamsGroupDescribeResponse).Groups {
+			if rg.ErrorCode == kerr.NotCoordinator.Code {
+				elsewhere = append(elsewhere, rg.Group)
+				continue
+			}
 			out[rg.Group] = modernAnswer(rg.ErrorCode, rg.ErrorMessage, rg.State)
 		}
 	}
+	if len(elsewhere) > 0 {
+		p.describeStreamsAtCoordinators(ctx, elsewhere, out)
+	}
 	fillMissing(out, p.groups)
 	return out
+}
+
+// describeStreamsAtCoordinators asks each group's own coordinator.
+func (p *pass) describeStreamsAtCoordinators(ctx context.Context, groups []string, out map[string]groupAnswer) {
+	find := kmsg.NewPtrFindCoordinatorRequest()
+	find.CoordinatorType = 0 // group
+	find.CoordinatorKeys = slices.Clone(groups)
+	byNode := map[int32][]string{}
+	for _, shard := range p.cl.RequestSharded(ctx, find) {
+		if shard.Err != nil {
+			for _, g := range shard.Req.(*kmsg.FindCoordinatorRequest).CoordinatorKeys {
+				out[g] = groupAnswer{err: shard.Err}
+			}
+			continue
+		}
+		for _, c := range shard.Resp.(*kmsg.FindCoordinatorResponse).Coordinators {
+			if err := errorWithMessage(c.ErrorCode, c.ErrorMessage); c.ErrorCode != 0 {
+				out[c.Key] = groupAnswer{err: err}
+				continue
+			}
+			byNode[c.NodeID] = append(byNode[c.NodeID], c.Key)
+		}
+	}
+	for node, gs := range byNode {
+		req := kmsg.NewPtrStreamsGroupDescribeRequest()
+		req.Groups = gs
+		resp, err := req.RequestWith(ctx, p.cl.Broker(int(node)))
+		if err != nil {
+			for _, g := range gs {
+				out[g] = notFoundIfTooOld(err)
+			}
+			continue
+		}
+		for _, rg := range resp.Groups {
+			out[rg.Group] = modernAnswer(rg.ErrorCode, rg.ErrorMessage, rg.State)
+		}
+	}
 }
 
 // notFoundIfTooOld: a shard that failed because the broker does not know

@@ -15,6 +15,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // listGroupsOn is ListGroups as one broker answers it: the groups it
@@ -193,6 +194,24 @@ func TestDiscoveryAsksEveryBroker(t *testing.T) {
 		if want := len(simple) + 2; len(co.Discovered) != want {
 			t.Errorf("discovered %d groups, want %d", len(co.Discovered), want)
 		}
+
+		// scan judges the same groups, and only those.
+		code, out := scan(t, c, "1h", "^discovery-")
+		var scanned []string
+		for _, g := range out.Groups {
+			scanned = append(scanned, g.Group)
+			if g.Group == "discovery-simple-0" && !slices.Equal(g.Topics, []string{orders, refunds}) {
+				t.Errorf("scan: discovery-simple-0 on %v, want both topics", g.Topics)
+			}
+		}
+		slices.Sort(scanned)
+		var discovered []string
+		for _, dg := range co.Discovered {
+			discovered = append(discovered, dg.Group)
+		}
+		if !slices.Equal(scanned, discovered) || code == 64 || len(out.Failures) > 0 {
+			t.Errorf("scan: exit %d, groups %v, failures %v; want the discovered %v", code, scanned, out.Failures, discovered)
+		}
 	})
 }
 
@@ -213,4 +232,33 @@ func shareMember(t *testing.T, c *kafkatest.Cluster, group, topic string) {
 	if err != nil {
 		t.Fatalf("ShareGroupHeartbeat %s (share groups should be on by default): %v", group, err)
 	}
+}
+
+// Groups no describe call knows (a policy's group whose consumers never
+// started) are read as Dead on every coordinator: each of the three
+// describe calls must reach the group's own coordinator. StreamsGroupDescribe
+// (4.1+) is no request franz-go routes to a coordinator: sent to any
+// broker, it answered NOT_COORDINATOR for the groups another broker
+// coordinates, and the observer reported them unreachable.
+func TestObserveAbsentGroupsOnEveryCoordinator(t *testing.T) {
+	t.Parallel()
+	eachLine(t, func(t *testing.T, d apachekafka.Dist) {
+		_, c := disagreeingCluster(t, d)
+		const topic = "absent-orders"
+		createTopic(t, c, topic, 1, nil)
+		c.ProduceTo(t, topic, 0, 3)
+		// __consumer_offsets exists once a group did: before, every
+		// coordinator lookup answers COORDINATOR_NOT_AVAILABLE.
+		c.Commit(t, "absent-seed", topic, 0, 1)
+		var targets []kafka.Target
+		for i := range 9 {
+			targets = append(targets, kafka.Target{Group: fmt.Sprintf("absent-group-%d", i), Topics: []string{topic}})
+		}
+		co := observeCluster(t, observer(t), conn(c), kafka.ClusterRequest{Targets: targets})
+		for _, obs := range co.Observations {
+			if len(obs.Failures) > 0 || obs.Group.State != proof.GroupStateDead {
+				t.Errorf("Apache Kafka %s: group %s: state %q, failures %s; want Dead and none", d.Version, obs.Group.ID, obs.Group.State, describeFailures(obs.Failures))
+			}
+		}
+	})
 }

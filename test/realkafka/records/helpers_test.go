@@ -375,3 +375,29 @@ func createTopic(t *testing.T, c *kafkatest.Cluster, topic string, partitions in
 		return true
 	})
 }
+
+// scanOut is the part of `scan --output json` the tests read.
+type scanOut struct {
+	Groups []struct {
+		Group        string   `json:"group"`
+		Protocol     string   `json:"protocol"`
+		ProtocolType string   `json:"protocolType"`
+		Topics       []string `json:"topics"`
+		Verdict      string   `json:"verdict"`
+	} `json:"groups"`
+	Failures []string `json:"failures"`
+}
+
+// scan runs `retention-guard scan` against the broker.
+func scan(t *testing.T, c *kafkatest.Cluster, window, pattern string) (int, scanOut) {
+	t.Helper()
+	args := []string{"scan", "--output", "json", "--bootstrap-server", c.Addrs[0], "--recovery-window", window,
+		"--group-pattern", pattern, "--timeout", "60s"}
+	var stdout, stderr bytes.Buffer
+	code := cli.Execute(args, &stdout, &stderr)
+	var out scanOut
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("scan printed no JSON (%v): %s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
+	return code, out
+}
