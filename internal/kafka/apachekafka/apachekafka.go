@@ -45,6 +45,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
@@ -55,7 +56,7 @@ import (
 const DistsEnv = "RETENTION_GUARD_KAFKA_DISTS"
 
 // StartTimeout bounds a node's start, from format to ready.
-const StartTimeout = 90 * time.Second
+const StartTimeout = 180 * time.Second
 
 // Dist is one assembled Apache Kafka version.
 type Dist struct {
@@ -143,10 +144,11 @@ func Newest(t testing.TB) Dist {
 type Option func(*config)
 
 type config struct {
-	nodes    int
-	props    map[string]string
-	features []string
-	sasl     *SASL
+	nodes     int
+	props     map[string]string
+	nodeProps map[int32]map[string]string
+	features  []string
+	sasl      *SASL
 }
 
 // WithNodes starts a cluster of n combined nodes (a quorum of n
@@ -156,6 +158,21 @@ func WithNodes(n int) Option { return func(c *config) { c.nodes = n } }
 // WithBrokerConfig sets one server.properties entry on every node.
 func WithBrokerConfig(key, value string) Option {
 	return func(c *config) { c.props[key] = value }
+}
+
+// WithNodeConfig sets one server.properties entry on node id only (ids
+// count from 1), over WithBrokerConfig: brokers that disagree, as a
+// cluster mid-way through a rolling change of its server.properties does.
+func WithNodeConfig(id int32, key, value string) Option {
+	return func(c *config) {
+		if c.nodeProps == nil {
+			c.nodeProps = map[int32]map[string]string{}
+		}
+		if c.nodeProps[id] == nil {
+			c.nodeProps[id] = map[string]string{}
+		}
+		c.nodeProps[id][key] = value
+	}
 }
 
 // WithOffsetsRetention sets offsets.retention.minutes (Kafka's floor is one
@@ -179,6 +196,12 @@ type SASL struct {
 	// Users are the other principals and their passwords (PLAIN and
 	// SCRAM-SHA-512 alike).
 	Users map[string]string
+	// OAuthBearer enables OAUTHBEARER too, with Apache Kafka's own
+	// unsecured validator (OAuthBearerUnsecuredValidatorCallbackHandler,
+	// the default when no callback handler is configured): a token is an
+	// unsigned JWT (alg "none") whose "sub" claim is the principal, with
+	// "exp" (and "iat") in seconds. For tests only: anyone can mint one.
+	OAuthBearer bool
 }
 
 // WithSASL turns authentication and authorization on.
@@ -342,6 +365,10 @@ func (b *Broker) properties(n *Node) string {
 		p["listener.security.protocol.map"] = "CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
 		p["inter.broker.listener.name"] = "SASL_PLAINTEXT"
 		p["sasl.enabled.mechanisms"] = "PLAIN,SCRAM-SHA-512"
+		if s.OAuthBearer {
+			p["sasl.enabled.mechanisms"] += ",OAUTHBEARER"
+			p["listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"] = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+		}
 		p["sasl.mechanism.inter.broker.protocol"] = "PLAIN"
 		users := []string{fmt.Sprintf("username=%q password=%q user_%s=%q", s.AdminUser, s.AdminPassword, s.AdminUser, s.AdminPassword)}
 		names := make([]string, 0, len(s.Users))
@@ -365,6 +392,9 @@ func (b *Broker) properties(n *Node) string {
 		p["inter.broker.listener.name"] = "PLAINTEXT"
 	}
 	for k, v := range b.cfg.props {
+		p[k] = v
+	}
+	for k, v := range b.cfg.nodeProps[n.ID] {
 		p[k] = v
 	}
 	keys := make([]string, 0, len(p))
@@ -497,16 +527,24 @@ func (b *Broker) waitReady(ctx context.Context, nodes ...*Node) error {
 			return err
 		}
 		for {
+			// A Metadata request of its own each time: kadm's
+			// BrokerMetadata answers from the client's broker list, which
+			// kgo refreshes only every metadata.max.age (5 min), so a node
+			// unfenced after the first answer would never show.
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			md, err := kadm.NewClient(cl).BrokerMetadata(rctx)
+			md, err := kmsg.NewPtrMetadataRequest().RequestWith(rctx, cl)
 			cancel()
-			if err == nil && len(md.Brokers) >= len(want) {
+			listed := 0
+			if err == nil {
+				listed = len(md.Brokers)
+			}
+			if listed >= len(want) {
 				break
 			}
 			select {
 			case <-ctx.Done():
 				cl.Close()
-				return fmt.Errorf("node %d: metadata does not list the %d running nodes (%v)", n.ID, len(want), err)
+				return fmt.Errorf("node %d: metadata lists %d of the %d running nodes (%v)", n.ID, listed, len(want), err)
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
@@ -635,7 +673,14 @@ func (b *Broker) CreateSCRAMUsers(t testing.TB) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), kafkatest.Timeout)
 	defer cancel()
-	res, err := b.Admin(t).AlterUserSCRAMs(ctx, nil, ups)
+	// Its own client: a Broker from StartCluster (shared by a package's
+	// tests) has no helpers dialed.
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addrs()...)}, b.ClientOpts()...)...)
+	if err != nil {
+		t.Fatalf("apachekafka: creating SCRAM users: %v", err)
+	}
+	defer cl.Close()
+	res, err := kadm.NewClient(cl).AlterUserSCRAMs(ctx, nil, ups)
 	if err == nil {
 		err = res.Error()
 	}
