@@ -13,7 +13,9 @@ var lossReasons = []string{
 	ReasonCursorBeyondLogEnd,
 	ReasonCommittedOffsetExpired,
 	ReasonNoCommittedOffset,
+	ReasonNoShareStartOffset,
 	ReasonCommittedOffsetBeyondLogEnd,
+	ReasonCommittedOffsetOfDeletedTopic,
 	// Records a restart from the group's offsets would skip.
 	ReasonGroupAheadOfCursor,
 }
