@@ -294,7 +294,7 @@ const (
 	// APIDescribeShareGroupOffsets reads a share group's share-partition
 	// start offsets (its Committed offsets).
 	APIDescribeShareGroupOffsets = "DescribeShareGroupOffsets"
-	APIFetch                 = "Fetch"
+	APIFetch                     = "Fetch"
 )
 
 // Failure is a request the observer could not complete. Each becomes a
