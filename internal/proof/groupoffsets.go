@@ -331,9 +331,11 @@ func gatherExpiry(f *facts) expiryFacts {
 			e.commits = append(e.commits, c)
 		}
 	}
-	slices.SortStableFunc(e.commits, func(a, b commitExpiry) int {
+	byPartition := func(a, b commitExpiry) int {
 		return comparePartitions(PartitionResult{Topic: a.topic, Partition: a.partition}, PartitionResult{Topic: b.topic, Partition: b.partition})
-	})
+	}
+	slices.SortStableFunc(e.commits, byPartition)
+	slices.SortStableFunc(e.explicit, byPartition)
 	for i := range e.commits {
 		if earlierExpiry(&e.commits[i], &e.commits[e.soonestCommit]) {
 			e.soonestCommit = i
