@@ -19,6 +19,9 @@ const (
 	configDeleteRetentionMs       = "delete.retention.ms"
 	configTimestampType           = "message.timestamp.type"
 	configTimestampBeforeMaxMs    = "message.timestamp.before.max.ms"
+	configTimestampAfterMaxMs     = "message.timestamp.after.max.ms"
+	configTimestampDifferenceMax  = "message.timestamp.difference.max.ms"
+	configRemoteStorageEnable     = "remote.storage.enable"
 	configOffsetsRetentionMinutes = "offsets.retention.minutes"
 )
 
@@ -26,6 +29,7 @@ const (
 var topicConfigKeys = []string{
 	configRetentionMs, configRetentionBytes, configCleanupPolicy,
 	configDeleteRetentionMs, configTimestampType, configTimestampBeforeMaxMs,
+	configTimestampAfterMaxMs, configTimestampDifferenceMax, configRemoteStorageEnable,
 }
 
 // brokerConfigKeys are asked of every broker: offsets.retention.minutes,
@@ -161,6 +165,9 @@ func (p *pass) describeConfigs(ctx context.Context) {
 					ts.deleteRetentionMs = values[configDeleteRetentionMs]
 					ts.timestampType = values[configTimestampType]
 					ts.timestampBeforeMaxMs = values[configTimestampBeforeMaxMs]
+					ts.timestampAfterMaxMs = values[configTimestampAfterMaxMs]
+					ts.timestampDifferenceMaxMs = values[configTimestampDifferenceMax]
+					ts.remoteStorageEnable = values[configRemoteStorageEnable]
 					inherited[ts.name] = fromBroker
 				}
 			case kmsg.ConfigResourceTypeBroker:

@@ -3,6 +3,7 @@ package kafka
 import (
 	"cmp"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -61,12 +62,15 @@ type topicState struct {
 	id       [16]byte
 	answered bool // metadata answered for it without error
 
-	retentionMs          proof.ConfigValue
-	retentionBytes       proof.ConfigValue
-	cleanupPolicy        proof.ConfigValue
-	deleteRetentionMs    proof.ConfigValue
-	timestampType        proof.ConfigValue
-	timestampBeforeMaxMs proof.ConfigValue
+	retentionMs              proof.ConfigValue
+	retentionBytes           proof.ConfigValue
+	cleanupPolicy            proof.ConfigValue
+	deleteRetentionMs        proof.ConfigValue
+	timestampType            proof.ConfigValue
+	timestampBeforeMaxMs     proof.ConfigValue
+	timestampAfterMaxMs      proof.ConfigValue
+	timestampDifferenceMaxMs proof.ConfigValue
+	remoteStorageEnable      proof.ConfigValue
 
 	partitions map[int32]*partitionState
 }
@@ -192,13 +196,18 @@ func (p *pass) run(ctx context.Context) {
 	// be lower than the truth when the committed offset is read: never a
 	// false "expired" either. Business cursors are read between the
 	// committed offsets and the log end, for the same reasons.
-	var wg sync.WaitGroup
-	wg.Add(2)
+	// A share group's progress (its share-partition start offsets) is read
+	// once the group kinds are known, still before the log end.
+	var wg, groups sync.WaitGroup
+	wg.Add(1)
+	groups.Add(1)
 	go func() { defer wg.Done(); p.describeConfigs(ctx) }()
-	go func() { defer wg.Done(); p.describeGroups(ctx) }()
+	go func() { defer groups.Done(); p.describeGroups(ctx) }()
 	p.listStartOffsets(ctx)
 	p.fetchCommittedOffsets(ctx)
 	p.readCursors(ctx)
+	groups.Wait()
+	p.readShareStartOffsets(ctx)
 	p.listEndOffsets(ctx)
 	wg.Wait()
 
@@ -274,6 +283,12 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 			to.DeleteRetentionMs = ts.deleteRetentionMs
 			to.TimestampType = ts.timestampType
 			to.TimestampBeforeMaxMs = ts.timestampBeforeMaxMs
+			to.TimestampAfterMaxMs = ts.timestampAfterMaxMs
+			to.TimestampDifferenceMaxMs = ts.timestampDifferenceMaxMs
+			to.RemoteStorageEnable = ts.remoteStorageEnable
+			if ts.id != ([16]byte{}) {
+				to.TopicID = hex.EncodeToString(ts.id[:])
+			}
 			ids := make([]int32, 0, len(ts.partitions))
 			for id := range ts.partitions {
 				ids = append(ids, id)

@@ -172,16 +172,17 @@ func fuzzInput(data []byte) fuzzCase {
 			continue
 		}
 		tp := TopicObservation{
-			Name:                 name,
-			RetentionMs:          b.config(fuzzRetention),
-			RetentionBytes:       b.config(fuzzBytes),
-			CleanupPolicy:        b.config(fuzzCleanup),
-			DeleteRetentionMs:    b.config(fuzzDeleteRetention),
-			TimestampType:        b.config(fuzzTimestampTypes),
-			TimestampBeforeMaxMs: b.config(fuzzTimestampBounds),
-			TimestampAfterMaxMs:  b.config(fuzzAfterBounds),
-			RemoteStorageEnable:  b.config(fuzzRemoteStorage),
-			TopicID:              fuzzTopicIDs[b.pick(len(fuzzTopicIDs))],
+			Name:                     name,
+			RetentionMs:              b.config(fuzzRetention),
+			RetentionBytes:           b.config(fuzzBytes),
+			CleanupPolicy:            b.config(fuzzCleanup),
+			DeleteRetentionMs:        b.config(fuzzDeleteRetention),
+			TimestampType:            b.config(fuzzTimestampTypes),
+			TimestampBeforeMaxMs:     b.config(fuzzTimestampBounds),
+			TimestampAfterMaxMs:      b.config(fuzzAfterBounds),
+			TimestampDifferenceMaxMs: b.config(fuzzAfterBounds),
+			RemoteStorageEnable:      b.config(fuzzRemoteStorage),
+			TopicID:                  fuzzTopicIDs[b.pick(len(fuzzTopicIDs))],
 		}
 		n := b.pick(4)
 		seen := map[int32]bool{}
@@ -872,7 +873,14 @@ func oracleCommitBound(t TopicObservation, pt PartitionObservation) time.Time {
 	if v := t.TimestampType; v.Present && !v.Null && strings.EqualFold(strings.TrimSpace(v.Value), "LogAppendTime") {
 		return pt.PrecedingTimestamp
 	}
-	ms, ok := oracleInt(t.TimestampAfterMaxMs)
+	v := t.TimestampAfterMaxMs
+	if !v.Present {
+		v = t.TimestampDifferenceMaxMs
+	}
+	if !v.Present {
+		return pt.PrecedingTimestamp.Add(-time.Hour) // no Kafka broker: taken at 4.x's default
+	}
+	ms, ok := oracleInt(v)
 	if !ok || ms < 0 || ms == math.MaxInt64 {
 		return time.Time{}
 	}
@@ -902,7 +910,7 @@ func countViolations(r Result, clause, reason, topic string) int {
 var (
 	// The API names the observer reports (proof.API*), written out again.
 	oracleConfigAPIs = []string{"describeconfigs"}
-	oracleScopedAPIs = []string{"describegroups", "consumergroupdescribe", "offsetfetch", "listoffsets", "fetch"}
+	oracleScopedAPIs = []string{"describegroups", "consumergroupdescribe", "offsetfetch", "listoffsets", "fetch", "sharegroupdescribe", "describesharegroupoffsets"}
 )
 
 func oracleClusterWide(f Failure) bool {

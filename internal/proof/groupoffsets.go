@@ -355,10 +355,19 @@ func clockSkew(t *TopicObservation) (time.Duration, string) {
 		return 0, ""
 	}
 	v := t.TimestampAfterMaxMs
+	if !v.Present {
+		// Before 3.6 message.timestamp.difference.max.ms bounds both ways.
+		// A broker that reports neither is no Kafka broker (kfake): it is
+		// taken at Kafka 4.x's default, an hour.
+		v = t.TimestampDifferenceMaxMs
+		if !v.Present {
+			return time.Hour, ""
+		}
+	}
 	ms, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
 	if !v.Present || v.Null || err != nil || ms < 0 || ms == math.MaxInt64 {
 		return 0, "the record before it is stamped by its producer (" + keyTimestampType + " CreateTime) and " +
-			keyTimestampAfterMaxMs + " does not bound how far ahead of the broker's clock (" + afterMaxValue(v) +
+			keyTimestampAfterMaxMs + " (or, before 3.6, message.timestamp.difference.max.ms) does not bound how far ahead of the broker's clock (" + afterMaxValue(v) +
 			"): its timestamp does not date the commit"
 	}
 	return millisToDuration(ms), ""
@@ -366,8 +375,6 @@ func clockSkew(t *TopicObservation) (time.Duration, string) {
 
 func afterMaxValue(v ConfigValue) string {
 	switch {
-	case !v.Present:
-		return "not reported: a broker before 3.6 accepts any timestamp"
 	case v.Null:
 		return "null"
 	}

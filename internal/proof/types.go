@@ -432,6 +432,10 @@ type TopicObservation struct {
 	// unbounded). A commit dated from a record's timestamp is dated that
 	// much earlier; unbounded leaves it undated.
 	TimestampAfterMaxMs ConfigValue
+	// TimestampDifferenceMaxMs is message.timestamp.difference.max.ms, the
+	// bound both ways before 3.6 (Long.MAX by default; removed in 4.0):
+	// read when TimestampAfterMaxMs is absent.
+	TimestampDifferenceMaxMs ConfigValue
 	// RemoteStorageEnable is remote.storage.enable (tiered storage, KIP-405):
 	// the remote log's expiration deletes by retention.ms and
 	// retention.bytes even when cleanup.policy is empty.
