@@ -94,6 +94,9 @@ type groupState struct {
 	committed  map[topicPartition]int64
 	timestamps map[topicPartition]time.Time // of the record at the committed offset
 	preceding  map[topicPartition]time.Time // of the records before it (dates the commit)
+	// shareLag: a share group's unacknowledged records per partition
+	// (DescribeShareGroupOffsets v1+).
+	shareLag map[topicPartition]int64
 }
 
 // observation is the group's kind as the proof sees it.
@@ -136,6 +139,7 @@ func (p *pass) addTarget(t Target) {
 			committed:  make(map[topicPartition]int64),
 			timestamps: make(map[topicPartition]time.Time),
 			preceding:  make(map[topicPartition]time.Time),
+			shareLag:   make(map[topicPartition]int64),
 		}
 	}
 	for _, name := range t.Topics {
@@ -310,6 +314,7 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 					}
 					po.CommittedTimestamp = gs.timestamps[tp]
 					po.PrecedingTimestamp = gs.preceding[tp]
+					po.ShareLag, po.ShareLagKnown = gs.shareLag[tp]
 				}
 				po.CommittedAfter = recall.committedAfter[tp]
 				if t.Cursor != nil {

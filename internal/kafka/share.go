@@ -148,7 +148,11 @@ func (p *pass) readShareStartOffsets(ctx context.Context) {
 						offset = proof.NoOffset
 					}
 					p.mu.Lock()
-					p.groupInfo[rg.GroupID].committed[tp] = offset
+					gs := p.groupInfo[rg.GroupID]
+					gs.committed[tp] = offset
+					if shard.Resp.GetVersion() >= 1 && rp.Lag >= 0 {
+						gs.shareLag[tp] = rp.Lag
+					}
 					p.mu.Unlock()
 				}
 			}

@@ -12,6 +12,7 @@ var lossReasons = []string{
 	ReasonNoCursor,
 	ReasonCursorBeyondLogEnd,
 	ReasonCommittedOffsetExpired,
+	ReasonShareRecordsExpired,
 	ReasonNoCommittedOffset,
 	ReasonNoShareStartOffset,
 	ReasonCommittedOffsetBeyondLogEnd,
@@ -49,7 +50,8 @@ type clauseOutcome struct {
 func missingFact(reason string) bool {
 	switch reason {
 	case ReasonRetentionUnreadable, ReasonOffsetsRetentionUnreadable, ReasonNotEvaluated,
-		ReasonOffsetsMayExpireBeforeWindow, ReasonGroupTypeUnknown, ReasonCursorUnreadable:
+		ReasonOffsetsMayExpireBeforeWindow, ReasonGroupTypeUnknown, ReasonCursorUnreadable,
+		ReasonShareStartOffsetBelowLogStart:
 		return true
 	}
 	return false

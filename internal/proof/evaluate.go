@@ -178,7 +178,7 @@ func summarizePartitions(partitions []PartitionResult) PartitionSummary {
 			if partitions[i].Verdict == Proven {
 				s.InRange++
 			}
-		case ReasonCommittedOffsetExpired, ReasonCursorExpired:
+		case ReasonCommittedOffsetExpired, ReasonShareRecordsExpired, ReasonCursorExpired:
 			s.Expired++
 		case ReasonNoCommittedOffset, ReasonNoShareStartOffset, ReasonNoCursor:
 			s.Missing++

@@ -204,6 +204,9 @@ func fuzzInput(data []byte) fuzzCase {
 				p.ExpireAt = in.now.Add(time.Duration(v-224) * 24 * time.Hour)
 			}
 			p.CommitTopicID = fuzzTopicIDs[b.pick(len(fuzzTopicIDs))]
+			if v := b.next(); v >= 64 {
+				p.ShareLag, p.ShareLagKnown = int64(v%16), true
+			}
 			tp.Partitions = append(tp.Partitions, p)
 		}
 		in.obs.Topics = append(in.obs.Topics, tp)
@@ -425,6 +428,7 @@ func checkInvariants(t *testing.T, in fuzzCase, r Result) {
 		case p.ExpiredRecords == 0:
 		case p.Reason == ReasonCommittedOffsetExpired && p.ExpiredRecords == p.LogStart-p.Committed:
 		case p.Reason == ReasonCursorExpired && p.ExpiredRecords == p.LogStart-p.Cursor:
+		case p.Reason == ReasonShareRecordsExpired && p.ExpiredRecords > 0 && p.ExpiredRecords <= p.LogStart-p.Committed:
 		default:
 			t.Fatalf("expiredRecords %d is neither logStart - committed nor logStart - cursor for reason %s in %+v", p.ExpiredRecords, p.Reason, p)
 		}
@@ -440,7 +444,7 @@ func checkInvariants(t *testing.T, in fuzzCase, r Result) {
 			ahead = addSaturating(ahead, p.AheadRecords)
 		}
 		switch p.Reason {
-		case ReasonCommittedOffsetExpired, ReasonCursorExpired:
+		case ReasonCommittedOffsetExpired, ReasonShareRecordsExpired, ReasonCursorExpired:
 			s.Expired++
 		case ReasonNoCommittedOffset, ReasonNoShareStartOffset, ReasonNoCursor:
 			s.Missing++
@@ -606,7 +610,7 @@ func mustNotProve(in fuzzCase) []string {
 			case pt.LogStart < 0 || pt.LogEnd < pt.LogStart:
 				why = append(why, name+": not a log")
 			case fromCursor:
-			case pt.Committed >= 0 && pt.Committed >= pt.LogStart && pt.Committed <= pt.LogEnd &&
+			case o.Group.Protocol != ProtocolShare && pt.Committed >= 0 && pt.Committed >= pt.LogStart && pt.Committed <= pt.LogEnd &&
 				pt.CommitTopicID != "" && t.TopicID != "" && !strings.EqualFold(pt.CommitTopicID, t.TopicID):
 				why = append(why, name+": committed for another topic ID (a deleted topic)")
 			case pt.Committed == -1 && pt.LogStart > 0:
@@ -615,6 +619,12 @@ func mustNotProve(in fuzzCase) []string {
 				why = append(why, name+": missing offset on a non-empty compacting topic")
 			case pt.Committed < -1:
 				why = append(why, name+": committed offset below -1")
+			case o.Group.Protocol == ProtocolShare && pt.Committed >= 0 && pt.Committed < pt.LogStart:
+				// A share group's SPSO below log start: proven only when
+				// nothing is unacknowledged.
+				if !pt.ShareLagKnown || pt.ShareLag != 0 {
+					why = append(why, name+": share-partition start offset < logStart with records unacknowledged")
+				}
 			case pt.Committed >= 0 && pt.Committed < pt.LogStart:
 				why = append(why, name+": committed < logStart")
 			case pt.Committed > pt.LogEnd:

@@ -50,10 +50,12 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 				// committed offset here is not "no committed offset".
 				pr.Verdict, pr.Reason = Unknown, failureReason(fl)
 				unevaluated++
-			} else if message := judgePartition(pr, compacts, share); message != "" {
+			} else if message := judgePartition(pr, po, compacts, share); message != "" {
 				o.add(partitionViolation(pr, message))
-			} else if message := judgeTopicID(pr, t.obs, po); message != "" {
-				o.add(partitionViolation(pr, message))
+			} else if !share {
+				if message := judgeTopicID(pr, t.obs, po); message != "" {
+					o.add(partitionViolation(pr, message))
+				}
 			}
 			if finite {
 				setHeadroom(pr, po.CommittedTimestamp, retention, f.now)
@@ -121,12 +123,14 @@ func setPartitionOffsets(pr *PartitionResult, topic string, po *PartitionObserva
 // A share group's Committed offset is its share-partition start offset: the
 // same rules hold (below log start, records expired unread; beyond log end,
 // not this log), named as such; with none, NoShareStartOffset.
-func judgePartition(pr *PartitionResult, compacts, share bool) (message string) {
+func judgePartition(pr *PartitionResult, po *PartitionObservation, compacts, share bool) (message string) {
 	var m messageBuilder
 	noun := "committed offset "
 	if share {
 		noun = "share-partition start offset "
 	}
+	// A share group's own rules, on a well-formed log only.
+	share = share && pr.LogStart >= 0 && pr.LogEnd >= pr.LogStart && pr.Committed >= NoOffset
 	switch {
 	case share && pr.Committed == NoOffset && pr.LogStart > 0:
 		pr.Verdict, pr.Reason = Violated, ReasonNoShareStartOffset
@@ -140,16 +144,39 @@ func judgePartition(pr *PartitionResult, compacts, share bool) (message string) 
 		m.partition(pr.Topic, pr.Partition)
 		m.text(": the share group has no share-partition start offset on a compacting topic holding offsets 0 to ").int(pr.LogEnd)
 		return m.String()
+	case share && pr.Committed >= 0 && pr.Committed < pr.LogStart && po.ShareLagKnown && po.ShareLag == 0:
+		// Everything up to the log end is acknowledged: the persisted
+		// SPSO lags the acknowledgements (Kafka 4.4 keeps it at the first
+		// batch until the next write), nothing is pending.
+		pr.Verdict = Proven
+		return ""
+	case share && pr.Committed >= 0 && pr.Committed < pr.LogStart &&
+		po.ShareLagKnown && po.ShareLag > pr.LogEnd-pr.LogStart:
+		// More records are unacknowledged than the retained log holds:
+		// the rest were deleted before the group acknowledged them, and
+		// Kafka moves the SPSO up silently (SharePartition's
+		// updateCacheAndOffsets).
+		pr.Verdict, pr.Reason = Violated, ReasonShareRecordsExpired
+		// (A lag past what [SPSO, log end) holds is capped: the records
+		// below log start are all that can have expired.)
+		pr.ExpiredRecords = min(po.ShareLag-(pr.LogEnd-pr.LogStart), pr.LogStart-pr.Committed)
+		m.partition(pr.Topic, pr.Partition)
+		m.text(": ").text(noun).int(pr.Committed)
+		m.text(" is below log start ").int(pr.LogStart).text(" and ").count(po.ShareLag, "record")
+		m.text(" are unacknowledged, more than the ").int(pr.LogEnd - pr.LogStart).text(" the log still holds: at least ")
+		m.count(pr.ExpiredRecords, "record").text(" expired before this share group acknowledged them")
+		return m.String()
 	case share && pr.Committed >= 0 && pr.Committed < pr.LogStart:
-		// Kafka moves the SPSO up to the log start silently
-		// (SharePartition.updateCacheAndOffsets): seen below it, the
-		// records between expired unread.
-		pr.Verdict, pr.Reason = Violated, ReasonCommittedOffsetExpired
-		pr.ExpiredRecords = pr.LogStart - pr.Committed
+		pr.Verdict, pr.Reason = Unknown, ReasonShareStartOffsetBelowLogStart
 		m.partition(pr.Topic, pr.Partition)
 		m.text(": ").text(noun).int(pr.Committed)
 		m.text(" is below log start ").int(pr.LogStart)
-		m.text(": ").count(pr.ExpiredRecords, "record").text(" expired before this share group read them")
+		if po.ShareLagKnown {
+			m.text(" and ").count(po.ShareLag, "record").text(" are unacknowledged")
+		} else {
+			m.text(" and how many records are unacknowledged is unknown (DescribeShareGroupOffsets v1, Kafka 4.2+)")
+		}
+		m.text(": whether any expired before the group acknowledged them cannot be told")
 		return m.String()
 	case share && pr.Committed > pr.LogEnd:
 		pr.Verdict, pr.Reason = Violated, ReasonCommittedOffsetBeyondLogEnd

@@ -110,6 +110,56 @@ func TestKafka4Semantics(t *testing.T) {
 			}},
 		},
 		{
+			// Kafka 4.4 keeps the persisted SPSO at the first batch after
+			// every record was acknowledged (test/realkafka/proof): below
+			// log start with nothing unacknowledged, nothing was lost.
+			name: "share group with its SPSO below log start and nothing unacknowledged",
+			obs: func() Observation {
+				p := part(0, 8, 10, 0)
+				p.ShareLag, p.ShareLagKnown = 0, true
+				o := observation(topic("settle-task", p))
+				o.Group = shareGroup
+				return o
+			}(),
+			want: want{verdict: Proven, conditions: map[string]condWant{
+				ClauseGroupOffsetsRetained: {ConditionTrue, ReasonShareGroupOffsetsRetained},
+			}},
+		},
+		{
+			// Seed 000 on a share group: 10 records unacknowledged, 2 left
+			// in the log: 8 expired unacknowledged, and Kafka moves the
+			// SPSO past them silently.
+			name: "share group with more unacknowledged records than the log holds",
+			obs: func() Observation {
+				p := part(0, 8, 10, 0)
+				p.ShareLag, p.ShareLagKnown = 10, true
+				o := observation(topic("settle-task", p))
+				o.Group = shareGroup
+				return o
+			}(),
+			want: want{verdict: Violated, violations: []violationWant{
+				{ClauseOffsetsInRange, ReasonShareRecordsExpired, "settle-task", 0},
+			}},
+			also: func(t *testing.T, r Result) {
+				if r.ExpiredRecords != 8 || r.Summary.Expired != 1 {
+					t.Errorf("expired records %d (summary %+v), want 8 in 1 partition", r.ExpiredRecords, r.Summary)
+				}
+			},
+		},
+		{
+			name: "share group below log start whose unacknowledged records may all be retained",
+			obs: func() Observation {
+				p := part(0, 8, 10, 0)
+				p.ShareLag, p.ShareLagKnown = 2, true
+				o := observation(topic("settle-task", p))
+				o.Group = shareGroup
+				return o
+			}(),
+			want: want{verdict: Unknown, violations: []violationWant{
+				{ClauseOffsetsInRange, ReasonShareStartOffsetBelowLogStart, "settle-task", 0},
+			}},
+		},
+		{
 			// Items 1 and 6: the record at the SPSO was written 25 days ago
 			// under 30 days of retention: the broker will move the SPSO past
 			// it silently within 5 days.

@@ -137,6 +137,17 @@ const (
 	// 0: nothing proves the group read what expired, and
 	// share.auto.offset.reset decides silently where it starts (Violated).
 	ReasonNoShareStartOffset = "NoShareStartOffset"
+	// ReasonShareRecordsExpired: a share group's share-partition start
+	// offset is below log start and more records are unacknowledged than
+	// the retained log holds: at least that many expired before the group
+	// acknowledged them (Kafka moves the SPSO up silently). Violated; the
+	// partition's expiredRecords is that lower bound.
+	ReasonShareRecordsExpired = "ShareRecordsExpired"
+	// ReasonShareStartOffsetBelowLogStart: a share group's share-partition
+	// start offset (as persisted, it can lag the acknowledgements) is below
+	// log start and its unacknowledged records may lie below log start or
+	// above it: the proof cannot tell whether any expired (Unknown).
+	ReasonShareStartOffsetBelowLogStart = "ShareStartOffsetBelowLogStart"
 
 	// CursorInRange (only with a business cursor, spec.cursor)
 	//
@@ -469,6 +480,12 @@ type PartitionObservation struct {
 	// expireTimestamp), read from __consumer_offsets; zero when it has
 	// none or the topic was not read. It replaces the group's clock.
 	ExpireAt time.Time
+	// ShareLag is a share group's count of records from its
+	// share-partition start offset to the log end not yet acknowledged
+	// (DescribeShareGroupOffsets v1, Kafka 4.2+; deleted records
+	// included); -1 or 0 with ShareLagKnown false when unknown.
+	ShareLag      int64
+	ShareLagKnown bool
 	// CommitTopicID is the topic ID the offset was committed for (hex,
 	// OffsetCommitValue v4, Kafka 4.1+), read from __consumer_offsets;
 	// empty when the record has none or the topic was not read.

@@ -1,0 +1,278 @@
+// Package proof pins, on real Apache Kafka brokers, the Kafka 4.x semantics
+// of issue 22 the proof relies on: share groups (KIP-932) judged on their
+// own terms, and an explicit offset retention time (OffsetCommit v2–v4)
+// beating the Empty clock of a classic group. Each test drives the real
+// observer (internal/kafka) and the real proof (internal/proof) against the
+// broker, and checks the broker's own behaviour where it can show it.
+package proof
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// wait bounds every poll: the machine is loaded.
+const wait = 90 * time.Second
+
+func observe(t *testing.T, b *apachekafka.Broker, target kafka.Target) proof.Observation {
+	t.Helper()
+	o := kafka.NewObserver()
+	defer o.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return o.Observe(ctx, kafka.Connection{BootstrapServers: b.Addrs()}, []kafka.Target{target})[0]
+}
+
+func reasons(r proof.Result) []string {
+	var out []string
+	for _, v := range r.Violations {
+		out = append(out, v.Clause+"/"+v.Reason+": "+v.Message)
+	}
+	return out
+}
+
+// setShareEarliest sets share.auto.offset.reset=earliest on a share group,
+// so that it starts at log start.
+func setShareEarliest(t *testing.T, b *apachekafka.Broker, group string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{cfg}
+	alter.Resources = []kmsg.IncrementalAlterConfigsRequestResource{res}
+	ar, err := alter.RequestWith(ctx, b.Client(t))
+	if err != nil || ar.Resources[0].ErrorCode != 0 {
+		t.Fatalf("setting share.auto.offset.reset on %s: %v %+v", group, err, ar)
+	}
+}
+
+// shareConsume reads n records of topic in a share group with kgo's share
+// consumer, acknowledging them (AckAccept, flushed) when ack, else closing
+// without: the broker releases what a closed session held.
+func shareConsume(t *testing.T, b *apachekafka.Broker, group, topic string, n int, ack bool) {
+	t.Helper()
+	setShareEarliest(t, b, group)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	sc := b.Client(t, kgo.ConsumeTopics(topic), kgo.ShareGroup(group))
+	defer sc.Close()
+	got := 0
+	for got < n && ctx.Err() == nil {
+		f := sc.PollFetches(ctx)
+		got += f.NumRecords()
+		if ack {
+			sc.MarkAcks(kgo.AckAccept)
+		}
+	}
+	if got < n {
+		t.Fatalf("the share consumer of %s read %d of %d records", group, got, n)
+	}
+	if ack {
+		if err := sc.FlushAcks(ctx); err != nil {
+			t.Fatalf("flushing acknowledgements: %v", err)
+		}
+	}
+}
+
+// observeUntil observes target until done says the observation shows what
+// the test waits for, or the bound passes.
+func observeUntil(t *testing.T, b *apachekafka.Broker, target kafka.Target, done func(proof.PartitionObservation) bool) proof.Observation {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		obs := observe(t, b, target)
+		if len(obs.Topics) == 1 && len(obs.Topics[0].Partitions) == 1 && done(obs.Topics[0].Partitions[0]) ||
+			time.Now().After(deadline) {
+			return obs
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// Issue 22 item 1 (Kafka 4.1 preview, 4.2 GA; 4.4 here): a share group
+// shares the group ID namespace, OffsetFetch answers -1 for it without an
+// error and the consumer-group describe calls say not found: today's main
+// read it as a consumer group without committed offsets ("no committed
+// offset while log start is 8", whatever the group did). Its progress is
+// the share-partition start offset (SPSO) and the count of unacknowledged
+// records (DescribeShareGroupOffsets v1). Apache Kafka 4.4 keeps the
+// persisted SPSO at 0 after every record is acknowledged (it is not moved
+// when the acknowledgements are written), so the SPSO alone cannot tell
+// acknowledged records from lost ones; the lag can.
+//
+//   - "acked" read and acknowledged all 10 records; retention
+//     (DeleteRecords) moved the log start to 8: nothing is unacknowledged,
+//     nothing was lost: Proven;
+//   - "released" read the same records without acknowledging them (the
+//     broker released them when the session closed): 10 unacknowledged
+//     records, 2 left in the log: at least 8 expired before the group
+//     acknowledged them, ShareRecordsExpired (seed 000's silent loss, on a
+//     share group).
+func TestShareGroupJudgedOnItsShareStartOffset(t *testing.T) {
+	d := apachekafka.Newest(t)
+	if !d.AtLeast(4, 2) {
+		t.Fatalf("share groups are on by default from Kafka 4.2; the newest line assembled is %s", d.Version)
+	}
+	b := apachekafka.Start(t, d)
+	b.CreateTopic(t, "tasks", 1, nil)
+	b.ProduceTo(t, "tasks", 0, 10)
+	shareConsume(t, b, "acked", "tasks", 10, true)
+	shareConsume(t, b, "released", "tasks", 10, false)
+	b.DeleteRecords(t, "tasks", 0, 8)
+	policy := func(g string) proof.Policy {
+		return proof.Policy{GroupID: g, Topics: []string{"tasks"}, RecoveryWindow: 72 * time.Hour}
+	}
+
+	obs := observeUntil(t, b, kafka.Target{Group: "acked", Topics: []string{"tasks"}}, func(po proof.PartitionObservation) bool {
+		return po.ShareLagKnown && po.ShareLag == 0
+	})
+	if obs.Group.Protocol != proof.ProtocolShare {
+		t.Fatalf("group %+v: want protocol %q (ShareGroupDescribe)", obs.Group, proof.ProtocolShare)
+	}
+	po := obs.Topics[0].Partitions[0]
+	if po.LogStart != 8 || !po.ShareLagKnown || po.ShareLag != 0 || po.Committed < 0 {
+		t.Fatalf("acked: partition %+v, want a share-partition start offset, log start 8, nothing unacknowledged", po)
+	}
+	t.Logf("acked: Apache Kafka %s reports share-partition start offset %d after all 10 records were acknowledged", d.Version, po.Committed)
+	r := proof.Evaluate(obs, policy("acked"), obs.ObservedAt)
+	if r.Verdict != proof.Proven {
+		t.Fatalf("acked share group: %s %v, want Proven", r.Verdict, reasons(r))
+	}
+	for _, c := range r.Conditions {
+		if c.Type == proof.ClauseGroupOffsetsRetained && c.Reason != proof.ReasonShareGroupOffsetsRetained {
+			t.Errorf("GroupOffsetsRetained %+v: a share group is not judged on offsets.retention.minutes", c)
+		}
+	}
+
+	obs = observeUntil(t, b, kafka.Target{Group: "released", Topics: []string{"tasks"}}, func(po proof.PartitionObservation) bool {
+		return po.ShareLagKnown && po.ShareLag == 10
+	})
+	po = obs.Topics[0].Partitions[0]
+	if obs.Group.Protocol != proof.ProtocolShare || po.Committed != 0 || po.LogStart != 8 || po.ShareLag != 10 {
+		t.Fatalf("released: group %+v, partition %+v, want a share group at SPSO 0 below log start 8, 10 unacknowledged", obs.Group, po)
+	}
+	r = proof.Evaluate(obs, policy("released"), obs.ObservedAt)
+	if r.Verdict != proof.Violated || len(r.Violations) != 1 || r.Violations[0].Reason != proof.ReasonShareRecordsExpired ||
+		r.ExpiredRecords != 8 {
+		t.Fatalf("released share group: %s %v (%d expired), want Violated %s, 8 records",
+			r.Verdict, reasons(r), r.ExpiredRecords, proof.ReasonShareRecordsExpired)
+	}
+}
+
+// commitWithRetention commits offset on topic/0 for group with OffsetCommit
+// v2 and an explicit retention time (Sarama's Offsets.Retention on old
+// protocol versions, older kafka-go), as an admin commit (generation -1).
+func commitWithRetention(t *testing.T, b *apachekafka.Broker, group, topic string, offset int64, retention time.Duration) {
+	t.Helper()
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(kmsg.OffsetCommit.Int16(), 2)
+	cl := b.Client(t, kgo.MaxVersions(v))
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation, req.RetentionTimeMillis = group, -1, retention.Milliseconds()
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, offset
+	rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{rp}
+	req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+	for {
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("OffsetCommit v2 with retention %s on Apache Kafka %s: %v", retention, b.Dist.Version, err)
+		}
+		code := resp.Topics[0].Partitions[0].ErrorCode
+		if code == 0 {
+			return
+		}
+		if !kerr.IsRetriable(kerr.ErrorForCode(code)) || ctx.Err() != nil {
+			t.Fatalf("OffsetCommit v2 on Apache Kafka %s: %v", b.Dist.Version, kerr.ErrorForCode(code))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func committed(t *testing.T, b *apachekafka.Broker, group, topic string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	offs, err := b.Admin(t).FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatalf("OffsetFetch: %v", err)
+	}
+	if o, ok := offs.Lookup(topic, 0); ok && o.Err == nil {
+		return o.At
+	}
+	return -1
+}
+
+// Issue 22 item 3, seed 003's line (classic groups): an offset committed
+// with an explicit retention time expires at commit + that time once the
+// group is Empty, whatever offsets.retention.minutes (7 days here) says
+// (OffsetExpirationConditionImpl.isOffsetExpired tests expireTimestampMs
+// first). Both lines still accept OffsetCommit v2. The proof, reading
+// __consumer_offsets, says the offset expires before the window; today's
+// main judged the Empty classic group on its Empty clock alone: Proven.
+func TestExplicitRetentionTimeBeatsTheEmptyClock(t *testing.T) {
+	for _, d := range apachekafka.Dists(t) {
+		t.Run(d.Line(), func(t *testing.T) {
+			b := apachekafka.Start(t, d)
+			b.CreateTopic(t, "ledger", 1, map[string]string{"retention.ms": "2592000000"})
+			b.ProduceTo(t, "ledger", 0, 3)
+			// A classic consumer group with a protocol type, now Empty.
+			b.CommitAsMember(t, "ledger-batch", "ledger", map[int32]int64{0: 1})
+			commitWithRetention(t, b, "ledger-batch", "ledger", 3, time.Hour)
+
+			target := kafka.Target{Group: "ledger-batch", Topics: []string{"ledger"}, ReadOffsetsTopic: true}
+			policy := proof.Policy{GroupID: "ledger-batch", Topics: []string{"ledger"}, RecoveryWindow: 72 * time.Hour}
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			var obs proof.Observation
+			for ctx.Err() == nil {
+				obs = observe(t, b, target)
+				if len(obs.Topics) == 1 && len(obs.Topics[0].Partitions) == 1 && !obs.Topics[0].Partitions[0].ExpireAt.IsZero() {
+					break
+				}
+				time.Sleep(500 * time.Millisecond)
+			}
+			if obs.Group.Protocol != proof.ProtocolClassic || obs.Group.ProtocolType != proof.ProtocolTypeConsumer || obs.Group.State != proof.GroupStateEmpty {
+				t.Fatalf("group %+v: want an Empty classic consumer group", obs.Group)
+			}
+			po := obs.Topics[0].Partitions[0]
+			if po.ExpireAt.IsZero() || po.ExpireAt.Sub(po.LastCommit) != time.Hour {
+				t.Fatalf("partition %+v: want the explicit expiry an hour after the commit, from __consumer_offsets", po)
+			}
+			r := proof.Evaluate(obs, policy, obs.ObservedAt)
+			if r.Verdict != proof.Violated || len(r.Violations) != 1 || r.Violations[0].Reason != proof.ReasonExplicitOffsetExpiryBeforeWindow {
+				t.Fatalf("explicit expiry in an hour, 3-day window: %s %v, want Violated %s", r.Verdict, reasons(r), proof.ReasonExplicitOffsetExpiryBeforeWindow)
+			}
+
+			// The broker itself: a retention time of 2 s removes the offset
+			// of the Empty group within seconds (the expiry check runs
+			// every second), 7 days of offsets.retention.minutes
+			// notwithstanding.
+			commitWithRetention(t, b, "ledger-batch", "ledger", 3, 2*time.Second)
+			for committed(t, b, "ledger-batch", "ledger") >= 0 {
+				if ctx.Err() != nil {
+					t.Fatalf("Apache Kafka %s kept an offset committed with a 2 s retention time for %s", d.Version, wait)
+				}
+				time.Sleep(500 * time.Millisecond)
+			}
+		})
+	}
+}
