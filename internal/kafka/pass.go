@@ -39,6 +39,9 @@ type pass struct {
 	// From DescribeConfigs.
 	offsetsRetention proof.ConfigValue
 	brokerRetention  map[int32]proof.ConfigValue
+	// migrationPossible: a broker would convert a classic group to a
+	// consumer group (configs.go).
+	migrationPossible bool
 
 	// Discovery (discovery.go), when asked.
 	discover   *Discovery
@@ -89,6 +92,9 @@ type groupState struct {
 	protocolType      string
 	subscribed        []string
 	subscriptionKnown bool
+	// migrationPossible: the brokers would convert this classic group to
+	// a consumer group (set once configs and kinds are read).
+	migrationPossible bool
 	// committed holds the offsets read (NoOffset for none); a partition
 	// whose offset could not be read is absent and has a failure.
 	committed  map[topicPartition]int64
@@ -107,6 +113,7 @@ func (gs *groupState) observation() proof.GroupObservation {
 	return proof.GroupObservation{
 		State: gs.state, Protocol: gs.protocol, ProtocolType: gs.protocolType,
 		Subscribed: gs.subscribed, SubscriptionKnown: gs.subscriptionKnown,
+		MigrationPossible: gs.protocol == proof.ProtocolClassic && gs.migrationPossible,
 	}
 }
 
@@ -214,6 +221,9 @@ func (p *pass) run(ctx context.Context) {
 	p.readShareStartOffsets(ctx)
 	p.listEndOffsets(ctx)
 	wg.Wait()
+	for _, gs := range p.groupInfo {
+		gs.migrationPossible = p.migrationPossible
+	}
 
 	// Timestamps need committed offsets, watermarks and the group's kind
 	// (which offsets expire per commit and need dating); exact commit

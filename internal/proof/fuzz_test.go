@@ -160,6 +160,7 @@ func fuzzInput(data []byte) fuzzCase {
 	in.obs.Group.ProtocolType = fuzzProtocolTypes[int(groupBits)%len(fuzzProtocolTypes)]
 	in.obs.Group.EmptySinceExact = groupBits&0x10 != 0
 	in.obs.Group.SubscriptionKnown = groupBits&0x20 != 0
+	in.obs.Group.MigrationPossible = groupBits&0x08 != 0
 	for i, name := range fuzzTopics {
 		if groupBits&(0x40<<i) != 0 { // topics a and b only: 0x40, 0x80
 			in.obs.Group.Subscribed = append(in.obs.Group.Subscribed, name)
@@ -823,6 +824,9 @@ func oraclePerCommit(in fuzzCase, minutes int64) []string {
 	case g.Protocol == ProtocolConsumer || g.Protocol == ProtocolStreams:
 		perCommit = func(string) bool { return true }
 	case g.Protocol == ProtocolClassic && g.ProtocolType == "":
+		perCommit = func(string) bool { return true }
+	case g.Protocol == ProtocolClassic && g.ProtocolType == "consumer" && g.MigrationPossible:
+		// KIP-848 migration keeps commit times: dated like a consumer group.
 		perCommit = func(string) bool { return true }
 	case g.Protocol == ProtocolClassic && g.State == GroupStateStable && g.ProtocolType == "consumer" && g.SubscriptionKnown:
 		perCommit = func(topic string) bool { return !slices.Contains(g.Subscribed, topic) }

@@ -263,6 +263,9 @@ func gatherExpiry(f *facts) expiryFacts {
 		switch {
 		case g.ProtocolType == "":
 			e.kind, e.perCommitWhy = kindPerCommit, "a simple group: it commits without joining"
+		case migrates(g):
+			e.perCommitWhy = "a classic group the brokers convert to a consumer group when its members switch to " +
+				"group.protocol=consumer, after which its offsets keep their commit times and expire per commit (KIP-848 migration)"
 		case subscriptionDecides(g):
 			e.perCommitWhy = "no member of the Stable group subscribes to the topic (KIP-496)"
 		}
@@ -398,17 +401,27 @@ func emptyGroupExpiry(f *facts) (time.Time, bool) {
 // group's committed offsets of topic offsets.retention.minutes after their
 // own last commit (rather than after the group became Empty), for a group
 // that goes down now: simple groups (classic, no protocol type), KIP-848
-// and streams groups (every topic once Empty), and a Stable classic
-// consumer group's topics no member subscribes to (KIP-496). The observer
+// and streams groups (every topic once Empty), a Stable classic consumer
+// group's topics no member subscribes to (KIP-496), and every topic of a
+// classic consumer group the brokers may convert to a consumer group
+// (MigrationPossible: the offsets may expire per commit after a rollout
+// that switches protocol). The observer
 // uses it to date only the commits that need dating.
 func ExpiresPerCommit(g GroupObservation, topic string) bool {
 	switch g.Protocol {
 	case ProtocolConsumer, ProtocolStreams:
 		return true
 	case ProtocolClassic:
-		return g.ProtocolType == "" || (subscriptionDecides(g) && !slices.Contains(g.Subscribed, topic))
+		return g.ProtocolType == "" || migrates(g) || (subscriptionDecides(g) && !slices.Contains(g.Subscribed, topic))
 	}
 	return false
+}
+
+// migrates: a classic consumer group the brokers may convert to a
+// consumer group (KIP-848 online migration): its commits are dated, and the
+// earlier of the Empty clock and the per-commit expiry counts.
+func migrates(g GroupObservation) bool {
+	return g.Protocol == ProtocolClassic && g.ProtocolType == ProtocolTypeConsumer && g.MigrationPossible
 }
 
 // subscriptionDecides: a Stable classic consumer group whose members'

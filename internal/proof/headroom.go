@@ -13,7 +13,9 @@ import (
 // record's timestamp is unknown is skipped, not guessed.
 func setHeadroom(pr *PartitionResult, committedTimestamp time.Time, retention time.Duration, now time.Time) {
 	switch {
-	case pr.Verdict != Proven || pr.Committed == NoOffset:
+	case pr.Verdict != Proven || pr.Committed == NoOffset || pr.Committed < pr.LogStart:
+		// (A share group's acknowledged SPSO below log start: its record
+		// is gone, nothing is pending.)
 	case pr.Committed == pr.LogEnd:
 		pr.Headroom, pr.HasHeadroom = retention, true
 	case !committedTimestamp.IsZero():

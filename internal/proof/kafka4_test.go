@@ -201,6 +201,42 @@ func TestKafka4Semantics(t *testing.T) {
 			want: proven(),
 		},
 		{
+			// Item 2: the brokers convert a classic group whose members
+			// switch to group.protocol=consumer; its idle partition's offset,
+			// last committed 6 days ago (exact), then expires a day later
+			// under 7 days of offsets.retention.minutes.
+			name: "classic group the brokers may migrate: an idle partition's old commit expires before the window",
+			obs: func() Observation {
+				p := part(0, 0, 90, 90)
+				p.LastCommit = now.Add(-6 * day)
+				o := observation(topic("settle-task", p))
+				o.OffsetsRetentionMinutes = minutes(7 * day)
+				o.Group.MigrationPossible = true
+				return o
+			}(),
+			policy: func() Policy { p := policy("settle-task"); p.RecoveryWindow = 72 * time.Hour; return p }(),
+			want: want{verdict: Violated, violations: []violationWant{
+				{ClauseGroupOffsetsRetained, ReasonOffsetsExpireBeforeWindow, "settle-task", 0},
+			}},
+			also: func(t *testing.T, r Result) {
+				if c := conditionOf(t, r, ClauseGroupOffsetsRetained); !strings.Contains(c.Message, "KIP-848 migration") {
+					t.Errorf("GroupOffsetsRetained %q does not name the migration", c.Message)
+				}
+			},
+		},
+		{
+			name: "healthy twin: a broker that cannot migrate keeps the classic group on its Empty clock",
+			obs: func() Observation {
+				p := part(0, 0, 90, 90)
+				p.LastCommit = now.Add(-6 * day)
+				o := observation(topic("settle-task", p))
+				o.OffsetsRetentionMinutes = minutes(7 * day)
+				return o
+			}(),
+			policy: func() Policy { p := policy("settle-task"); p.RecoveryWindow = 72 * time.Hour; return p }(),
+			want:   proven(),
+		},
+		{
 			// Item 3: without readOffsetsTopic an explicit retention time is
 			// invisible: the holding message says so.
 			name: "classic group without readOffsetsTopic: explicit expiry named as unseen",

@@ -421,6 +421,14 @@ type GroupObservation struct {
 	// when the group is not Empty or the time is not known.
 	EmptySince      time.Time
 	EmptySinceExact bool
+	// MigrationPossible: the brokers would convert this classic group to a
+	// consumer group if its members rejoined with group.protocol=consumer
+	// (a broker's group.coordinator.rebalance.protocols includes consumer:
+	// the default from 4.0; an Empty group converts whatever
+	// group.consumer.migration.policy says; KIP-848). Its offsets keep
+	// their commit times then and expire per commit from then on, so they
+	// are dated too.
+	MigrationPossible bool
 }
 
 // TopicObservation is one topic's configuration and partitions.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
+	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
@@ -385,6 +386,75 @@ func TestCommitTopicIDIsTheTopics(t *testing.T) {
 			r := proof.Evaluate(obs, proof.Policy{GroupID: "orders-app", Topics: []string{"orders"}, RecoveryWindow: 72 * time.Hour}, obs.ObservedAt)
 			if r.Verdict != proof.Proven {
 				t.Fatalf("on %s: %s %v, want Proven", d.Version, r.Verdict, reasons(r))
+			}
+		})
+	}
+}
+
+// Issue 22 item 2: a broker serving the consumer protocol (4.x by default;
+// the harness turns it on for 3.9, a preview there) may convert a classic
+// group whose members switch to group.protocol=consumer. On 4.4 the Empty
+// classic group is converted on the first such join and its offsets keep
+// their old commit times (read from __consumer_offsets): from then on they
+// expire per commit. So on such a broker the proof dates a classic group's
+// commits too (the LastCommit clock, the earlier expiry), where today's main
+// judged it on its Empty clock alone. On 3.9 the proof side is pinned (the
+// brokers report the consumer protocol); its conversion is not asserted:
+// 3.9's coordinator deletes an Empty classic group instead of converting it
+// (GroupMetadataManager.maybeDeleteEmptyClassicGroup), and kgo's join here
+// stayed classic.
+func TestProtocolMigrationKeepsCommitTimes(t *testing.T) {
+	type line struct {
+		name      string
+		d         apachekafka.Dist
+		opts      []apachekafka.Option
+		migration bool
+	}
+	var lines []line
+	for _, d := range apachekafka.Dists(t) {
+		lines = append(lines, line{d.Line(), d, nil, true})
+	}
+	for _, l := range lines {
+		t.Run(l.name, func(t *testing.T) {
+			b := apachekafka.Start(t, l.d, l.opts...)
+			b.CreateTopic(t, "ledger", 1, map[string]string{"retention.ms": "2592000000"})
+			b.ProduceTo(t, "ledger", 0, 5)
+			b.CommitAsMember(t, "ledger-app", "ledger", map[int32]int64{0: 5})
+			target := kafka.Target{Group: "ledger-app", Topics: []string{"ledger"}, ReadOffsetsTopic: true}
+			obs := observeUntil(t, b, target, func(po proof.PartitionObservation) bool { return !po.LastCommit.IsZero() })
+			if obs.Group.Protocol != proof.ProtocolClassic || obs.Group.MigrationPossible != l.migration {
+				t.Fatalf("group %+v: want classic, migration possible %v", obs.Group, l.migration)
+			}
+			committedAt := obs.Topics[0].Partitions[0].LastCommit
+			policy := proof.Policy{GroupID: "ledger-app", Topics: []string{"ledger"}, RecoveryWindow: 72 * time.Hour}
+			r := proof.Evaluate(obs, policy, obs.ObservedAt)
+			wantClock := proof.ExpiryClockGroupEmpty
+			if l.migration {
+				wantClock = proof.ExpiryClockLastCommit
+			}
+			if r.Verdict != proof.Proven || r.OffsetExpiry.Clock != wantClock {
+				t.Fatalf("classic group, migration possible %v: %s %v clock %q, want Proven on %s", l.migration, r.Verdict, reasons(r), r.OffsetExpiry.Clock, wantClock)
+			}
+			if !l.d.AtLeast(4, 0) {
+				return
+			}
+
+			// A rollout switches the consumer to group.protocol=consumer:
+			// the Empty classic group is converted on the first join.
+			time.Sleep(1100 * time.Millisecond) // commit times are in ms: a later join is told apart
+			cl := b.JoinGroup(t, "ledger-app", kafkatest.Consumer, "ledger")
+			cl.Close()
+			obs = observeUntil(t, b, target, func(proof.PartitionObservation) bool { return true })
+			deadline := time.Now().Add(wait)
+			for obs.Group.Protocol != proof.ProtocolConsumer && time.Now().Before(deadline) {
+				time.Sleep(500 * time.Millisecond)
+				obs = observe(t, b, target)
+			}
+			if obs.Group.Protocol != proof.ProtocolConsumer {
+				t.Fatalf("group %+v after a consumer-protocol member joined: want converted to %q", obs.Group, proof.ProtocolConsumer)
+			}
+			if got := obs.Topics[0].Partitions[0].LastCommit; !got.Equal(committedAt) {
+				t.Fatalf("converted group's commit time %v, want the classic commit's %v kept", got, committedAt)
 			}
 		})
 	}
