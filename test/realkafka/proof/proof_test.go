@@ -341,14 +341,18 @@ func TestHeadroomBelowTheWindowIsViolated(t *testing.T) {
 			b.ProduceTo(t, "settle-task", 0, 5)
 			b.CommitAsMember(t, "ledger-settle", "settle-task", map[int32]int64{0: 2})
 
-			obs := observe(t, b, kafka.Target{Group: "ledger-settle", Topics: []string{"settle-task"}})
+			// Exact commit times: on brokers that may migrate the classic
+			// group its commits are dated (item 2), and the backdated
+			// records would only bound them.
+			target := kafka.Target{Group: "ledger-settle", Topics: []string{"settle-task"}, ReadOffsetsTopic: true}
+			obs := observeUntil(t, b, target, func(po proof.PartitionObservation) bool { return !po.LastCommit.IsZero() })
 			r := proof.Evaluate(obs, proof.Policy{GroupID: "ledger-settle", Topics: []string{"settle-task"}, RecoveryWindow: 240 * time.Hour}, obs.ObservedAt)
 			if r.Verdict != proof.Violated || len(r.Violations) != 1 || r.Violations[0].Reason != proof.ReasonRecoveryHeadroomShorterThanWindow {
 				t.Fatalf("headroom ~5 days, window 10 days on %s: %s %v, want Violated %s", d.Version, r.Verdict, reasons(r), proof.ReasonRecoveryHeadroomShorterThanWindow)
 			}
 			// Caught up, the same group can be down for its window.
 			b.CommitAsMember(t, "ledger-settle", "settle-task", map[int32]int64{0: 10})
-			obs = observe(t, b, kafka.Target{Group: "ledger-settle", Topics: []string{"settle-task"}})
+			obs = observeUntil(t, b, target, func(po proof.PartitionObservation) bool { return po.Committed == 10 && !po.LastCommit.IsZero() })
 			if r := proof.Evaluate(obs, proof.Policy{GroupID: "ledger-settle", Topics: []string{"settle-task"}, RecoveryWindow: 240 * time.Hour}, obs.ObservedAt); r.Verdict != proof.Proven {
 				t.Fatalf("caught up on %s: %s %v, want Proven", d.Version, r.Verdict, reasons(r))
 			}
