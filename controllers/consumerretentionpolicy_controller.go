@@ -338,7 +338,15 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 		if ready == nil {
 			return
 		}
-		if ev := verdictEvent(prev, *ready, outcome.Result); ev != nil {
+		ev := verdictEvent(prev, *ready, outcome.Result)
+		if ev == nil {
+			prevReason := ""
+			if c := meta.FindStatusCondition(before.Status.Conditions, proof.ClauseReady); c != nil {
+				prevReason = c.Reason
+			}
+			ev = lossEvent(prev, prevReason, *ready, outcome.Result)
+		}
+		if ev != nil {
 			r.Recorder.Eventf(policy, nil, ev.Type, ev.Reason, EventActionProve, "%s", ev.Note)
 		}
 		if outcome.Result.Verdict != proof.Proven {

@@ -141,11 +141,13 @@ func with(labels map[string]string, k, v string) map[string]string {
 	return out
 }
 
-// Seed 000, live: a fan-out consumer stays down past retention. Retention
-// deletes the records past its committed offset; within one check interval
-// the policy is Violated with the exact number of expired records, an
-// event and the metric. Resetting the group's offsets to log start proves
-// it again.
+// Seed 000, live: a fan-out consumer stays down past retention. While it
+// lags, 200ms of retention leave the record at its committed offset no
+// headroom for its window: Violated with RecoveryHeadroomShorterThanWindow
+// (issue 22 item 6; a risk). Retention deletes the records past its
+// committed offset; within one check interval the policy is Violated with
+// the exact number of expired records, an event marking the loss and the
+// metric. Resetting the group's offsets to log start proves it again.
 func TestSeed000ExpiredCommittedOffset(t *testing.T) {
 	c := kafkatest.NewCluster(t)
 	// 200ms of retention, applied only when the test calls ApplyRetention.
@@ -164,9 +166,9 @@ func TestSeed000ExpiredCommittedOffset(t *testing.T) {
 		policyOptions{servers: c.Addrs, window: 100 * time.Millisecond, readOffsetsTopic: true})
 
 	g := NewWithT(t)
-	g.Eventually(verdictOf(h.ns, "fanout"), eventually, poll).Should(Equal(rgv1.VerdictProven))
-	g.Expect(getPolicy(g, h.ns, "fanout").Status.Proof.Warnings).NotTo(BeEmpty(),
-		"200ms of retention leaves the lagging partition no headroom: a warning, not a violation")
+	g.Eventually(verdictOf(h.ns, "fanout"), eventually, poll).Should(Equal(rgv1.VerdictViolated))
+	g.Expect(readyReason(g, getPolicy(g, h.ns, "fanout"))).To(Equal(proof.ReasonRecoveryHeadroomShorterThanWindow),
+		"200ms of retention leaves the lagging partition no headroom for its window")
 
 	// The consumer is down; retention deletes what it has not read.
 	g.Eventually(func() int64 {
@@ -177,7 +179,8 @@ func TestSeed000ExpiredCommittedOffset(t *testing.T) {
 	g.Expect(logStart(t, c, "outbox", 1)).To(Equal(int64(10)), "partition 1 was read to its end: nothing lost there")
 	deleted := time.Now()
 
-	g.Eventually(verdictOf(h.ns, "fanout"), interval+10*time.Second, poll).Should(Equal(rgv1.VerdictViolated))
+	g.Eventually(func(g Gomega) string { return readyReason(g, getPolicy(g, h.ns, "fanout")) }, interval+10*time.Second, poll).
+		Should(Equal(proof.ReasonCommittedOffsetExpired))
 	t.Logf("Violated %s after retention deleted the records (check interval %s)", time.Since(deleted).Round(time.Millisecond), interval)
 	p := getPolicy(g, h.ns, "fanout")
 	g.Expect(readyReason(g, p)).To(Equal(proof.ReasonCommittedOffsetExpired))
@@ -198,7 +201,7 @@ func TestSeed000ExpiredCommittedOffset(t *testing.T) {
 	g.Eventually(ev, eventually, poll).ShouldNot(BeNil())
 	e := ev(g)
 	g.Expect(e.Type).To(Equal(corev1.EventTypeWarning))
-	g.Expect(e.Note).To(ContainSubstring("was Proven"))
+	g.Expect(e.Note).To(ContainSubstring("was Violated: " + proof.ReasonRecoveryHeadroomShorterThanWindow))
 	g.Expect(e.Note).To(ContainSubstring("committed offset 3"))
 	g.Expect(e.Note).To(ContainSubstring("log start " + strconv.FormatInt(start, 10)))
 	g.Expect(e.Note).To(ContainSubstring(strconv.FormatInt(start-3, 10) + " records expired"))
@@ -215,7 +218,7 @@ func TestSeed000ExpiredCommittedOffset(t *testing.T) {
 	g.Eventually(heartbeatRenewed(p), eventually, poll).Should(BeTemporally(">", checked.Time))
 	g.Expect(getPolicy(g, h.ns, "fanout").Status.Proof.CheckedAt).To(Equal(checked))
 	g.Expect(getPolicy(g, h.ns, "fanout").Status.Proof.ProofID).To(Equal(proofID))
-	g.Expect(eventReasons(policyEvents(g, h.ns, "fanout"))).To(Equal([]string{EventReasonProven, proof.ReasonCommittedOffsetExpired}))
+	g.Expect(eventReasons(policyEvents(g, h.ns, "fanout"))).To(Equal([]string{proof.ReasonRecoveryHeadroomShorterThanWindow, proof.ReasonCommittedOffsetExpired}))
 
 	// The way out: reset the group's offsets to log start.
 	c.CommitOffsets(t, "fanout", "outbox", map[int32]int64{0: start})

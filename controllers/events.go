@@ -63,26 +63,44 @@ func verdictEvent(prev rgv1.Verdict, ready metav1.Condition, res *proof.Result) 
 			Note: truncate("recovered, the proof holds again ("+was+"): "+ready.Message, maxEventNote)}
 
 	case rgv1.VerdictViolated:
-		first := decidingViolation(ready, res.Violations)
-		if first < 0 {
-			return &eventSpec{Type: corev1.EventTypeWarning, Reason: ready.Reason,
-				Note: truncate("proof violated ("+was+"): "+ready.Message+"; proofID "+res.ProofID, maxEventNote)}
-		}
-		v := res.Violations[first]
-		note := "proof violated (" + was + "): " + v.Message
-		if more := len(res.Violations) - 1; more > 0 {
-			note += " (and " + proof.Plural(int64(more), "more violation") + ")"
-		}
-		if res.ExpiredRecords > 0 {
-			note += "; " + proof.Plural(res.ExpiredRecords, "record") + " expired in total"
-		}
-		note += "; proofID " + res.ProofID
-		return &eventSpec{Type: corev1.EventTypeWarning, Reason: v.Reason, Note: truncate(note, maxEventNote)}
+		return violatedEvent(was, ready, res)
 
 	default:
 		return &eventSpec{Type: corev1.EventTypeWarning, Reason: ready.Reason,
 			Note: truncate("proof unknown ("+was+"): "+ready.Message, maxEventNote)}
 	}
+}
+
+// violatedEvent is the Warning of a Violated proof: the reason and message
+// of the violation that decided it, how many more, and the proofID.
+func violatedEvent(was string, ready metav1.Condition, res *proof.Result) *eventSpec {
+	first := decidingViolation(ready, res.Violations)
+	if first < 0 {
+		return &eventSpec{Type: corev1.EventTypeWarning, Reason: ready.Reason,
+			Note: truncate("proof violated ("+was+"): "+ready.Message+"; proofID "+res.ProofID, maxEventNote)}
+	}
+	v := res.Violations[first]
+	note := "proof violated (" + was + "): " + v.Message
+	if more := len(res.Violations) - 1; more > 0 {
+		note += " (and " + proof.Plural(int64(more), "more violation") + ")"
+	}
+	if res.ExpiredRecords > 0 {
+		note += "; " + proof.Plural(res.ExpiredRecords, "record") + " expired in total"
+	}
+	note += "; proofID " + res.ProofID
+	return &eventSpec{Type: corev1.EventTypeWarning, Reason: v.Reason, Note: truncate(note, maxEventNote)}
+}
+
+// lossEvent marks loss that happens while a policy is already Violated by
+// a risk (a headroom or an expiry below the window, issue 22): the verdict
+// does not change, but Ready's reason turns from a risk to loss (LossRank),
+// and that is an event. prevReason is Ready's reason before; nil otherwise.
+func lossEvent(prev rgv1.Verdict, prevReason string, ready metav1.Condition, res *proof.Result) *eventSpec {
+	if res == nil || prev != rgv1.VerdictViolated || rgv1.Verdict(res.Verdict) != rgv1.VerdictViolated ||
+		proof.LossRank(ready.Reason) >= proof.LossRank(prevReason) {
+		return nil
+	}
+	return violatedEvent("was Violated: "+prevReason, ready, res)
 }
 
 // decidingViolation is the index of the first violation with Ready's reason

@@ -117,3 +117,25 @@ func TestLastVerdictsOutrunTheCache(t *testing.T) {
 	l.forget(key)
 	g.Expect(l.swap(key, "uid-2", rgv1.VerdictProven, rgv1.VerdictUnknown)).To(Equal(rgv1.VerdictUnknown))
 }
+
+// Issue 22 item 6 makes a headroom below the window Violated before any
+// loss: when retention then deletes unread records the verdict stays
+// Violated, but the loss is an event of its own.
+func TestLossEventWhileViolatedByARisk(t *testing.T) {
+	g := NewWithT(t)
+	lost := metav1.Condition{Type: proof.ClauseReady, Status: metav1.ConditionFalse, Reason: proof.ReasonCommittedOffsetExpired, Message: "m"}
+	res := &proof.Result{Verdict: proof.Violated, ProofID: "abcd1234", ExpiredRecords: 7, Violations: []proof.Violation{
+		{Clause: proof.ClauseOffsetsInRange, Reason: proof.ReasonCommittedOffsetExpired, Partition: 0, Message: "7 records expired"},
+	}}
+	ev := lossEvent(rgv1.VerdictViolated, proof.ReasonRecoveryHeadroomShorterThanWindow, lost, res)
+	g.Expect(ev).NotTo(BeNil())
+	g.Expect(ev.Reason).To(Equal(proof.ReasonCommittedOffsetExpired))
+	g.Expect(ev.Note).To(ContainSubstring("was Violated: RecoveryHeadroomShorterThanWindow"))
+	g.Expect(ev.Note).To(ContainSubstring("abcd1234"))
+	// The same loss on the next check, or a risk after a risk: no event.
+	g.Expect(lossEvent(rgv1.VerdictViolated, proof.ReasonCommittedOffsetExpired, lost, res)).To(BeNil())
+	risk := lost
+	risk.Reason = proof.ReasonOffsetsExpireBeforeWindow
+	g.Expect(lossEvent(rgv1.VerdictViolated, proof.ReasonRecoveryHeadroomShorterThanWindow, risk, res)).To(BeNil())
+	g.Expect(lossEvent(rgv1.VerdictProven, proof.ReasonProven, lost, res)).To(BeNil(), "a transition is verdictEvent's")
+}

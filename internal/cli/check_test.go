@@ -368,7 +368,9 @@ func TestCheckCompactedTopicTombstones(t *testing.T) {
 func TestCheckSimpleGroupCommitClock(t *testing.T) {
 	c := kafkatest.NewCluster(t)
 	c.CreateOffsetsTopic(t, 3)
-	c.CreateTopic(t, "clicks", 2, nil)
+	// 30 days of retention: partition 1 lags on 6-day-old records, which
+	// must outlive the window (a shorter headroom fails, issue 22 item 6).
+	c.CreateTopic(t, "clicks", 2, map[string]string{"retention.ms": "2592000000"})
 	old := time.Now().Add(-6 * 24 * time.Hour)
 	var recs []*kgo.Record
 	for p := range int32(2) {

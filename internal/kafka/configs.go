@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -19,6 +20,9 @@ const (
 	configDeleteRetentionMs       = "delete.retention.ms"
 	configTimestampType           = "message.timestamp.type"
 	configTimestampBeforeMaxMs    = "message.timestamp.before.max.ms"
+	configTimestampAfterMaxMs     = "message.timestamp.after.max.ms"
+	configTimestampDifferenceMax  = "message.timestamp.difference.max.ms"
+	configRemoteStorageEnable     = "remote.storage.enable"
 	configOffsetsRetentionMinutes = "offsets.retention.minutes"
 )
 
@@ -26,12 +30,38 @@ const (
 var topicConfigKeys = []string{
 	configRetentionMs, configRetentionBytes, configCleanupPolicy,
 	configDeleteRetentionMs, configTimestampType, configTimestampBeforeMaxMs,
+	configTimestampAfterMaxMs, configTimestampDifferenceMax, configRemoteStorageEnable,
 }
 
 // brokerConfigKeys are asked of every broker: offsets.retention.minutes,
 // and the broker defaults a topic without its own override inherits (see
 // brokerdefaults.go).
-var brokerConfigKeys = append([]string{configOffsetsRetentionMinutes}, brokerDefaultKeys...)
+var brokerConfigKeys = append([]string{configOffsetsRetentionMinutes, configRebalanceProtocols}, brokerDefaultKeys...)
+
+// The broker setting that decides whether a classic group can be converted
+// to a consumer group (KIP-848 online migration): a broker that serves the
+// consumer protocol converts an Empty classic group as soon as a member
+// joins with group.protocol=consumer, whatever
+// group.consumer.migration.policy says (that policy, an internal config,
+// governs only non-empty groups).
+const configRebalanceProtocols = "group.coordinator.rebalance.protocols"
+
+// migrationPossible reports whether any broker serves the consumer
+// protocol: any broker can coordinate the group.
+func migrationPossible(defaults map[int32]map[string]proof.ConfigValue) bool {
+	for _, values := range defaults {
+		protocols := values[configRebalanceProtocols]
+		if !protocols.Present || protocols.Null {
+			continue
+		}
+		for _, p := range strings.Split(protocols.Value, ",") {
+			if strings.EqualFold(strings.TrimSpace(p), "consumer") {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // describeConfigs reads the topics' retention configs and every broker's
 // offsets.retention.minutes and log defaults in one raw DescribeConfigs
@@ -161,6 +191,9 @@ func (p *pass) describeConfigs(ctx context.Context) {
 					ts.deleteRetentionMs = values[configDeleteRetentionMs]
 					ts.timestampType = values[configTimestampType]
 					ts.timestampBeforeMaxMs = values[configTimestampBeforeMaxMs]
+					ts.timestampAfterMaxMs = values[configTimestampAfterMaxMs]
+					ts.timestampDifferenceMaxMs = values[configTimestampDifferenceMax]
+					ts.remoteStorageEnable = values[configRemoteStorageEnable]
 					inherited[ts.name] = fromBroker
 				}
 			case kmsg.ConfigResourceTypeBroker:
@@ -180,6 +213,7 @@ func (p *pass) describeConfigs(ctx context.Context) {
 	}
 
 	p.brokerRetention = brokerValues
+	p.migrationPossible = migrationPossible(defaults)
 	p.offsetsRetention = p.smallestOffsetsRetention(brokerValues, brokerFailed)
 	p.applyBrokerDefaults(inherited, defaults)
 }

@@ -25,6 +25,8 @@ const (
 	apiDescribeGroups        = proof.APIDescribeGroups
 	apiConsumerGroupDescribe = proof.APIConsumerGroupDescribe
 	apiStreamsGroupDescribe  = proof.APIStreamsGroupDescribe
+	apiShareGroupDescribe    = proof.APIShareGroupDescribe
+	apiDescribeShareOffsets  = proof.APIDescribeShareGroupOffsets
 	apiFetch                 = proof.APIFetch
 )
 

@@ -51,17 +51,27 @@ func (p *pass) describeGroups(ctx context.Context) {
 		return
 	}
 	var (
-		wg                       sync.WaitGroup
-		classic, kip848, streams map[string]groupAnswer
+		wg                              sync.WaitGroup
+		classic, kip848, streams, share map[string]groupAnswer
 	)
 	wg.Add(3)
 	go func() { defer wg.Done(); classic = p.describeClassic(ctx) }()
 	go func() { defer wg.Done(); kip848 = p.describeConsumer(ctx) }()
 	go func() { defer wg.Done(); streams = p.describeStreams(ctx) }()
 	wg.Wait()
+	// A share group is not found by the three calls: only such groups are
+	// asked ShareGroupDescribe, so a pass over known groups costs nothing
+	// more.
+	var unfound []string
+	for _, g := range p.groups {
+		if c, k, s := classic[g], kip848[g], streams[g]; !(c.err == nil && c.found) && !(k.err == nil && k.found) && !(s.err == nil && s.found) {
+			unfound = append(unfound, g)
+		}
+	}
+	share = p.describeShare(ctx, unfound)
 
 	for _, g := range p.groups {
-		c, k, s := classic[g], kip848[g], streams[g]
+		c, k, s, sh := classic[g], kip848[g], streams[g], share[g]
 		gs := p.groupInfo[g]
 		p.mu.Lock()
 		switch {
@@ -69,10 +79,12 @@ func (p *pass) describeGroups(ctx context.Context) {
 			gs.stateKnown, gs.state, gs.protocol = true, k.state, proof.ProtocolConsumer
 		case s.err == nil && s.found:
 			gs.stateKnown, gs.state, gs.protocol = true, s.state, proof.ProtocolStreams
+		case sh.err == nil && sh.found:
+			gs.stateKnown, gs.state, gs.protocol = true, sh.state, proof.ProtocolShare
 		case c.err == nil && c.found:
 			gs.stateKnown, gs.state, gs.protocol = true, c.state, proof.ProtocolClassic
 			gs.protocolType, gs.subscribed, gs.subscriptionKnown = c.protocolType, c.subscribed, c.subscriptionKnown
-		case c.err == nil && k.err == nil && s.err == nil:
+		case c.err == nil && k.err == nil && s.err == nil && sh.err == nil:
 			gs.stateKnown, gs.state = true, proof.GroupStateDead
 		}
 		p.mu.Unlock()
@@ -87,6 +99,9 @@ func (p *pass) describeGroups(ctx context.Context) {
 		}
 		if s.err != nil {
 			p.groupDescribeFailed(apiStreamsGroupDescribe, g, s.err)
+		}
+		if sh.err != nil {
+			p.groupDescribeFailed(apiShareGroupDescribe, g, sh.err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
@@ -87,6 +88,7 @@ type commitRecord struct {
 	offset     int64
 	commitTime time.Time
 	expireTime time.Time // an explicit expiry (value v1, OffsetCommit v2–v4 retention); zero when none
+	topicID    [16]byte  // the topic ID committed for (value v4, Kafka 4.1+); zero when none
 }
 
 // groupMetadataRecord is the latest GroupMetadataValue of a classic group.
@@ -451,7 +453,7 @@ func (lp *offsetsLogPartition) applyRecord(key, value []byte) {
 		if v.ReadFrom(value) != nil {
 			return
 		}
-		c := commitRecord{offset: v.Offset, commitTime: time.UnixMilli(v.CommitTimestamp)}
+		c := commitRecord{offset: v.Offset, commitTime: time.UnixMilli(v.CommitTimestamp), topicID: v.TopicID}
 		if v.Version == 1 && v.ExpireTimestamp >= 0 {
 			c.expireTime = time.UnixMilli(v.ExpireTimestamp)
 		}
@@ -496,14 +498,11 @@ func (r *offsetsTopicResult) exactTimes(obs *proof.Observation, retention time.D
 			if !ok || c.offset != po.Committed || po.Committed < 0 {
 				continue
 			}
-			switch {
-			case c.expireTime.IsZero():
-				po.LastCommit = c.commitTime
-			case hasRetention:
-				// An explicit expiry (OffsetCommit v2–v4 retention_time)
-				// expires in any group state: as a commit time, it is the
-				// one whose retention ends then.
-				po.LastCommit = c.expireTime.Add(-retention)
+			// An explicit expiry (OffsetCommit v2–v4 retention_time)
+			// replaces the group's clock: the proof reads it as such.
+			po.LastCommit, po.ExpireAt = c.commitTime, c.expireTime
+			if c.topicID != ([16]byte{}) {
+				po.CommitTopicID = hex.EncodeToString(c.topicID[:])
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package kafka
 import (
 	"cmp"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -38,6 +39,9 @@ type pass struct {
 	// From DescribeConfigs.
 	offsetsRetention proof.ConfigValue
 	brokerRetention  map[int32]proof.ConfigValue
+	// migrationPossible: a broker would convert a classic group to a
+	// consumer group (configs.go).
+	migrationPossible bool
 
 	// Discovery (discovery.go), when asked.
 	discover   *Discovery
@@ -61,12 +65,15 @@ type topicState struct {
 	id       [16]byte
 	answered bool // metadata answered for it without error
 
-	retentionMs          proof.ConfigValue
-	retentionBytes       proof.ConfigValue
-	cleanupPolicy        proof.ConfigValue
-	deleteRetentionMs    proof.ConfigValue
-	timestampType        proof.ConfigValue
-	timestampBeforeMaxMs proof.ConfigValue
+	retentionMs              proof.ConfigValue
+	retentionBytes           proof.ConfigValue
+	cleanupPolicy            proof.ConfigValue
+	deleteRetentionMs        proof.ConfigValue
+	timestampType            proof.ConfigValue
+	timestampBeforeMaxMs     proof.ConfigValue
+	timestampAfterMaxMs      proof.ConfigValue
+	timestampDifferenceMaxMs proof.ConfigValue
+	remoteStorageEnable      proof.ConfigValue
 
 	partitions map[int32]*partitionState
 }
@@ -85,11 +92,17 @@ type groupState struct {
 	protocolType      string
 	subscribed        []string
 	subscriptionKnown bool
+	// migrationPossible: the brokers would convert this classic group to
+	// a consumer group (set once configs and kinds are read).
+	migrationPossible bool
 	// committed holds the offsets read (NoOffset for none); a partition
 	// whose offset could not be read is absent and has a failure.
 	committed  map[topicPartition]int64
 	timestamps map[topicPartition]time.Time // of the record at the committed offset
 	preceding  map[topicPartition]time.Time // of the records before it (dates the commit)
+	// shareLag: a share group's unacknowledged records per partition
+	// (DescribeShareGroupOffsets v1+).
+	shareLag map[topicPartition]int64
 }
 
 // observation is the group's kind as the proof sees it.
@@ -100,6 +113,7 @@ func (gs *groupState) observation() proof.GroupObservation {
 	return proof.GroupObservation{
 		State: gs.state, Protocol: gs.protocol, ProtocolType: gs.protocolType,
 		Subscribed: gs.subscribed, SubscriptionKnown: gs.subscriptionKnown,
+		MigrationPossible: gs.protocol == proof.ProtocolClassic && gs.migrationPossible,
 	}
 }
 
@@ -132,6 +146,7 @@ func (p *pass) addTarget(t Target) {
 			committed:  make(map[topicPartition]int64),
 			timestamps: make(map[topicPartition]time.Time),
 			preceding:  make(map[topicPartition]time.Time),
+			shareLag:   make(map[topicPartition]int64),
 		}
 	}
 	for _, name := range t.Topics {
@@ -192,15 +207,23 @@ func (p *pass) run(ctx context.Context) {
 	// be lower than the truth when the committed offset is read: never a
 	// false "expired" either. Business cursors are read between the
 	// committed offsets and the log end, for the same reasons.
-	var wg sync.WaitGroup
-	wg.Add(2)
+	// A share group's progress (its share-partition start offsets) is read
+	// once the group kinds are known, still before the log end.
+	var wg, groups sync.WaitGroup
+	wg.Add(1)
+	groups.Add(1)
 	go func() { defer wg.Done(); p.describeConfigs(ctx) }()
-	go func() { defer wg.Done(); p.describeGroups(ctx) }()
+	go func() { defer groups.Done(); p.describeGroups(ctx) }()
 	p.listStartOffsets(ctx)
 	p.fetchCommittedOffsets(ctx)
 	p.readCursors(ctx)
+	groups.Wait()
+	p.readShareStartOffsets(ctx)
 	p.listEndOffsets(ctx)
 	wg.Wait()
+	for _, gs := range p.groupInfo {
+		gs.migrationPossible = p.migrationPossible
+	}
 
 	// Timestamps need committed offsets, watermarks and the group's kind
 	// (which offsets expire per commit and need dating); exact commit
@@ -274,6 +297,12 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 			to.DeleteRetentionMs = ts.deleteRetentionMs
 			to.TimestampType = ts.timestampType
 			to.TimestampBeforeMaxMs = ts.timestampBeforeMaxMs
+			to.TimestampAfterMaxMs = ts.timestampAfterMaxMs
+			to.TimestampDifferenceMaxMs = ts.timestampDifferenceMaxMs
+			to.RemoteStorageEnable = ts.remoteStorageEnable
+			if ts.id != ([16]byte{}) {
+				to.TopicID = hex.EncodeToString(ts.id[:])
+			}
 			ids := make([]int32, 0, len(ts.partitions))
 			for id := range ts.partitions {
 				ids = append(ids, id)
@@ -295,6 +324,7 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 					}
 					po.CommittedTimestamp = gs.timestamps[tp]
 					po.PrecedingTimestamp = gs.preceding[tp]
+					po.ShareLag, po.ShareLagKnown = gs.shareLag[tp]
 				}
 				po.CommittedAfter = recall.committedAfter[tp]
 				if t.Cursor != nil {

@@ -12,8 +12,11 @@ var lossReasons = []string{
 	ReasonNoCursor,
 	ReasonCursorBeyondLogEnd,
 	ReasonCommittedOffsetExpired,
+	ReasonShareRecordsExpired,
 	ReasonNoCommittedOffset,
+	ReasonNoShareStartOffset,
 	ReasonCommittedOffsetBeyondLogEnd,
+	ReasonCommittedOffsetOfDeletedTopic,
 	// Records a restart from the group's offsets would skip.
 	ReasonGroupAheadOfCursor,
 }
@@ -47,7 +50,8 @@ type clauseOutcome struct {
 func missingFact(reason string) bool {
 	switch reason {
 	case ReasonRetentionUnreadable, ReasonOffsetsRetentionUnreadable, ReasonNotEvaluated,
-		ReasonOffsetsMayExpireBeforeWindow, ReasonGroupTypeUnknown, ReasonCursorUnreadable:
+		ReasonOffsetsMayExpireBeforeWindow, ReasonGroupTypeUnknown, ReasonCursorUnreadable,
+		ReasonShareStartOffsetBelowLogStart:
 		return true
 	}
 	return false

@@ -15,6 +15,8 @@ const (
 	keyDeleteRetentionMs       = "delete.retention.ms"
 	keyTimestampType           = "message.timestamp.type"
 	keyTimestampBeforeMaxMs    = "message.timestamp.before.max.ms"
+	keyTimestampAfterMaxMs     = "message.timestamp.after.max.ms"
+	keyRemoteStorageEnable     = "remote.storage.enable"
 	keyOffsetsRetentionMinutes = "offsets.retention.minutes"
 )
 
@@ -30,6 +32,11 @@ type retentionConfig struct {
 	// records are kept forever (Kafka's LogConfig reads an empty list as
 	// neither; Kafka 4.2 documents it as infinite retention, KAFKA-19112).
 	keeps bool
+	// tiered: remote.storage.enable is true (KIP-405). With an empty
+	// cleanup.policy the remote log's expiration still deletes by
+	// retention.ms and retention.bytes (RemoteLogManager's expiration
+	// task), so such a topic is judged like delete.
+	tiered bool
 
 	// deleteRetentionProblem is non-empty when delete.retention.ms of a
 	// compacting topic could not be read.
@@ -59,6 +66,15 @@ func readRetentionConfig(t *TopicObservation) retentionConfig {
 	rc.deletes, rc.compacts, rc.cleanupProblem = readCleanupPolicy(t.CleanupPolicy)
 	if rc.cleanupProblem != "" {
 		return rc
+	}
+	if !rc.deletes && !rc.compacts {
+		tiered, problem := readRemoteStorage(t.RemoteStorageEnable)
+		if problem != "" {
+			rc.cleanupProblem = keyCleanupPolicy + " is empty and " + problem +
+				": whether the remote log deletes by retention.ms is unknown"
+			return rc
+		}
+		rc.tiered, rc.deletes = tiered, tiered
 	}
 	rc.keeps = !rc.deletes && !rc.compacts
 	if rc.compacts {
@@ -93,6 +109,25 @@ func readCleanupPolicy(v ConfigValue) (deletes, compacts bool, problem string) {
 		}
 	}
 	return deletes, compacts, ""
+}
+
+// readRemoteStorage reads remote.storage.enable. Absent means a broker
+// without tiered storage (before 3.6, or kfake): false. Null or anything
+// but true/false is unreadable.
+func readRemoteStorage(v ConfigValue) (bool, string) {
+	if !v.Present {
+		return false, ""
+	}
+	if v.Null {
+		return false, keyRemoteStorageEnable + " is null"
+	}
+	switch strings.ToLower(strings.TrimSpace(v.Value)) {
+	case "true":
+		return true, ""
+	case "false":
+		return false, ""
+	}
+	return false, keyRemoteStorageEnable + " " + quoteValue(v.Value) + " is not true or false"
 }
 
 // readInt reads an integer config value; problem says why it could not.

@@ -269,7 +269,10 @@ func TestCursorInRange(t *testing.T) {
 				return o
 			}(),
 			policy: cursorPolicy(ResumeFromCursor, "settle-task"),
-			want:   want{verdict: Proven, cursor: true},
+			// Issue 22 item 6: headroom below the window is Violated.
+			want: want{verdict: Violated, cursor: true, violations: []violationWant{
+				{ClauseRetentionCoversWindow, ReasonRecoveryHeadroomShorterThanWindow, "settle-task", 0},
+			}},
 			also: func(t *testing.T, r Result) {
 				if !r.HasRecoveryHeadroom || r.RecoveryHeadroom != 5*day {
 					t.Errorf("recoveryHeadroom %v (%v), want 120h from the cursor's record", r.RecoveryHeadroom, r.HasRecoveryHeadroom)

@@ -19,18 +19,22 @@ func Evaluate(obs Observation, p Policy, now time.Time) Result {
 	f := gatherFacts(&obs, p, now)
 
 	reachable, reachableV := kafkaReachable(f)
-	retention, retentionV := retentionCoversWindow(f)
 	offsetsRetained, offsetsRetainedV := groupOffsetsRetained(f)
 	inRange, inRangeV, partitions := offsetsInRange(f)
+	var cursorV []Violation
+	var cursorSum *CursorSummary
+	var cursor Condition
+	if p.Cursor != nil {
+		cursor, cursorV, cursorSum = cursorInRange(f, partitions)
+	}
+	// Retention is judged last: its headroom rule reads the partitions'
+	// headroom, measured from the cursor with resumeFrom Cursor.
+	retention, retentionV := retentionCoversWindow(f, partitions)
 
 	conditions := make([]Condition, 0, len(ClauseTypes))
 	conditions = append(conditions, reachable, retention, offsetsRetained, inRange)
-	var cursorV []Violation
-	var cursorSum *CursorSummary
 	if p.Cursor != nil {
-		var c Condition
-		c, cursorV, cursorSum = cursorInRange(f, partitions)
-		conditions = append(conditions, c)
+		conditions = append(conditions, cursor)
 	}
 
 	// With resumeFrom Cursor the group's offsets are a cache: their
@@ -174,9 +178,9 @@ func summarizePartitions(partitions []PartitionResult) PartitionSummary {
 			if partitions[i].Verdict == Proven {
 				s.InRange++
 			}
-		case ReasonCommittedOffsetExpired, ReasonCursorExpired:
+		case ReasonCommittedOffsetExpired, ReasonShareRecordsExpired, ReasonCursorExpired:
 			s.Expired++
-		case ReasonNoCommittedOffset, ReasonNoCursor:
+		case ReasonNoCommittedOffset, ReasonNoShareStartOffset, ReasonNoCursor:
 			s.Missing++
 		case ReasonCommittedOffsetBeyondLogEnd, ReasonCursorBeyondLogEnd:
 			s.BeyondEnd++

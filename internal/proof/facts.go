@@ -93,7 +93,7 @@ func gatherFacts(obs *Observation, p Policy, now time.Time) *facts {
 // none) is assumed to have cost every fact it could have.
 var (
 	// groupAPIs read a group's state: never topics, watermarks or offsets.
-	groupAPIs = []string{APIDescribeGroups, APIConsumerGroupDescribe, APIStreamsGroupDescribe}
+	groupAPIs = []string{APIDescribeGroups, APIConsumerGroupDescribe, APIStreamsGroupDescribe, APIShareGroupDescribe}
 	// configAPIs read configurations: never watermarks or offsets.
 	configAPIs = []string{APIDescribeConfigs}
 )
@@ -123,7 +123,7 @@ func explainsMissingTopic(f Failure, topic string) bool {
 
 // Kafka APIs that read the facts of one topic or one group: a failure of
 // one that names no topic is still not cluster-wide.
-var topicOrGroupAPIs = []string{APIOffsetFetch, APIListOffsets, APIFetch}
+var topicOrGroupAPIs = []string{APIOffsetFetch, APIListOffsets, APIFetch, APIDescribeShareGroupOffsets}
 
 // clusterWide reports whether a failure cost every fact the observer reads
 // from the cluster: it names no topic, and its API (if any) reads neither

@@ -117,13 +117,18 @@ var (
 	fuzzReasons    = []string{ReasonBrokerUnreachable, ReasonAuthenticationFailed, ReasonAuthorizationFailed, ReasonTopicNotFound, ReasonBootstrapServerNotAllowed, "", "Weird"}
 	fuzzAPIs       = []string{"", "OffsetFetch", "ListOffsets", "DescribeConfigs", "DescribeGroups", "Metadata", "consumergroupdescribe"}
 	fuzzStates     = []string{"", GroupStateEmpty, GroupStateStable, GroupStateDead}
-	fuzzProtocols  = []string{"", ProtocolClassic, ProtocolConsumer, ProtocolStreams, "weird"}
+	fuzzProtocols  = []string{"", ProtocolClassic, ProtocolConsumer, ProtocolStreams, "weird", ProtocolShare}
 	// The first protocol type keeps a classic group on the GroupEmpty clock.
 	fuzzProtocolTypes = []string{ProtocolTypeConsumer, "", "connect"}
 	// The first value holds for every window in fuzzWindows.
 	fuzzDeleteRetention = []string{"2592000000", "86400000", "0", "-1", "x"}
 	fuzzTimestampTypes  = []string{"CreateTime", "LogAppendTime", "logappendtime", ""}
 	fuzzTimestampBounds = []string{"604800000", "9223372036854775807", "0", "-1", "x"}
+	// message.timestamp.after.max.ms: the first is Kafka 4.x's default.
+	fuzzAfterBounds = []string{"3600000", "9223372036854775807", "0", "-1", "x", "864000000"}
+	// remote.storage.enable: the first (absent on kfake) is not tiered.
+	fuzzRemoteStorage = []string{"false", "true", "TRUE", "yes"}
+	fuzzTopicIDs      = []string{"", "0a", "0b", "0A"}
 )
 
 func fuzzInput(data []byte) fuzzCase {
@@ -155,6 +160,7 @@ func fuzzInput(data []byte) fuzzCase {
 	in.obs.Group.ProtocolType = fuzzProtocolTypes[int(groupBits)%len(fuzzProtocolTypes)]
 	in.obs.Group.EmptySinceExact = groupBits&0x10 != 0
 	in.obs.Group.SubscriptionKnown = groupBits&0x20 != 0
+	in.obs.Group.MigrationPossible = groupBits&0x08 != 0
 	for i, name := range fuzzTopics {
 		if groupBits&(0x40<<i) != 0 { // topics a and b only: 0x40, 0x80
 			in.obs.Group.Subscribed = append(in.obs.Group.Subscribed, name)
@@ -167,13 +173,17 @@ func fuzzInput(data []byte) fuzzCase {
 			continue
 		}
 		tp := TopicObservation{
-			Name:                 name,
-			RetentionMs:          b.config(fuzzRetention),
-			RetentionBytes:       b.config(fuzzBytes),
-			CleanupPolicy:        b.config(fuzzCleanup),
-			DeleteRetentionMs:    b.config(fuzzDeleteRetention),
-			TimestampType:        b.config(fuzzTimestampTypes),
-			TimestampBeforeMaxMs: b.config(fuzzTimestampBounds),
+			Name:                     name,
+			RetentionMs:              b.config(fuzzRetention),
+			RetentionBytes:           b.config(fuzzBytes),
+			CleanupPolicy:            b.config(fuzzCleanup),
+			DeleteRetentionMs:        b.config(fuzzDeleteRetention),
+			TimestampType:            b.config(fuzzTimestampTypes),
+			TimestampBeforeMaxMs:     b.config(fuzzTimestampBounds),
+			TimestampAfterMaxMs:      b.config(fuzzAfterBounds),
+			TimestampDifferenceMaxMs: b.config(fuzzAfterBounds),
+			RemoteStorageEnable:      b.config(fuzzRemoteStorage),
+			TopicID:                  fuzzTopicIDs[b.pick(len(fuzzTopicIDs))],
 		}
 		n := b.pick(4)
 		seen := map[int32]bool{}
@@ -190,6 +200,13 @@ func fuzzInput(data []byte) fuzzCase {
 				p.LastCommit = b.moment(in.now)
 			} else {
 				p.CommittedAfter = b.moment(in.now)
+			}
+			if v := b.next(); v >= 224 {
+				p.ExpireAt = in.now.Add(time.Duration(v-224) * 24 * time.Hour)
+			}
+			p.CommitTopicID = fuzzTopicIDs[b.pick(len(fuzzTopicIDs))]
+			if v := b.next(); v >= 64 {
+				p.ShareLag, p.ShareLagKnown = int64(v%16), true
 			}
 			tp.Partitions = append(tp.Partitions, p)
 		}
@@ -412,6 +429,7 @@ func checkInvariants(t *testing.T, in fuzzCase, r Result) {
 		case p.ExpiredRecords == 0:
 		case p.Reason == ReasonCommittedOffsetExpired && p.ExpiredRecords == p.LogStart-p.Committed:
 		case p.Reason == ReasonCursorExpired && p.ExpiredRecords == p.LogStart-p.Cursor:
+		case p.Reason == ReasonShareRecordsExpired && p.ExpiredRecords > 0 && p.ExpiredRecords <= p.LogStart-p.Committed:
 		default:
 			t.Fatalf("expiredRecords %d is neither logStart - committed nor logStart - cursor for reason %s in %+v", p.ExpiredRecords, p.Reason, p)
 		}
@@ -427,9 +445,9 @@ func checkInvariants(t *testing.T, in fuzzCase, r Result) {
 			ahead = addSaturating(ahead, p.AheadRecords)
 		}
 		switch p.Reason {
-		case ReasonCommittedOffsetExpired, ReasonCursorExpired:
+		case ReasonCommittedOffsetExpired, ReasonShareRecordsExpired, ReasonCursorExpired:
 			s.Expired++
-		case ReasonNoCommittedOffset, ReasonNoCursor:
+		case ReasonNoCommittedOffset, ReasonNoShareStartOffset, ReasonNoCursor:
 			s.Missing++
 		case ReasonCommittedOffsetBeyondLogEnd, ReasonCursorBeyondLogEnd:
 			s.BeyondEnd++
@@ -511,8 +529,11 @@ func mustNotProve(in fuzzCase) []string {
 	fromCursor := p.Cursor != nil && p.Cursor.ResumeFrom == ResumeFromCursor
 	minutes, ok := oracleInt(o.OffsetsRetentionMinutes)
 	retentionCovers := false
+	share := o.Group.Protocol == ProtocolShare
 	switch {
 	case fromCursor:
+	case share:
+		// A share group's progress (SPSO) has no offset expiry clock.
 	case !ok || minutes < 1:
 		why = append(why, "offsets.retention.minutes unreadable")
 	case minutes < int64(p.RecoveryWindow/time.Minute) ||
@@ -523,13 +544,15 @@ func mustNotProve(in fuzzCase) []string {
 	}
 	if retentionCovers {
 		why = append(why, oraclePerCommit(in, minutes)...)
+		why = append(why, oracleExplicitAndEmpty(in, minutes)...)
 	}
+	why = append(why, oracleHeadroom(in)...)
 	cursors, readable := oracleCursorRows(in)
 	if p.Cursor != nil && !readable {
 		why = append(why, "the business cursor is unreadable or breaks the column contract")
 	}
 	for _, t := range o.Topics {
-		deletes, compacts, ok := oracleCleanup(t.CleanupPolicy)
+		deletes, compacts, ok := oracleTopicCleanup(t)
 		if !ok {
 			why = append(why, t.Name+": cleanup.policy unreadable")
 		}
@@ -588,12 +611,21 @@ func mustNotProve(in fuzzCase) []string {
 			case pt.LogStart < 0 || pt.LogEnd < pt.LogStart:
 				why = append(why, name+": not a log")
 			case fromCursor:
+			case o.Group.Protocol != ProtocolShare && pt.Committed >= 0 && pt.Committed >= pt.LogStart && pt.Committed <= pt.LogEnd &&
+				pt.CommitTopicID != "" && t.TopicID != "" && !strings.EqualFold(pt.CommitTopicID, t.TopicID):
+				why = append(why, name+": committed for another topic ID (a deleted topic)")
 			case pt.Committed == -1 && pt.LogStart > 0:
 				why = append(why, name+": missing offset with log start > 0")
 			case pt.Committed == -1 && compacts && pt.LogEnd > 0:
 				why = append(why, name+": missing offset on a non-empty compacting topic")
 			case pt.Committed < -1:
 				why = append(why, name+": committed offset below -1")
+			case o.Group.Protocol == ProtocolShare && pt.Committed >= 0 && pt.Committed < pt.LogStart:
+				// A share group's SPSO below log start: proven only when
+				// nothing is unacknowledged.
+				if !pt.ShareLagKnown || pt.ShareLag != 0 {
+					why = append(why, name+": share-partition start offset < logStart with records unacknowledged")
+				}
 			case pt.Committed >= 0 && pt.Committed < pt.LogStart:
 				why = append(why, name+": committed < logStart")
 			case pt.Committed > pt.LogEnd:
@@ -663,6 +695,103 @@ func oracleInt(v ConfigValue) (int64, bool) {
 	return n, err == nil
 }
 
+// oracleTopicCleanup is cleanup.policy as the proof must read it: an
+// empty policy on a tiered topic (remote.storage.enable true) deletes by
+// retention.ms in the remote log; remote.storage.enable absent is a broker
+// without tiered storage, anything but true/false unreadable then.
+func oracleTopicCleanup(t TopicObservation) (deletes, compacts, ok bool) {
+	deletes, compacts, ok = oracleCleanup(t.CleanupPolicy)
+	if !ok || deletes || compacts {
+		return deletes, compacts, ok
+	}
+	v := t.RemoteStorageEnable
+	switch {
+	case !v.Present:
+		return false, false, true
+	case v.Null:
+		return false, false, false
+	}
+	switch strings.ToLower(strings.TrimSpace(v.Value)) {
+	case "true":
+		return true, false, true
+	case "false":
+		return false, false, true
+	}
+	return false, false, false
+}
+
+// oracleHeadroom: the record at each in-range committed offset (at the
+// business cursor with resumeFrom Cursor) must outlive now + window on a
+// topic that deletes by time after a finite retention.ms that itself covers
+// the window; a caught-up partition has all of retention.ms.
+func oracleHeadroom(in fuzzCase) []string {
+	var why []string
+	fromCursor := in.policy.Cursor != nil && in.policy.Cursor.ResumeFrom == ResumeFromCursor
+	cursors, readable := oracleCursorRows(in)
+	for _, t := range in.obs.Topics {
+		deletes, _, ok := oracleTopicCleanup(t)
+		ms, msOK := oracleInt(t.RetentionMs)
+		if !ok || !deletes || !msOK || ms < 0 {
+			continue
+		}
+		retention := time.Duration(math.MaxInt64)
+		if ms < math.MaxInt64/int64(time.Millisecond) {
+			retention = time.Duration(ms) * time.Millisecond
+		}
+		if retention < in.policy.RecoveryWindow {
+			continue // RetentionShorterThanWindow says it
+		}
+		for _, pt := range t.Partitions {
+			position, ts := pt.Committed, pt.CommittedTimestamp
+			if fromCursor {
+				cur, has := cursors[t.Name+"["+strconv.Itoa(int(pt.Partition))+"]"]
+				if !readable || !has {
+					continue
+				}
+				position, ts = cur, pt.CursorTimestamp
+			}
+			if pt.LogStart < 0 || pt.LogEnd < pt.LogStart || position < pt.LogStart || position >= pt.LogEnd || ts.IsZero() {
+				continue
+			}
+			if ts.Add(retention).Sub(in.now) < in.policy.RecoveryWindow {
+				why = append(why, t.Name+"["+strconv.Itoa(int(pt.Partition))+"]: the record at the committed offset expires before the window ends")
+			}
+		}
+	}
+	return why
+}
+
+// oracleExplicitAndEmpty: an offset with an explicit expiry (OffsetCommit
+// v2–v4) expires then, whatever the group; an Empty classic group with a
+// protocol type and committed offsets loses them offsets.retention.minutes
+// after EmptySince.
+func oracleExplicitAndEmpty(in fuzzCase, minutes int64) []string {
+	var why []string
+	deadline := in.now.Add(in.policy.RecoveryWindow)
+	committed := false
+	for _, t := range in.obs.Topics {
+		for _, pt := range t.Partitions {
+			if pt.Committed < 0 {
+				continue
+			}
+			committed = true
+			if !pt.ExpireAt.IsZero() && pt.ExpireAt.Before(deadline) {
+				why = append(why, t.Name+"["+strconv.Itoa(int(pt.Partition))+"]: explicit expiry before the window ends")
+			}
+		}
+	}
+	g := in.obs.Group
+	retention := time.Duration(math.MaxInt64)
+	if minutes < math.MaxInt64/int64(time.Minute) {
+		retention = time.Duration(minutes) * time.Minute
+	}
+	if committed && g.Protocol == ProtocolClassic && g.ProtocolType != "" && g.State == GroupStateEmpty && !g.EmptySince.IsZero() &&
+		g.EmptySince.Add(retention).Before(deadline) {
+		why = append(why, "the Empty group's offsets expire before the window ends")
+	}
+	return why
+}
+
 func oracleCleanup(v ConfigValue) (deletes, compacts, ok bool) {
 	if !v.Present || v.Null {
 		return false, false, false
@@ -696,9 +825,12 @@ func oraclePerCommit(in fuzzCase, minutes int64) []string {
 		perCommit = func(string) bool { return true }
 	case g.Protocol == ProtocolClassic && g.ProtocolType == "":
 		perCommit = func(string) bool { return true }
+	case g.Protocol == ProtocolClassic && g.ProtocolType == "consumer" && g.MigrationPossible:
+		// KIP-848 migration keeps commit times: dated like a consumer group.
+		perCommit = func(string) bool { return true }
 	case g.Protocol == ProtocolClassic && g.State == GroupStateStable && g.ProtocolType == "consumer" && g.SubscriptionKnown:
 		perCommit = func(topic string) bool { return !slices.Contains(g.Subscribed, topic) }
-	case g.Protocol == ProtocolClassic:
+	case g.Protocol == ProtocolClassic, g.Protocol == ProtocolShare:
 	default:
 		for _, t := range o.Topics {
 			for _, pt := range t.Partitions {
@@ -722,9 +854,12 @@ func oraclePerCommit(in fuzzCase, minutes int64) []string {
 			if pt.Committed < 0 {
 				continue
 			}
+			if !pt.ExpireAt.IsZero() {
+				continue // an explicit expiry replaces the clock (oracleExplicitAndEmpty)
+			}
 			at := pt.LastCommit
 			if at.IsZero() {
-				at = pt.PrecedingTimestamp
+				at = oracleCommitBound(t, pt)
 				if pt.CommittedAfter.After(at) {
 					at = pt.CommittedAfter
 				}
@@ -739,6 +874,35 @@ func oraclePerCommit(in fuzzCase, minutes int64) []string {
 		}
 	}
 	return why
+}
+
+// oracleCommitBound: the record before the committed offset bounds its
+// commit from below, less message.timestamp.after.max.ms with CreateTime
+// (the producer's clock may be that far ahead); nothing when that bound is
+// absent, unreadable or Long.MAX.
+func oracleCommitBound(t TopicObservation, pt PartitionObservation) time.Time {
+	if pt.PrecedingTimestamp.IsZero() {
+		return time.Time{}
+	}
+	if v := t.TimestampType; v.Present && !v.Null && strings.EqualFold(strings.TrimSpace(v.Value), "LogAppendTime") {
+		return pt.PrecedingTimestamp
+	}
+	v := t.TimestampAfterMaxMs
+	if !v.Present {
+		v = t.TimestampDifferenceMaxMs
+	}
+	if !v.Present {
+		return pt.PrecedingTimestamp.Add(-time.Hour) // no Kafka broker: taken at 4.x's default
+	}
+	ms, ok := oracleInt(v)
+	if !ok || ms < 0 || ms == math.MaxInt64 {
+		return time.Time{}
+	}
+	skew := time.Duration(math.MaxInt64)
+	if ms < math.MaxInt64/int64(time.Millisecond) {
+		skew = time.Duration(ms) * time.Millisecond
+	}
+	return pt.PrecedingTimestamp.Add(-skew)
 }
 
 func countViolations(r Result, clause, reason, topic string) int {
@@ -760,7 +924,7 @@ func countViolations(r Result, clause, reason, topic string) int {
 var (
 	// The API names the observer reports (proof.API*), written out again.
 	oracleConfigAPIs = []string{"describeconfigs"}
-	oracleScopedAPIs = []string{"describegroups", "consumergroupdescribe", "offsetfetch", "listoffsets", "fetch"}
+	oracleScopedAPIs = []string{"describegroups", "consumergroupdescribe", "offsetfetch", "listoffsets", "fetch", "sharegroupdescribe", "describesharegroupoffsets"}
 )
 
 func oracleClusterWide(f Failure) bool {
@@ -781,6 +945,9 @@ func oracleExplained(in fuzzCase, v ConfigValue, topic string) bool {
 }
 
 func oracleOffsetsUnreadable(in fuzzCase) int {
+	if in.obs.Group.Protocol == ProtocolShare {
+		return 0 // a share group's progress does not expire: the setting is not read
+	}
 	v := in.obs.OffsetsRetentionMinutes
 	if n, ok := oracleInt(v); ok && n >= 1 || oracleExplained(in, v, "") {
 		return 0
@@ -789,7 +956,7 @@ func oracleOffsetsUnreadable(in fuzzCase) int {
 }
 
 func oracleRetentionUnreadable(in fuzzCase, t TopicObservation) int {
-	deletes, compacts, ok := oracleCleanup(t.CleanupPolicy)
+	deletes, compacts, ok := oracleTopicCleanup(t)
 	if !ok {
 		if oracleExplained(in, t.CleanupPolicy, t.Name) {
 			return 0

@@ -1,7 +1,10 @@
 package proof
 
 import (
+	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -28,6 +31,12 @@ func groupOffsetsRetained(f *facts) (Condition, []Violation) {
 	minutes := f.offsetsRetentionMinutes
 	setting := keyOffsetsRetentionMinutes + " " + itoa(minutes) + " (" + formatMinutes(minutes) + ")"
 	e := f.expiry
+	if e.kind == kindShare {
+		// A share group's progress is not a committed offset: the
+		// coordinator's offset expiry never touches it (KIP-932).
+		return o.condition(ReasonShareGroupOffsetsRetained, "group "+groupName(f)+" is a share group (KIP-932): its progress, the "+
+			"share-partition start offset, is kept by the share coordinator and does not expire with "+keyOffsetsRetentionMinutes), nil
+	}
 	switch {
 	case f.offsetsRetentionProblem != "" && f.offsetsRetentionMissingBecause != "":
 		// Absent because a request failed: the failure's violation says
@@ -56,6 +65,33 @@ func groupOffsetsRetained(f *facts) (Condition, []Violation) {
 				"the clock its offsets expire on is unknown"))
 	}
 	deadline := f.now.Add(window)
+	for i := range e.explicit {
+		c := &e.explicit[i]
+		if !c.expiry.Before(deadline) {
+			continue
+		}
+		var m messageBuilder
+		m.partition(c.topic, c.partition).text(": committed offset ").int(c.committed).
+			text(" was committed with an explicit retention time (OffsetCommit v2–v4 retention_time, from __consumer_offsets) and expires at ").
+			text(c.expiry.UTC().Format(time.RFC3339)).text(" once the group is Empty, whatever ").text(keyOffsetsRetentionMinutes).
+			text(" says, before recoveryWindow ").text(FormatDuration(window)).
+			text(" ends: commit it again without a retention time (a client on OffsetCommit v5 or later)")
+		o.add(Violation{
+			Reason: ReasonExplicitOffsetExpiryBeforeWindow, Topic: c.topic, Partition: c.partition, Message: m.String(),
+			Committed: c.committed, LogStart: -1, LogEnd: -1, Cursor: NoOffset,
+		})
+	}
+	if at, ok := emptyGroupExpiry(f); ok && at.Before(deadline) && hasCommittedOffset(f) {
+		g := f.obs.Group
+		since := g.EmptySince.UTC().Format(time.RFC3339)
+		if !g.EmptySinceExact {
+			since += " or earlier"
+		}
+		o.add(topicViolation("", ReasonEmptyGroupOffsetsExpireBeforeWindow, "",
+			"group "+groupName(f)+" has been Empty since "+since+": its committed offsets expire "+setting+" after that, at "+
+				at.UTC().Format(time.RFC3339)+" or sooner, before recoveryWindow "+FormatDuration(window)+
+				" from now ends: it cannot stay down for its window; start the consumer (a member stops the clock)"))
+	}
 	for i := range e.commits {
 		c := &e.commits[i]
 		if !c.expiry.Before(deadline) && c.known {
@@ -85,6 +121,10 @@ func groupOffsetsRetained(f *facts) (Condition, []Violation) {
 	case e.kind == kindClassic:
 		msg += ": the group's offsets expire that long after it becomes Empty"
 	}
+	if !f.obs.OffsetsTopic.Requested && e.kind != kindNone {
+		msg += " (an offset committed with an explicit retention time, OffsetCommit v2–v4, expires at that time instead: " +
+			"visible only with spec.kafka.readOffsetsTopic)"
+	}
 	return o.condition(ReasonGroupOffsetsRetained, msg), o.violations
 }
 
@@ -94,8 +134,12 @@ func commitExpiryMessage(f *facts, c *commitExpiry, setting string) string {
 	var m messageBuilder
 	m.partition(c.topic, c.partition).text(": committed offset ").int(c.committed)
 	if !c.known {
+		why := "no record before it is left to date it, and the commit was not seen"
+		if c.undatedBecause != "" {
+			why = c.undatedBecause
+		}
 		m.text(" expires ").text(setting).text(" after its last commit (").text(f.expiry.perCommitWhy).
-			text("), and when that was is unknown: no record before it is left to date it, and the commit was not seen")
+			text("), and when that was is unknown: ").text(why)
 	} else {
 		age := f.now.Sub(c.commitTime)
 		left := c.expiry.Sub(f.now)
@@ -146,6 +190,7 @@ const (
 	kindNone                // no group and nothing committed: nothing to expire
 	kindClassic             // a classic group with a protocol type
 	kindPerCommit           // simple, KIP-848 or streams: every offset per commit
+	kindShare               // a share group: no offset expiry (KIP-932)
 )
 
 // expiryFacts is how the group's committed offsets expire, worked out once
@@ -165,6 +210,10 @@ type expiryFacts struct {
 	// first.
 	commits       []commitExpiry
 	soonestCommit int
+	// explicit are the committed offsets with an explicit expiry
+	// (OffsetCommit v2–v4 retention_time), whatever the group's clock,
+	// sorted by topic and partition: each expires at its own time.
+	explicit []commitExpiry
 }
 
 // commitExpiry is one committed offset that expires per commit.
@@ -179,6 +228,9 @@ type commitExpiry struct {
 	fromWitness bool // the bound is a change the observer witnessed
 	commitTime  time.Time
 	expiry      time.Time // commitTime + offsets.retention.minutes
+	// undatedBecause says why a commit is not dated when a record before
+	// it exists (its timestamp does not bound the commit); empty otherwise.
+	undatedBecause string
 }
 
 // gatherExpiry classifies the group and dates every committed offset that
@@ -203,11 +255,17 @@ func gatherExpiry(f *facts) expiryFacts {
 		e.kind, e.perCommitWhy = kindPerCommit, "a KIP-848 consumer group, once Empty"
 	case ProtocolStreams:
 		e.kind, e.perCommitWhy = kindPerCommit, "a streams group, once Empty"
+	case ProtocolShare:
+		e.kind = kindShare
+		return e
 	case ProtocolClassic:
 		e.kind = kindClassic
 		switch {
 		case g.ProtocolType == "":
 			e.kind, e.perCommitWhy = kindPerCommit, "a simple group: it commits without joining"
+		case migrates(g):
+			e.perCommitWhy = "a classic group the brokers convert to a consumer group when its members switch to " +
+				"group.protocol=consumer, after which its offsets keep their commit times and expire per commit (KIP-848 migration)"
 		case subscriptionDecides(g):
 			e.perCommitWhy = "no member of the Stable group subscribes to the topic (KIP-496)"
 		}
@@ -227,9 +285,11 @@ func gatherExpiry(f *facts) expiryFacts {
 	}
 	for i := range f.topics {
 		t := &f.topics[i]
-		if t.obs == nil || !ExpiresPerCommit(g, t.name) {
+		if t.obs == nil {
 			continue
 		}
+		perCommit := ExpiresPerCommit(g, t.name)
+		skew, skewProblem := clockSkew(t.obs)
 		for j := range t.obs.Partitions {
 			po := &t.obs.Partitions[j]
 			if po.Committed < 0 {
@@ -239,13 +299,34 @@ func gatherExpiry(f *facts) expiryFacts {
 				continue
 			}
 			c := commitExpiry{topic: t.name, partition: po.Partition, committed: po.Committed}
+			if !po.ExpireAt.IsZero() {
+				// An explicit expiry replaces the group's clock
+				// (OffsetExpirationConditionImpl.isOffsetExpired tests it
+				// first): exact, from __consumer_offsets.
+				c.known, c.exact, c.commitTime, c.expiry = true, true, po.LastCommit, po.ExpireAt
+				e.explicit = append(e.explicit, c)
+				continue
+			}
+			if !perCommit {
+				continue
+			}
+			// The record before the committed offset dates the commit
+			// from below, less how far ahead its producer's clock may be.
+			var bound time.Time
+			if !po.PrecedingTimestamp.IsZero() {
+				if skewProblem == "" {
+					bound = po.PrecedingTimestamp.Add(-skew)
+				} else {
+					c.undatedBecause = skewProblem
+				}
+			}
 			switch {
 			case !po.LastCommit.IsZero():
 				c.known, c.exact, c.commitTime = true, true, po.LastCommit
-			case !po.CommittedAfter.IsZero() && !po.CommittedAfter.Before(po.PrecedingTimestamp):
+			case !po.CommittedAfter.IsZero() && !po.CommittedAfter.Before(bound):
 				c.known, c.fromWitness, c.commitTime = true, true, po.CommittedAfter
-			case !po.PrecedingTimestamp.IsZero():
-				c.known, c.commitTime = true, po.PrecedingTimestamp
+			case !bound.IsZero():
+				c.known, c.commitTime = true, bound
 			}
 			if c.known {
 				c.expiry = c.commitTime.Add(retention)
@@ -253,9 +334,11 @@ func gatherExpiry(f *facts) expiryFacts {
 			e.commits = append(e.commits, c)
 		}
 	}
-	slices.SortStableFunc(e.commits, func(a, b commitExpiry) int {
+	byPartition := func(a, b commitExpiry) int {
 		return comparePartitions(PartitionResult{Topic: a.topic, Partition: a.partition}, PartitionResult{Topic: b.topic, Partition: b.partition})
-	})
+	}
+	slices.SortStableFunc(e.commits, byPartition)
+	slices.SortStableFunc(e.explicit, byPartition)
 	for i := range e.commits {
 		if earlierExpiry(&e.commits[i], &e.commits[e.soonestCommit]) {
 			e.soonestCommit = i
@@ -264,21 +347,81 @@ func gatherExpiry(f *facts) expiryFacts {
 	return e
 }
 
+// clockSkew is how far before a record's timestamp its commit may have
+// been written: zero with LogAppendTime (the broker's clock); with
+// CreateTime the producer's clock, at most message.timestamp.after.max.ms
+// ahead of the broker's (Kafka 3.6+; 1 hour by default from 4.0,
+// unbounded before). Unbounded, or unreadable, the record does not date
+// the commit: problem says why.
+func clockSkew(t *TopicObservation) (time.Duration, string) {
+	if v := t.TimestampType; v.Present && !v.Null && strings.EqualFold(strings.TrimSpace(v.Value), "LogAppendTime") {
+		return 0, ""
+	}
+	v := t.TimestampAfterMaxMs
+	if !v.Present {
+		// Before 3.6 message.timestamp.difference.max.ms bounds both ways.
+		// A broker that reports neither is no Kafka broker (kfake): it is
+		// taken at Kafka 4.x's default, an hour.
+		v = t.TimestampDifferenceMaxMs
+		if !v.Present {
+			return time.Hour, ""
+		}
+	}
+	ms, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
+	if !v.Present || v.Null || err != nil || ms < 0 || ms == math.MaxInt64 {
+		return 0, "the record before it is stamped by its producer (" + keyTimestampType + " CreateTime) and " +
+			keyTimestampAfterMaxMs + " (or, before 3.6, message.timestamp.difference.max.ms) does not bound how far ahead of the broker's clock (" + afterMaxValue(v) +
+			"): its timestamp does not date the commit"
+	}
+	return millisToDuration(ms), ""
+}
+
+func afterMaxValue(v ConfigValue) string {
+	switch {
+	case v.Null:
+		return "null"
+	}
+	return quoteValue(v.Value)
+}
+
+// emptyGroupExpiry is when an Empty classic group's offsets expire:
+// offsets.retention.minutes after it became Empty (a lower bound on that
+// time gives an upper bound on this one, so a time before the deadline is
+// certain either way).
+func emptyGroupExpiry(f *facts) (time.Time, bool) {
+	g := f.obs.Group
+	retention, ok := f.offsetsRetention()
+	if !ok || f.expiry.kind != kindClassic || g.State != GroupStateEmpty || g.EmptySince.IsZero() {
+		return time.Time{}, false
+	}
+	return g.EmptySince.Add(retention), true
+}
+
 // ExpiresPerCommit reports whether the group coordinator deletes the
 // group's committed offsets of topic offsets.retention.minutes after their
 // own last commit (rather than after the group became Empty), for a group
 // that goes down now: simple groups (classic, no protocol type), KIP-848
-// and streams groups (every topic once Empty), and a Stable classic
-// consumer group's topics no member subscribes to (KIP-496). The observer
+// and streams groups (every topic once Empty), a Stable classic consumer
+// group's topics no member subscribes to (KIP-496), and every topic of a
+// classic consumer group the brokers may convert to a consumer group
+// (MigrationPossible: the offsets may expire per commit after a rollout
+// that switches protocol). The observer
 // uses it to date only the commits that need dating.
 func ExpiresPerCommit(g GroupObservation, topic string) bool {
 	switch g.Protocol {
 	case ProtocolConsumer, ProtocolStreams:
 		return true
 	case ProtocolClassic:
-		return g.ProtocolType == "" || (subscriptionDecides(g) && !slices.Contains(g.Subscribed, topic))
+		return g.ProtocolType == "" || migrates(g) || (subscriptionDecides(g) && !slices.Contains(g.Subscribed, topic))
 	}
 	return false
+}
+
+// migrates: a classic consumer group the brokers may convert to a
+// consumer group (KIP-848 online migration): its commits are dated, and the
+// earlier of the Empty clock and the per-commit expiry counts.
+func migrates(g GroupObservation) bool {
+	return g.Protocol == ProtocolClassic && g.ProtocolType == ProtocolTypeConsumer && g.MigrationPossible
 }
 
 // subscriptionDecides: a Stable classic consumer group whose members'
@@ -357,6 +500,15 @@ func offsetExpiry(f *facts) (OffsetExpiry, *Warning) {
 	if len(e.commits) > 0 {
 		if c := &e.commits[e.soonestCommit]; c.known {
 			out.Soonest, out.HasSoonest, out.Exact = c.expiry, true, c.exact
+			out.Topic, out.Partition = c.topic, c.partition
+		}
+	}
+	// An explicit expiry runs once the coordinator applies an expiration
+	// condition: per-commit kinds always, classic groups once Empty.
+	running := e.kind == kindPerCommit || f.obs.Group.State == GroupStateEmpty
+	for i := range e.explicit {
+		if c := &e.explicit[i]; running && (len(e.commits) == 0 || e.commits[e.soonestCommit].known) && (!out.HasSoonest || c.expiry.Before(out.Soonest)) {
+			out.Soonest, out.HasSoonest, out.Exact = c.expiry, true, true
 			out.Topic, out.Partition = c.topic, c.partition
 		}
 	}

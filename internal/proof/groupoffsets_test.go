@@ -65,7 +65,9 @@ func TestOffsetsExpirePerCommit(t *testing.T) {
 			verdict:    Unknown,
 			violations: []violationWant{{ClauseGroupOffsetsRetained, ReasonOffsetsMayExpireBeforeWindow, "clicks", 0}},
 			message:    "bounded by the timestamp of the record before it",
-			soonestIn:  day, hasSoonest: true,
+			// The record's producer may be an hour ahead of the broker
+			// (message.timestamp.after.max.ms): the bound is an hour earlier.
+			soonestIn: day - time.Hour, hasSoonest: true,
 		},
 		{
 			name:      "healthy twin: simple group committed a minute ago is proven",
@@ -80,7 +82,78 @@ func TestOffsetsExpirePerCommit(t *testing.T) {
 			group:     simple,
 			topics:    []TopicObservation{topic("clicks", withPreceding(part(0, 0, 500, 500), now.Add(-time.Second)))},
 			verdict:   Proven,
+			soonestIn: retention - time.Hour - time.Second, hasSoonest: true,
+		},
+		{
+			// Issue 22 item 5: Kafka 3.x accepts CreateTime stamps any time
+			// ahead (message.timestamp.after.max.ms Long.MAX): the fresh
+			// record may be stamped by a clock far ahead, so it does not
+			// date the commit.
+			name:  "a record stamped by a producer the broker does not bound does not date the commit",
+			group: simple,
+			topics: []TopicObservation{func() TopicObservation {
+				t := topic("clicks", withPreceding(part(0, 0, 500, 500), now.Add(-time.Second)))
+				t.TimestampAfterMaxMs = cfg("9223372036854775807")
+				return t
+			}()},
+			verdict:    Unknown,
+			violations: []violationWant{{ClauseGroupOffsetsRetained, ReasonOffsetsMayExpireBeforeWindow, "clicks", 0}},
+			message:    "does not bound how far ahead of the broker's clock (\"9223372036854775807\")",
+		},
+		{
+			name:  "a topic override of message.timestamp.after.max.ms moves the bound by as much",
+			group: simple,
+			topics: []TopicObservation{func() TopicObservation {
+				t := topic("clicks", withPreceding(part(0, 0, 500, 500), now.Add(-time.Second)))
+				t.TimestampAfterMaxMs = millis(5 * day)
+				return t
+			}()},
+			verdict:    Unknown,
+			violations: []violationWant{{ClauseGroupOffsetsRetained, ReasonOffsetsMayExpireBeforeWindow, "clicks", 0}},
+			soonestIn:  retention - 5*day - time.Second, hasSoonest: true,
+		},
+		{
+			name:  "LogAppendTime: the broker stamped the record, no producer clock to subtract",
+			group: simple,
+			topics: []TopicObservation{func() TopicObservation {
+				t := topic("clicks", withPreceding(part(0, 0, 500, 500), now.Add(-time.Second)))
+				t.TimestampType, t.TimestampAfterMaxMs = cfg("LogAppendTime"), ConfigValue{}
+				return t
+			}()},
+			verdict:   Proven,
 			soonestIn: retention - time.Second, hasSoonest: true,
+		},
+		{
+			// Issue 22 item 3: an explicit retention time (OffsetCommit
+			// v2–v4) replaces the Empty clock of a classic group.
+			name:  "classic group offset committed with a retention time expiring in a day",
+			group: GroupObservation{State: GroupStateStable, Protocol: ProtocolClassic, ProtocolType: ProtocolTypeConsumer},
+			topics: []TopicObservation{topic("orders", func() PartitionObservation {
+				p := withCommit(part(0, 0, 900, 900), now.Add(-time.Hour))
+				p.ExpireAt = now.Add(day)
+				return p
+			}())},
+			verdict:    Violated,
+			violations: []violationWant{{ClauseGroupOffsetsRetained, ReasonExplicitOffsetExpiryBeforeWindow, "orders", 0}},
+			message:    "explicit retention time",
+		},
+		{
+			name:  "Empty classic group: the explicit expiry is its soonest",
+			group: GroupObservation{State: GroupStateEmpty, Protocol: ProtocolClassic, ProtocolType: ProtocolTypeConsumer, EmptySince: now.Add(-time.Hour)},
+			topics: []TopicObservation{topic("orders", func() PartitionObservation {
+				p := withCommit(part(0, 0, 900, 900), now.Add(-time.Hour))
+				p.ExpireAt = now.Add(4 * day)
+				return p
+			}())},
+			verdict:   Proven,
+			soonestIn: 4 * day, hasSoonest: true, exact: true,
+		},
+		{
+			name:    "share group: no offset expiry clock, offsets.retention.minutes does not apply",
+			group:   GroupObservation{State: GroupStateEmpty, Protocol: ProtocolShare},
+			topics:  []TopicObservation{topic("orders", part(0, 0, 900, 900))},
+			verdict: Proven,
+			message: "share group",
 		},
 		{
 			// The issue's third case: a KIP-848 group that is running, with
@@ -95,7 +168,7 @@ func TestOffsetsExpirePerCommit(t *testing.T) {
 			verdict:    Unknown,
 			violations: []violationWant{{ClauseGroupOffsetsRetained, ReasonOffsetsMayExpireBeforeWindow, "orders", 1}},
 			message:    "(a KIP-848 consumer group, once Empty)",
-			soonestIn:  day, hasSoonest: true,
+			soonestIn:  day - time.Hour, hasSoonest: true,
 		},
 		{
 			name:       "streams group offsets expire per commit once Empty",

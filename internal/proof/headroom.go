@@ -13,7 +13,9 @@ import (
 // record's timestamp is unknown is skipped, not guessed.
 func setHeadroom(pr *PartitionResult, committedTimestamp time.Time, retention time.Duration, now time.Time) {
 	switch {
-	case pr.Verdict != Proven || pr.Committed == NoOffset:
+	case pr.Verdict != Proven || pr.Committed == NoOffset || pr.Committed < pr.LogStart:
+		// (A share group's acknowledged SPSO below log start: its record
+		// is gone, nothing is pending.)
 	case pr.Committed == pr.LogEnd:
 		pr.Headroom, pr.HasHeadroom = retention, true
 	case !committedTimestamp.IsZero():
@@ -59,4 +61,46 @@ func groupName(f *facts) string {
 		return f.obs.Group.ID
 	}
 	return "(unnamed)"
+}
+
+// headroomViolations adds, per partition whose headroom is below the
+// window, a RecoveryHeadroomShorterThanWindow violation. Its facts for the
+// proofID are the topic and partition only (no committed offset, no log
+// start): the gap keeps its proofID while the consumer catches up, so a
+// rollout of a faster consumer can name it in the override annotation.
+func headroomViolations(o *clauseOutcome, f *facts, partitions []PartitionResult) {
+	window := f.policy.RecoveryWindow
+	fromCursor := f.policy.Cursor.ResumesFromCursor()
+	// A topic whose retention already fails says it for every partition.
+	failed := make(map[string]bool)
+	for _, v := range o.violations {
+		failed[v.Topic] = true
+	}
+	for i := range partitions {
+		pr := &partitions[i]
+		if !pr.HasHeadroom || pr.Headroom >= window || failed[pr.Topic] {
+			continue
+		}
+		var m messageBuilder
+		m.partition(pr.Topic, pr.Partition)
+		at := "committed offset "
+		position := pr.Committed
+		if fromCursor {
+			at, position = "business cursor ", pr.Cursor
+		}
+		if pr.Headroom <= 0 {
+			m.text(": the record at ").text(at).int(position).text(" is past retention by ").text(FormatDuration(-pr.Headroom)).
+				text(" and can be deleted at any moment")
+		} else {
+			m.text(": retention deletes the record at ").text(at).int(position).text(" in ").text(FormatDuration(pr.Headroom)).
+				text(", sooner than recoveryWindow ").text(FormatDuration(window))
+		}
+		m.text(": the group is ").count(pr.Lag, "record").text(" behind and cannot be down for its window without losing them; " +
+			"let it catch up (a rollout of a faster consumer names this proofID in the override annotation), or raise ").
+			text(keyRetentionMs)
+		o.add(Violation{
+			Reason: ReasonRecoveryHeadroomShorterThanWindow, Topic: pr.Topic, Partition: pr.Partition, Message: m.String(),
+			Committed: NoOffset, LogStart: -1, LogEnd: -1, Cursor: NoOffset,
+		})
+	}
 }

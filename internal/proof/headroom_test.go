@@ -213,9 +213,18 @@ func TestGroupOffsetsExpireIn(t *testing.T) {
 			case w != nil && (!strings.Contains(w.Message, c.wantWarning) || w.Duration != c.want):
 				t.Errorf("warning = %q (%v), want it to contain %q (%v)", w.Message, w.Duration, c.wantWarning, c.want)
 			}
-			// A warning never decides the verdict on its own.
-			if r.Verdict != Proven {
-				t.Errorf("verdict = %s, want Proven: warnings never deny", r.Verdict)
+			// Issue 22 item 6: the verdict and Ready's words agree with the
+			// warning. Offsets that expire before now + window mean the
+			// group cannot be down for its window from now: Violated.
+			wantVerdict := Proven
+			if c.wantWarning != "" {
+				wantVerdict = Violated
+				if v := conditionOf(t, r, ClauseGroupOffsetsRetained); v.Reason != ReasonEmptyGroupOffsetsExpireBeforeWindow {
+					t.Errorf("GroupOffsetsRetained = %+v, want %s", v, ReasonEmptyGroupOffsetsExpireBeforeWindow)
+				}
+			}
+			if r.Verdict != wantVerdict {
+				t.Errorf("verdict = %s, want %s", r.Verdict, wantVerdict)
 			}
 		})
 	}

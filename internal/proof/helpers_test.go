@@ -24,8 +24,10 @@ func minutes(d time.Duration) ConfigValue { return cfg(strconv.FormatInt(int64(d
 // topic is a delete-policy topic with 30 days of time retention and no size
 // bound: it covers the 10-day window. It takes CreateTime timestamps at most
 // 7 days old (message.timestamp.before.max.ms), well inside retention.ms −
-// window, and keeps tombstones Kafka's default day (delete.retention.ms:
-// irrelevant until a case makes it compact).
+// window, stamped at most an hour ahead of the broker's clock (Kafka 4.x's
+// default message.timestamp.after.max.ms), and keeps tombstones Kafka's
+// default day (delete.retention.ms: irrelevant until a case makes it
+// compact).
 func topic(name string, partitions ...PartitionObservation) TopicObservation {
 	return TopicObservation{
 		Name:                 name,
@@ -35,6 +37,7 @@ func topic(name string, partitions ...PartitionObservation) TopicObservation {
 		DeleteRetentionMs:    millis(day),
 		TimestampType:        cfg("CreateTime"),
 		TimestampBeforeMaxMs: millis(7 * day),
+		TimestampAfterMaxMs:  millis(time.Hour),
 		Partitions:           partitions,
 	}
 }

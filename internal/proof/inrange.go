@@ -39,6 +39,7 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 		}
 		retention, finite := t.retention.finiteRetention()
 		compacts := t.retention.compacts
+		share := f.obs.Group.Protocol == ProtocolShare
 		for j := range t.obs.Partitions {
 			po := &t.obs.Partitions[j]
 			results = append(results, PartitionResult{})
@@ -49,8 +50,12 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 				// committed offset here is not "no committed offset".
 				pr.Verdict, pr.Reason = Unknown, failureReason(fl)
 				unevaluated++
-			} else if message := judgePartition(pr, compacts); message != "" {
+			} else if message := judgePartition(pr, po, compacts, share); message != "" {
 				o.add(partitionViolation(pr, message))
+			} else if !share {
+				if message := judgeTopicID(pr, t.obs, po); message != "" {
+					o.add(partitionViolation(pr, message))
+				}
 			}
 			if finite {
 				setHeadroom(pr, po.CommittedTimestamp, retention, f.now)
@@ -114,8 +119,73 @@ func setPartitionOffsets(pr *PartitionResult, topic string, po *PartitionObserva
 // judgePartition sets the partition's verdict, reason and expired records,
 // and returns the violation's message when it is not in range. Messages
 // are built in one buffer: an expired topic can have thousands of them.
-func judgePartition(pr *PartitionResult, compacts bool) (message string) {
+//
+// A share group's Committed offset is its share-partition start offset: the
+// same rules hold (below log start, records expired unread; beyond log end,
+// not this log), named as such; with none, NoShareStartOffset.
+func judgePartition(pr *PartitionResult, po *PartitionObservation, compacts, share bool) (message string) {
 	var m messageBuilder
+	noun := "committed offset "
+	if share {
+		noun = "share-partition start offset "
+	}
+	// A share group's own rules, on a well-formed log only.
+	share = share && pr.LogStart >= 0 && pr.LogEnd >= pr.LogStart && pr.Committed >= NoOffset
+	switch {
+	case share && pr.Committed == NoOffset && pr.LogStart > 0:
+		pr.Verdict, pr.Reason = Violated, ReasonNoShareStartOffset
+		m.partition(pr.Topic, pr.Partition)
+		m.text(": the share group has no share-partition start offset while log start is ").int(pr.LogStart)
+		m.text(": nothing proves it read offsets below ").int(pr.LogStart)
+		m.text(", and share.auto.offset.reset decides silently where it starts")
+		return m.String()
+	case share && pr.Committed == NoOffset && compacts && pr.LogEnd > 0:
+		pr.Verdict, pr.Reason = Violated, ReasonNoShareStartOffset
+		m.partition(pr.Topic, pr.Partition)
+		m.text(": the share group has no share-partition start offset on a compacting topic holding offsets 0 to ").int(pr.LogEnd)
+		return m.String()
+	case share && pr.Committed >= 0 && pr.Committed < pr.LogStart && po.ShareLagKnown && po.ShareLag == 0:
+		// Everything up to the log end is acknowledged: the persisted
+		// SPSO lags the acknowledgements (Kafka 4.4 keeps it at the first
+		// batch until the next write), nothing is pending.
+		pr.Verdict = Proven
+		return ""
+	case share && pr.Committed >= 0 && pr.Committed < pr.LogStart &&
+		po.ShareLagKnown && po.ShareLag > pr.LogEnd-pr.LogStart:
+		// More records are unacknowledged than the retained log holds:
+		// the rest were deleted before the group acknowledged them, and
+		// Kafka moves the SPSO up silently (SharePartition's
+		// updateCacheAndOffsets).
+		pr.Verdict, pr.Reason = Violated, ReasonShareRecordsExpired
+		// (A lag past what [SPSO, log end) holds is capped: the records
+		// below log start are all that can have expired.)
+		pr.ExpiredRecords = min(po.ShareLag-(pr.LogEnd-pr.LogStart), pr.LogStart-pr.Committed)
+		m.partition(pr.Topic, pr.Partition)
+		m.text(": ").text(noun).int(pr.Committed)
+		m.text(" is below log start ").int(pr.LogStart).text(" and ").count(po.ShareLag, "record")
+		m.text(" are unacknowledged, more than the ").int(pr.LogEnd - pr.LogStart).text(" the log still holds: at least ")
+		m.count(pr.ExpiredRecords, "record").text(" expired before this share group acknowledged them")
+		return m.String()
+	case share && pr.Committed >= 0 && pr.Committed < pr.LogStart:
+		pr.Verdict, pr.Reason = Unknown, ReasonShareStartOffsetBelowLogStart
+		m.partition(pr.Topic, pr.Partition)
+		m.text(": ").text(noun).int(pr.Committed)
+		m.text(" is below log start ").int(pr.LogStart)
+		if po.ShareLagKnown {
+			m.text(" and ").count(po.ShareLag, "record").text(" are unacknowledged")
+		} else {
+			m.text(" and how many records are unacknowledged is unknown (DescribeShareGroupOffsets v1, Kafka 4.2+)")
+		}
+		m.text(": whether any expired before the group acknowledged them cannot be told")
+		return m.String()
+	case share && pr.Committed > pr.LogEnd:
+		pr.Verdict, pr.Reason = Violated, ReasonCommittedOffsetBeyondLogEnd
+		m.partition(pr.Topic, pr.Partition)
+		m.text(": ").text(noun).int(pr.Committed)
+		m.text(" is beyond log end ").int(pr.LogEnd)
+		m.text(": the log was truncated or recreated below the share group's position")
+		return m.String()
+	}
 	switch {
 	case pr.LogStart < 0 || pr.LogEnd < pr.LogStart || pr.Committed < NoOffset:
 		pr.Verdict, pr.Reason = Unknown, ReasonNotEvaluated
@@ -157,6 +227,25 @@ func judgePartition(pr *PartitionResult, compacts bool) (message string) {
 	return m.String()
 }
 
+// judgeTopicID fails an in-range committed offset that was committed for
+// another topic ID than the topic's (OffsetCommitValue v4, read from
+// __consumer_offsets): the topic was deleted and recreated, offset cleanup
+// on deletion is best effort, and the old topic's offset reads as a
+// position in the new log. Both IDs must be known.
+func judgeTopicID(pr *PartitionResult, t *TopicObservation, po *PartitionObservation) string {
+	if pr.Verdict != Proven || pr.Committed < 0 || po.CommitTopicID == "" || t.TopicID == "" ||
+		strings.EqualFold(po.CommitTopicID, t.TopicID) {
+		return ""
+	}
+	pr.Verdict, pr.Reason = Violated, ReasonCommittedOffsetOfDeletedTopic
+	var m messageBuilder
+	m.partition(pr.Topic, pr.Partition).text(": committed offset ").int(pr.Committed).
+		text(" was committed for topic ID ").text(po.CommitTopicID).text(", not this topic's ").text(t.TopicID).
+		text(" (from __consumer_offsets): the topic was deleted and recreated, and the offset is a position in the old log; " +
+			"reset the group's offsets on this topic to where the business really is")
+	return m.String()
+}
+
 func partitionViolation(pr *PartitionResult, message string) Violation {
 	return Violation{
 		Reason: pr.Reason, Topic: pr.Topic, Partition: pr.Partition, Message: message,
@@ -177,17 +266,19 @@ func inRangeMessage(results []PartitionResult) string {
 // outOfRangeSummary counts the partitions out of range by reason, e.g.
 // "3 of 24 partitions out of range: 2 committed offsets below log start (4200 records expired), 1 without a committed offset".
 func outOfRangeSummary(results []PartitionResult) string {
-	var expired, missing, beyond int
+	var expired, missing, beyond, recreated int
 	var records int64
 	for i := range results {
 		switch results[i].Reason {
 		case ReasonCommittedOffsetExpired:
 			expired++
 			records = addSaturating(records, results[i].ExpiredRecords)
-		case ReasonNoCommittedOffset:
+		case ReasonNoCommittedOffset, ReasonNoShareStartOffset:
 			missing++
 		case ReasonCommittedOffsetBeyondLogEnd:
 			beyond++
+		case ReasonCommittedOffsetOfDeletedTopic:
+			recreated++
 		}
 	}
 	var parts []string
@@ -200,6 +291,9 @@ func outOfRangeSummary(results []PartitionResult) string {
 	if beyond > 0 {
 		parts = append(parts, plural(int64(beyond), "committed offset")+" beyond log end")
 	}
-	return itoa(int64(expired+missing+beyond)) + " of " + plural(int64(len(results)), "partition") + " out of range: " +
+	if recreated > 0 {
+		parts = append(parts, plural(int64(recreated), "committed offset")+" of a deleted topic")
+	}
+	return itoa(int64(expired+missing+beyond+recreated)) + " of " + plural(int64(len(results)), "partition") + " out of range: " +
 		strings.Join(parts, ", ")
 }

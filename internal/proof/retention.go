@@ -11,7 +11,13 @@ import "time"
 // delete.retention.ms ≥ the window: tombstones live that long. Compact-only
 // topics delete nothing by time. A topic with an empty cleanup.policy keeps
 // every record: infinite retention, allowed only by allowInfiniteRetention.
-func retentionCoversWindow(f *facts) (Condition, []Violation) {
+//
+// The records the group has not consumed must also outlive the window: a
+// partition whose headroom (the record at the committed offset, or at the
+// business cursor with resumeFrom Cursor, plus retention.ms) ends before
+// now + window is RecoveryHeadroomShorterThanWindow — the group cannot be
+// down for its window from now without losing that record.
+func retentionCoversWindow(f *facts, partitions []PartitionResult) (Condition, []Violation) {
 	o := clauseOutcome{clause: ClauseRetentionCoversWindow}
 	window := f.policy.RecoveryWindow
 	compacted, kept := 0, 0
@@ -63,6 +69,7 @@ func retentionCoversWindow(f *facts) (Condition, []Violation) {
 	if len(f.topics) == 0 {
 		o.add(topicViolation("", ReasonNotEvaluated, "", "no topics to prove: the policy names none and none was observed"))
 	}
+	headroomViolations(&o, f, partitions)
 
 	reason := ReasonRetentionCoversWindow
 	msg := "retention covers recoveryWindow " + FormatDuration(window) + " on " + plural(int64(len(f.topics)), "topic")

@@ -72,6 +72,13 @@ const (
 	ReasonSizeBoundedRetention        = "SizeBoundedRetention"
 	ReasonCompactedTopic              = "CompactedTopic" // holds: compact-only topic
 	ReasonRetentionCoversWindow       = "RetentionCoversWindow"
+	// ReasonRecoveryHeadroomShorterThanWindow: the oldest record the group
+	// has not consumed (at its committed offset) is deleted by retention
+	// before now + recoveryWindow: a lagging group that goes down now loses
+	// it before its window ends (Violated; the violation's proofID stays the
+	// same while the same partitions lag, so a faster consumer can ship
+	// with the override annotation).
+	ReasonRecoveryHeadroomShorterThanWindow = "RecoveryHeadroomShorterThanWindow"
 	// ReasonTombstoneRetentionShorterThanWindow: a compacting topic's
 	// delete.retention.ms is shorter than the window: the log cleaner drops
 	// tombstones that long after they are written, so a consumer down
@@ -97,12 +104,50 @@ const (
 	// could not ask, or a group deleted meanwhile): the clock its offsets
 	// expire on is unknown (Unknown, fail closed).
 	ReasonGroupTypeUnknown = "GroupTypeUnknown"
+	// ReasonEmptyGroupOffsetsExpireBeforeWindow: an Empty classic group's
+	// offsets expire offsets.retention.minutes after it became Empty, and
+	// that is before now + recoveryWindow: the group cannot stay down for
+	// its window from now (it has been down since then). Start the
+	// consumer (a member stops the clock). Violated.
+	ReasonEmptyGroupOffsetsExpireBeforeWindow = "EmptyGroupOffsetsExpireBeforeWindow"
+	// ReasonExplicitOffsetExpiryBeforeWindow: an offset was committed with
+	// an explicit retention time (OffsetCommit v2–v4 retention_time, old
+	// Sarama and kafka-go clients), read from __consumer_offsets: it
+	// expires at that time once its group is Empty, whatever the group's
+	// clock, and that is before now + recoveryWindow. Violated.
+	ReasonExplicitOffsetExpiryBeforeWindow = "ExplicitOffsetExpiryBeforeWindow"
+	// ReasonShareGroupOffsetsRetained: a share group (KIP-932) keeps its
+	// progress, the share-partition start offset, in the share coordinator's
+	// state: offsets.retention.minutes does not apply to it (holds).
+	ReasonShareGroupOffsetsRetained = "ShareGroupOffsetsRetained"
 
 	// OffsetsInRange
 	ReasonCommittedOffsetExpired      = "CommittedOffsetExpired"
 	ReasonNoCommittedOffset           = "NoCommittedOffset"
 	ReasonCommittedOffsetBeyondLogEnd = "CommittedOffsetBeyondLogEnd"
 	ReasonOffsetsInRange              = "OffsetsInRange"
+	// ReasonCommittedOffsetOfDeletedTopic: the committed offset was
+	// written for another topic ID than the topic's (read from
+	// __consumer_offsets, OffsetCommitValue v4, Kafka 4.1+): the topic was
+	// deleted and recreated, and the offset points into the old topic's
+	// log, not the records of this one (Violated).
+	ReasonCommittedOffsetOfDeletedTopic = "CommittedOffsetOfDeletedTopic"
+	// ReasonNoShareStartOffset: a share group has no share-partition start
+	// offset (no share state) for a partition whose log no longer starts at
+	// 0: nothing proves the group read what expired, and
+	// share.auto.offset.reset decides silently where it starts (Violated).
+	ReasonNoShareStartOffset = "NoShareStartOffset"
+	// ReasonShareRecordsExpired: a share group's share-partition start
+	// offset is below log start and more records are unacknowledged than
+	// the retained log holds: at least that many expired before the group
+	// acknowledged them (Kafka moves the SPSO up silently). Violated; the
+	// partition's expiredRecords is that lower bound.
+	ReasonShareRecordsExpired = "ShareRecordsExpired"
+	// ReasonShareStartOffsetBelowLogStart: a share group's share-partition
+	// start offset (as persisted, it can lag the acknowledgements) is below
+	// log start and its unacknowledged records may lie below log start or
+	// above it: the proof cannot tell whether any expired (Unknown).
+	ReasonShareStartOffsetBelowLogStart = "ShareStartOffsetBelowLogStart"
 
 	// CursorInRange (only with a business cursor, spec.cursor)
 	//
@@ -168,6 +213,11 @@ const (
 	ProtocolClassic  = "classic"
 	ProtocolConsumer = "consumer" // KIP-848
 	ProtocolStreams  = "streams"  // KIP-1071, Kafka 4.1+
+	// ProtocolShare: a share group (KIP-932, Kafka 4.1 preview, 4.2 GA).
+	// Its progress is the share-partition start offset (SPSO), read with
+	// DescribeShareGroupOffsets; the observer reports it as the
+	// partition's Committed offset. It has no offset-expiry clock.
+	ProtocolShare = "share"
 )
 
 // ProtocolTypeConsumer is the protocol type of classic groups of Kafka
@@ -251,7 +301,11 @@ const (
 	APIDescribeGroups        = "DescribeGroups"
 	APIConsumerGroupDescribe = "ConsumerGroupDescribe"
 	APIStreamsGroupDescribe  = "StreamsGroupDescribe"
-	APIFetch                 = "Fetch"
+	APIShareGroupDescribe    = "ShareGroupDescribe"
+	// APIDescribeShareGroupOffsets reads a share group's share-partition
+	// start offsets (its Committed offsets).
+	APIDescribeShareGroupOffsets = "DescribeShareGroupOffsets"
+	APIFetch                     = "Fetch"
 )
 
 // Failure is a request the observer could not complete. Each becomes a
@@ -367,6 +421,14 @@ type GroupObservation struct {
 	// when the group is not Empty or the time is not known.
 	EmptySince      time.Time
 	EmptySinceExact bool
+	// MigrationPossible: the brokers would convert this classic group to a
+	// consumer group if its members rejoined with group.protocol=consumer
+	// (a broker's group.coordinator.rebalance.protocols includes consumer:
+	// the default from 4.0; an Empty group converts whatever
+	// group.consumer.migration.policy says; KIP-848). Its offsets keep
+	// their commit times then and expire per commit from then on, so they
+	// are dated too.
+	MigrationPossible bool
 }
 
 // TopicObservation is one topic's configuration and partitions.
@@ -383,7 +445,23 @@ type TopicObservation struct {
 	// message.timestamp.before.max.ms (Kafka 3.6+; absent before: no bound).
 	TimestampType        ConfigValue
 	TimestampBeforeMaxMs ConfigValue
-	Partitions           []PartitionObservation
+	// TimestampAfterMaxMs is message.timestamp.after.max.ms: how far ahead
+	// of the broker's clock a CreateTime record may be stamped (Kafka 3.6+,
+	// unbounded by default before 4.0, 1 hour from 4.0; absent before 3.6:
+	// unbounded). A commit dated from a record's timestamp is dated that
+	// much earlier; unbounded leaves it undated.
+	TimestampAfterMaxMs ConfigValue
+	// TimestampDifferenceMaxMs is message.timestamp.difference.max.ms, the
+	// bound both ways before 3.6 (Long.MAX by default; removed in 4.0):
+	// read when TimestampAfterMaxMs is absent.
+	TimestampDifferenceMaxMs ConfigValue
+	// RemoteStorageEnable is remote.storage.enable (tiered storage, KIP-405):
+	// the remote log's expiration deletes by retention.ms and
+	// retention.bytes even when cleanup.policy is empty.
+	RemoteStorageEnable ConfigValue
+	// TopicID is the topic's ID (hex), from metadata; empty when unknown.
+	TopicID    string
+	Partitions []PartitionObservation
 }
 
 // PartitionObservation is one partition's offsets.
@@ -405,6 +483,21 @@ type PartitionObservation struct {
 	// LastCommit is when the offset was last committed, read from
 	// __consumer_offsets (exact); zero when not read.
 	LastCommit time.Time
+	// ExpireAt is the explicit expiry the offset was committed with
+	// (OffsetCommit v2–v4 retention_time; OffsetCommitValue v1
+	// expireTimestamp), read from __consumer_offsets; zero when it has
+	// none or the topic was not read. It replaces the group's clock.
+	ExpireAt time.Time
+	// ShareLag is a share group's count of records from its
+	// share-partition start offset to the log end not yet acknowledged
+	// (DescribeShareGroupOffsets v1, Kafka 4.2+; deleted records
+	// included); -1 or 0 with ShareLagKnown false when unknown.
+	ShareLag      int64
+	ShareLagKnown bool
+	// CommitTopicID is the topic ID the offset was committed for (hex,
+	// OffsetCommitValue v4, Kafka 4.1+), read from __consumer_offsets;
+	// empty when the record has none or the topic was not read.
+	CommitTopicID string
 	// CommittedAfter is a time the last commit is known to follow: the
 	// last observation that saw another committed offset (a change the
 	// observer witnessed); zero when unknown.
