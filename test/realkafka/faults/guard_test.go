@@ -32,7 +32,7 @@ func newGuard(t *testing.T, f *fixture, group, topic string) *guard {
 		t:      t,
 		conn:   kafka.Connection{BootstrapServers: f.b.Addrs()},
 		target: kafka.Target{Group: group, Topics: []string{topic}},
-		pol: proof.Policy{GroupID: group, Topics: []string{topic}, RecoveryWindow: time.Hour},
+		pol:    proof.Policy{GroupID: group, Topics: []string{topic}, RecoveryWindow: time.Hour},
 	}
 	// The check command's observer: its default timeouts.
 	g.o = kafka.NewObserver(kafka.WithRequestHook(func(api string, _ time.Duration, _ error) {
