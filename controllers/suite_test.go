@@ -221,8 +221,8 @@ type harnessOptions struct {
 	// reconcilers run too.
 	managerNamespace string
 	extra            []string
-	allow            []string // --allowed-bootstrap-servers
-	cursorHosts      []string // --allowed-cursor-hosts
+	allow            []string // --allowed-bootstrap-servers; default 127.0.0.1:*
+	cursorHosts      []string // --allowed-cursor-hosts; default 127.0.0.1:*
 	interval         time.Duration
 	logLevel         int // zap verbosity: 0 info, 5 everything (franz-go debug included)
 	// noHeartbeats runs without heartbeat Leases: every check writes the
@@ -270,9 +270,17 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 		Linger:      50 * time.Millisecond,
 		Logger:      logger.WithName("observations"),
 	})
+	// The tests' brokers and databases listen on loopback: allowed unless
+	// a test says otherwise (an empty allowlist allows nothing).
+	if o.allow == nil {
+		o.allow = []string{"127.0.0.1:*"}
+	}
+	if o.cursorHosts == nil {
+		o.cursorHosts = []string{"127.0.0.1:*"}
+	}
 	allow, err := NewBootstrapAllowlist(o.allow)
 	g.Expect(err).NotTo(HaveOccurred())
-	cursorHosts, err := NewBootstrapAllowlist(o.cursorHosts)
+	cursorHosts, err := NewCursorHostAllowlist(o.cursorHosts)
 	g.Expect(err).NotTo(HaveOccurred())
 	cursors := cursor.NewReader(cursor.WithStatementTimeout(2*time.Second), cursor.WithConnectTimeout(2*time.Second),
 		cursor.WithLogger(logger.WithName("cursor")))

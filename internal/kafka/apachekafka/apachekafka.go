@@ -54,8 +54,10 @@ import (
 // (colon-separated), each holding libs/ and VERSION.
 const DistsEnv = "RETENTION_GUARD_KAFKA_DISTS"
 
-// StartTimeout bounds a node's start, from format to ready.
-const StartTimeout = 90 * time.Second
+// StartTimeout bounds a node's start, from format to ready: generous, a
+// JVM restarted beside two busy ones on a loaded machine has taken more
+// than 90 s.
+const StartTimeout = 3 * time.Minute
 
 // Dist is one assembled Apache Kafka version.
 type Dist struct {
