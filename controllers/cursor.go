@@ -56,7 +56,7 @@ func resolveCursor(p *rgv1.ConsumerRetentionPolicy, reader *cursor.Reader, allow
 	}
 	if len(denied) > 0 {
 		return nil, &SpecProblem{
-			Reason: ReasonDatabaseHostNotAllowed,
+			Reason:  ReasonDatabaseHostNotAllowed,
 			Message: allow.notAllowed("the cursor database host", denied),
 		}
 	}
