@@ -45,6 +45,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
@@ -497,8 +498,14 @@ func (b *Broker) waitReady(ctx context.Context, nodes ...*Node) error {
 			return err
 		}
 		for {
+			// A raw Metadata request: kadm's BrokerMetadata answers from
+			// the client's cached broker list, which a client that only
+			// asks for metadata never refreshes (a node that listed the
+			// others while they were still fenced would never list them).
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			md, err := kadm.NewClient(cl).BrokerMetadata(rctx)
+			req := kmsg.NewPtrMetadataRequest()
+			req.Topics = []kmsg.MetadataRequestTopic{}
+			md, err := req.RequestWith(rctx, cl)
 			cancel()
 			if err == nil && len(md.Brokers) >= len(want) {
 				break

@@ -88,8 +88,13 @@ func cluster(t *testing.T, d apachekafka.Dist) *fixture {
 		for k, v := range brokerConfig {
 			opts = append(opts, apachekafka.WithBrokerConfig(k, v))
 		}
-		var err error
-		b, err = apachekafka.StartCluster(d, fmt.Sprintf("%s/%s", clusterDir, d.Version), opts...)
+		// A folder of its own per start: a start that failed leaves its
+		// data behind.
+		dir, err := os.MkdirTemp(clusterDir, d.Version+"-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err = apachekafka.StartCluster(d, dir, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
