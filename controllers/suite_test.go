@@ -224,6 +224,7 @@ type harnessOptions struct {
 	allow            []string // --allowed-bootstrap-servers; default 127.0.0.1:*
 	cursorHosts      []string // --allowed-cursor-hosts; default 127.0.0.1:*
 	interval         time.Duration
+	cursorTimeout    time.Duration // a cursor read's statement and connect timeouts; default 2s
 	logLevel         int // zap verbosity: 0 info, 5 everything (franz-go debug included)
 	// noHeartbeats runs without heartbeat Leases: every check writes the
 	// status (a manager that has no namespace for its Leases).
@@ -282,7 +283,10 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 	g.Expect(err).NotTo(HaveOccurred())
 	cursorHosts, err := NewCursorHostAllowlist(o.cursorHosts)
 	g.Expect(err).NotTo(HaveOccurred())
-	cursors := cursor.NewReader(cursor.WithStatementTimeout(2*time.Second), cursor.WithConnectTimeout(2*time.Second),
+	if o.cursorTimeout == 0 {
+		o.cursorTimeout = 2 * time.Second
+	}
+	cursors := cursor.NewReader(cursor.WithStatementTimeout(o.cursorTimeout), cursor.WithConnectTimeout(o.cursorTimeout),
 		cursor.WithLogger(logger.WithName("cursor")))
 
 	cfg := rest.CopyConfig(env.Config)

@@ -54,6 +54,9 @@ type pass struct {
 
 	// Business cursors, by target index (cursor.go).
 	cursors []cursorRead
+	// answered: metadata was read and the offsets asked (run got past
+	// metadata); cursors are read only then.
+	answered bool
 }
 
 type topicState struct {
@@ -191,14 +194,16 @@ func (p *pass) run(ctx context.Context) {
 	// reads as "committed beyond log end". Log start read first can only
 	// be lower than the truth when the committed offset is read: never a
 	// false "expired" either. Business cursors are read between the
-	// committed offsets and the log end, for the same reasons.
+	// committed offsets and a log end of their own, for the same reasons,
+	// after this pass (observeTargets): a slow database never holds back
+	// the targets without a cursor.
+	p.answered = true
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); p.describeConfigs(ctx) }()
 	go func() { defer wg.Done(); p.describeGroups(ctx) }()
 	p.listStartOffsets(ctx)
 	p.fetchCommittedOffsets(ctx)
-	p.readCursors(ctx)
 	p.listEndOffsets(ctx)
 	wg.Wait()
 
