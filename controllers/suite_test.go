@@ -225,7 +225,7 @@ type harnessOptions struct {
 	cursorHosts      []string // --allowed-cursor-hosts; default 127.0.0.1:*
 	interval         time.Duration
 	cursorTimeout    time.Duration // a cursor read's statement and connect timeouts; default 2s
-	logLevel         int // zap verbosity: 0 info, 5 everything (franz-go debug included)
+	logLevel         int           // zap verbosity: 0 info, 5 everything (franz-go debug included)
 	// noHeartbeats runs without heartbeat Leases: every check writes the
 	// status (a manager that has no namespace for its Leases).
 	noHeartbeats bool

@@ -84,12 +84,12 @@ func (p *pass) cursorPass(idx []int) *pass {
 		o: p.o, cl: p.cl, sasl: p.sasl, conn: p.conn, now: p.now, answered: true,
 		brokers: p.brokers, topicIDs: p.topicIDs,
 		offsetsRetention: p.offsetsRetention, brokerRetention: p.brokerRetention,
-		topics:      make(map[string]*topicState),
-		groupTopics: make(map[string][]string),
-		groupInfo:   make(map[string]*groupState),
-		recall:      make(map[string]groupRecall),
+		topics:       make(map[string]*topicState),
+		groupTopics:  make(map[string][]string),
+		groupInfo:    make(map[string]*groupState),
+		recall:       make(map[string]groupRecall),
 		offsetsTopic: p.offsetsTopic,
-		cursors:     make([]cursorRead, len(idx)),
+		cursors:      make([]cursorRead, len(idx)),
 	}
 	p.mu.Lock()
 	q.failures = slices.Clone(p.failures)
