@@ -108,7 +108,8 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 			`Empty (the default): none is allowed; "*" allows every host:port.`)
 	fs.DurationVar(&o.cursorTimeout, "cursor-timeout", cursor.DefaultStatementTimeout,
 		"Statement timeout of one business cursor read (spec.cursor), on the database server; connecting has as long again. "+
-			"Cursors are read within the Kafka observation of their cluster, so keep it well under --kafka-request-timeout.")
+			"A cursor is read within its cluster's Kafka observation (bounded by three times --kafka-request-timeout), "+
+			"without holding back the cluster's other policies.")
 	fs.StringSliceVar(&o.watchNamespaces, "watch-namespaces", nil,
 		"Namespaces whose policies (and Secrets) the manager watches; repeatable or comma-separated. Default: all namespaces.")
 	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", defaultKubeAPIQPS,
