@@ -94,19 +94,22 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", leaderElectionID,
 		"Name of the leader election Lease (the Helm chart names one it creates, so that helm uninstall deletes it).")
 	fs.StringSliceVar(&o.allowedBootstrapServers, "allowed-bootstrap-servers", nil,
-		"Glob patterns (path.Match, case-insensitive, over host:port) of the Kafka bootstrap servers policies may name, "+
-			`e.g. "*.kafka.svc:9093,kafka-?.prod:9092"; repeatable. A policy naming any other server gets `+
-			"Ready=False, reason BootstrapServerNotAllowed, and no connection is opened. Empty: every server is allowed.")
+		"Glob patterns (path.Match, case-insensitive, over host:port) of the Kafka bootstrap servers policies (inline) and "+
+			`KafkaConnections may name, e.g. "*.kafka.svc:9093,kafka-?.prod:9092"; repeatable. A policy naming any other server gets `+
+			"Ready=False, reason BootstrapServerNotAllowed, and no connection is opened. Empty (the default): none is allowed, "+
+			`only ClusterKafkaConnections (the platform team's) are observed; "*" allows every host:port.`)
 	fs.DurationVar(&o.kafkaRequestTimeout, "kafka-request-timeout", 10*time.Second,
 		"How long one Kafka request may take, retries included. One observation of a cluster (metadata, then offsets, "+
 			"configs and groups, then record timestamps) is bounded by three times this.")
 	fs.StringSliceVar(&o.allowedCursorHosts, "allowed-cursor-hosts", nil,
 		"Glob patterns (path.Match, case-insensitive, over host:port, or a unix socket path) of the database hosts that "+
 			`spec.cursor connection strings may name, e.g. "*.db.svc:5432,mariadb-?.prod:3306"; repeatable. A policy naming any `+
-			"other host is Stalled (reason DatabaseHostNotAllowed), its cursor unreadable, and no connection is opened. Empty: every host is allowed.")
+			"other host is Stalled (reason DatabaseHostNotAllowed), its cursor unreadable, and no connection is opened. "+
+			`Empty (the default): none is allowed; "*" allows every host:port.`)
 	fs.DurationVar(&o.cursorTimeout, "cursor-timeout", cursor.DefaultStatementTimeout,
 		"Statement timeout of one business cursor read (spec.cursor), on the database server; connecting has as long again. "+
-			"Cursors are read within the Kafka observation of their cluster, so keep it well under --kafka-request-timeout.")
+			"A cursor is read within its cluster's Kafka observation (bounded by three times --kafka-request-timeout), "+
+			"without holding back the cluster's other policies.")
 	fs.StringSliceVar(&o.watchNamespaces, "watch-namespaces", nil,
 		"Namespaces whose policies (and Secrets) the manager watches; repeatable or comma-separated. Default: all namespaces.")
 	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", defaultKubeAPIQPS,
@@ -143,7 +146,7 @@ func (o *managerOptions) validate() error {
 		return fmt.Errorf("--allowed-bootstrap-servers: %w", err)
 	}
 	o.allowlist = allow
-	if o.cursorHosts, err = controllers.NewBootstrapAllowlist(o.allowedCursorHosts); err != nil {
+	if o.cursorHosts, err = controllers.NewCursorHostAllowlist(o.allowedCursorHosts); err != nil {
 		return fmt.Errorf("--allowed-cursor-hosts: %w", err)
 	}
 	switch {
@@ -312,9 +315,9 @@ func runManager(ctx context.Context, o *managerOptions) error {
 	}
 
 	if patterns := o.allowlist.Patterns(); len(patterns) == 0 {
-		log.Info("--allowed-bootstrap-servers is empty: policies may name any Kafka bootstrap server")
+		log.Info("--allowed-bootstrap-servers is empty: policies and KafkaConnections may name no Kafka bootstrap server (only ClusterKafkaConnections are observed)")
 	} else {
-		log.Info("policies may name only these Kafka bootstrap servers", "patterns", patterns)
+		log.Info("policies and KafkaConnections may name only these Kafka bootstrap servers", "patterns", patterns)
 	}
 
 	observer := kafka.NewObserver(
@@ -333,7 +336,7 @@ func runManager(ctx context.Context, o *managerOptions) error {
 		return err
 	}
 	if patterns := o.cursorHosts.Patterns(); len(patterns) == 0 {
-		log.Info("--allowed-cursor-hosts is empty: policies may name any cursor database host")
+		log.Info("--allowed-cursor-hosts is empty: policies may name no cursor database host")
 	} else {
 		log.Info("policies may name only these cursor database hosts", "patterns", patterns)
 	}

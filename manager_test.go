@@ -62,7 +62,7 @@ func TestManagerHelpNamesItsFlags(t *testing.T) {
 	for _, flag := range []string{
 		"--metrics-bind-address", "--health-probe-bind-address", "--leader-elect", "--leader-election-namespace",
 		"--allowed-bootstrap-servers", "--kafka-request-timeout", "--watch-namespaces", "--kubeconfig",
-		"--zap-log-level", "Empty: every server is allowed",
+		"--zap-log-level", "Empty (the default): none is allowed", "--allowed-cursor-hosts",
 		"--kube-api-qps", "--kube-api-burst", "--pprof-bind-address",
 		"--enable-webhook", "--webhook-port", "--webhook-cert-dir", "--webhook-live-check-timeout", "--cert-rotation", "--cert-secret-name",
 	} {

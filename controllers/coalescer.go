@@ -548,7 +548,8 @@ func (c *Coalescer) runPass(cs *connState, p *observationPass, keys []string, ta
 	defer c.wg.Done()
 	start := c.opts.now()
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.PassTimeout)
-	co := c.observer.ObserveCluster(ctx, cs.conn, kafka.ClusterRequest{Targets: targets, Discover: p.discover})
+	co := c.observer.ObserveCluster(ctx, cs.conn, kafka.ClusterRequest{Targets: targets, Discover: p.discover,
+		Deliver: func(i int, obs proof.Observation) { c.deliver(cs, p, keys[i], obs) }})
 	cancel()
 	results := co.Observations
 
@@ -588,6 +589,30 @@ func (c *Coalescer) runPass(cs *connState, p *observationPass, keys []string, ta
 	for o := range p.watchers {
 		if fn := clusterNotify[o.Kind]; fn != nil {
 			fn(o)
+		}
+	}
+}
+
+// deliver caches one target's observation as soon as the pass has it and
+// notifies the owners waiting for that target, before the pass ends: a
+// target whose business cursor is slow to read holds back no neighbour.
+func (c *Coalescer) deliver(cs *connState, p *observationPass, tk string, obs proof.Observation) {
+	c.mu.Lock()
+	var ready []types.NamespacedName
+	if ts := cs.targets[tk]; ts != nil {
+		ts.has, ts.obs, ts.at, ts.started = true, obs, c.opts.now(), p.started
+		for o := range p.waiters {
+			if cs.owners[o] == tk {
+				ready = append(ready, o)
+				delete(p.waiters, o) // notified once, now
+			}
+		}
+	}
+	notify := c.notify
+	c.mu.Unlock()
+	if notify != nil {
+		for _, o := range ready {
+			notify(o)
 		}
 	}
 }

@@ -81,15 +81,32 @@ func (p *SpecProblem) Error() string { return p.Reason + ": " + p.Message }
 // BootstrapAllowlist restricts the bootstrap servers policies may name, with
 // path.Match patterns over "host:port" such as "*.kafka.svc:9093" or
 // "kafka-?.prod:9092". Matching is case-insensitive; a pattern must match
-// the whole entry, port included. An empty allowlist allows every server.
+// the whole entry, port included. An empty allowlist allows no server:
+// secure by default, nobody who may create a policy makes the manager dial
+// a host the platform team did not allow (a port scanner inside the
+// cluster, its answers in status). "*" allows every host:port.
 type BootstrapAllowlist struct {
 	patterns []string
+	// flag and value name the setting in messages, e.g.
+	// "--allowed-bootstrap-servers" and the chart's
+	// "allowedBootstrapServers".
+	flag, value string
 }
 
 // NewBootstrapAllowlist checks and compiles patterns. Entries may hold
 // several comma-separated patterns; blanks are ignored.
 func NewBootstrapAllowlist(patterns []string) (BootstrapAllowlist, error) {
-	var a BootstrapAllowlist
+	return newAllowlist(patterns, "--allowed-bootstrap-servers", "allowedBootstrapServers", "allowed bootstrap server")
+}
+
+// NewCursorHostAllowlist is NewBootstrapAllowlist for the database hosts of
+// business cursors (--allowed-cursor-hosts).
+func NewCursorHostAllowlist(patterns []string) (BootstrapAllowlist, error) {
+	return newAllowlist(patterns, "--allowed-cursor-hosts", "allowedCursorHosts", "allowed cursor host")
+}
+
+func newAllowlist(patterns []string, flag, value, what string) (BootstrapAllowlist, error) {
+	a := BootstrapAllowlist{flag: flag, value: value}
 	for _, entry := range patterns {
 		for p := range strings.SplitSeq(entry, ",") {
 			p = strings.ToLower(strings.TrimSpace(p))
@@ -97,7 +114,7 @@ func NewBootstrapAllowlist(patterns []string) (BootstrapAllowlist, error) {
 				continue
 			}
 			if _, err := path.Match(p, ""); err != nil {
-				return BootstrapAllowlist{}, fmt.Errorf("allowed bootstrap server pattern %q: %w", p, err)
+				return BootstrapAllowlist{}, fmt.Errorf("%s pattern %q: %w", what, p, err)
 			}
 			if !slices.Contains(a.patterns, p) {
 				a.patterns = append(a.patterns, p)
@@ -107,14 +124,11 @@ func NewBootstrapAllowlist(patterns []string) (BootstrapAllowlist, error) {
 	return a, nil
 }
 
-// Patterns returns the compiled patterns (empty: every server is allowed).
+// Patterns returns the compiled patterns (empty: no server is allowed).
 func (a BootstrapAllowlist) Patterns() []string { return slices.Clone(a.patterns) }
 
 // Allows reports whether server matches a pattern.
 func (a BootstrapAllowlist) Allows(server string) bool {
-	if len(a.patterns) == 0 {
-		return true
-	}
 	s := strings.ToLower(strings.TrimSpace(server))
 	for _, p := range a.patterns {
 		if ok, _ := path.Match(p, s); ok {
@@ -122,6 +136,22 @@ func (a BootstrapAllowlist) Allows(server string) bool {
 		}
 	}
 	return false
+}
+
+// notAllowed says which setting refused what, and how to allow more.
+func (a BootstrapAllowlist) notAllowed(what string, denied []string) string {
+	flag, value := a.flag, a.value
+	if flag == "" {
+		flag, value = "--allowed-bootstrap-servers", "allowedBootstrapServers"
+	}
+	var setting string
+	if len(a.patterns) == 0 {
+		setting = fmt.Sprintf("this controller allows none (%s is empty, the secure default)", flag)
+	} else {
+		setting = fmt.Sprintf("this controller allows only %s %s", flag, strings.Join(a.patterns, ","))
+	}
+	return fmt.Sprintf("%s %s is not allowed: %s, and no connection was opened; to allow it, the platform team adds a pattern that matches it to the chart's %s (the manager's %s)",
+		what, strings.Join(denied, ", "), setting, value, flag)
 }
 
 // check returns a BootstrapServerNotAllowed problem naming the servers no
@@ -138,8 +168,8 @@ func (a BootstrapAllowlist) check(servers []string) *SpecProblem {
 	}
 	return &SpecProblem{
 		Reason: proof.ReasonBootstrapServerNotAllowed,
-		Message: fmt.Sprintf("bootstrap server %s is not allowed by this controller (--allowed-bootstrap-servers %s): no connection was opened",
-			strings.Join(denied, ", "), strings.Join(a.patterns, ",")),
+		Message: a.notAllowed("bootstrap server", denied) +
+			", or declares a ClusterKafkaConnection for the cluster, which policies name with spec.kafka.connectionRef",
 	}
 }
 

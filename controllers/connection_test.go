@@ -31,9 +31,28 @@ func TestBootstrapAllowlist(t *testing.T) {
 		g.Expect(a.Allows(server)).To(Equal(allowed), server)
 	}
 
+	// Secure by default: with nothing allowed (the chart's default), a
+	// policy cannot make the manager dial any host and port.
 	empty, err := NewBootstrapAllowlist(nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(empty.Allows("anything:1")).To(BeTrue(), "an empty allowlist allows every server")
+	g.Expect(empty.Allows("anything:1")).To(BeFalse(), "an empty allowlist allows no server")
+	g.Expect(empty.Allows("kafka-0.kafka.svc:9092")).To(BeFalse(), "an empty allowlist allows no server")
+	prob := empty.check([]string{"10.0.0.7:22"})
+	g.Expect(prob).NotTo(BeNil())
+	g.Expect(prob.Reason).To(Equal(proof.ReasonBootstrapServerNotAllowed))
+	g.Expect(prob.Message).To(And(ContainSubstring("10.0.0.7:22"), ContainSubstring("--allowed-bootstrap-servers is empty"),
+		ContainSubstring("allowedBootstrapServers"), ContainSubstring("ClusterKafkaConnection")), "the message says how to allow more")
+	g.Expect(a.check([]string{"evil.example.com:9092"}).Message).To(ContainSubstring("allows only --allowed-bootstrap-servers *.kafka.svc:9093,kafka-?.prod:9092,kafka.example.com:9092"))
+
+	all, err := NewBootstrapAllowlist([]string{"*"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(all.Allows("anything:1")).To(BeTrue(), `"*" allows every host:port`)
+
+	hosts, err := NewCursorHostAllowlist(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(hosts.Allows("db:5432")).To(BeFalse(), "an empty cursor host allowlist allows no host")
+	g.Expect(hosts.notAllowed("the cursor database host", []string{"db:5432"})).To(And(
+		ContainSubstring("--allowed-cursor-hosts is empty"), ContainSubstring("allowedCursorHosts")))
 
 	_, err = NewBootstrapAllowlist([]string{"kafka-[.prod:9092"})
 	g.Expect(err).To(MatchError(ContainSubstring("kafka-[.prod:9092")))
@@ -58,7 +77,7 @@ func secrets(m map[string]map[string][]byte) secretGetter {
 func TestResolveConnection(t *testing.T) {
 	ca := kafkatest.NewCA(t, "test-ca")
 	cert, key := ca.Issue(t, "client")
-	allowAll := BootstrapAllowlist{}
+	allowAll, _ := NewBootstrapAllowlist([]string{"*"})
 	onlySvc, _ := NewBootstrapAllowlist([]string{"*.kafka.svc:9093"})
 	servers := []string{"b-0.kafka.svc:9093"}
 	sasl := &rgv1.KafkaSASL{Mechanism: rgv1.SASLScramSHA512, SecretRef: &rgv1.SecretReference{Name: "user"}}

@@ -407,6 +407,52 @@ func TestBootstrapServerNotAllowed(t *testing.T) {
 	}, eventually, poll).Should(Equal(proof.ReasonBrokerUnreachable))
 }
 
+// Secure by default (the chart's allowedBootstrapServers: []): a policy
+// naming any server inline, or through a KafkaConnection of its namespace,
+// makes the manager dial nothing: no port scanner for whoever may create a
+// policy. Both are Stalled, BootstrapServerNotAllowed, and the message says
+// how to allow the server (or to use a ClusterKafkaConnection).
+func TestEmptyAllowlistDialsNothing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var accepted atomic.Int64
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			_ = conn.Close()
+		}
+	}()
+
+	const interval = time.Second
+	system := labeledNamespace(t, "rg-system-", nil)
+	h := startManager(t, harnessOptions{interval: interval, managerNamespace: system, allow: []string{}, cursorHosts: []string{}})
+	createPolicy(t, h.ns, "inline", "billing", []string{"orders"}, policyOptions{servers: []string{ln.Addr().String()}})
+	g := NewWithT(t)
+	g.Expect(env.Client.Create(testCtx(t), &rgv1.KafkaConnection{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "scan"},
+		Spec: rgv1.KafkaConnectionSpec{BootstrapServers: []string{ln.Addr().String()}}})).To(Succeed())
+	refPolicy(t, h.ns, "via-connection", "billing", []string{"orders"}, rgv1.KindKafkaConnection, "scan")
+
+	for _, name := range []string{"inline", "via-connection"} {
+		g.Eventually(func(g Gomega) string { return readyReason(g, getPolicy(g, h.ns, name)) }, eventually, poll).
+			Should(Equal(proof.ReasonBootstrapServerNotAllowed), name)
+		p := getPolicy(g, h.ns, name)
+		g.Expect(p.Status.Proof).NotTo(BeNil())
+		g.Expect(p.Status.Proof.Verdict).To(Equal(rgv1.VerdictUnknown), name)
+		g.Expect(condition(p.Status, ConditionStalled).Status).To(Equal(metav1.ConditionTrue), name)
+		g.Expect(condition(p.Status, proof.ClauseReady).Message).To(And(ContainSubstring(ln.Addr().String()),
+			ContainSubstring("--allowed-bootstrap-servers is empty"), ContainSubstring("allowedBootstrapServers"),
+			ContainSubstring("ClusterKafkaConnection")), name)
+	}
+	g.Consistently(accepted.Load, 3*interval, poll).Should(BeZero(), "no connection was ever attempted")
+}
+
 // kstatus conformance over a policy's life: proof pending is InProgress
 // (Reconciling=True), a spec problem is Failed (Stalled=True), fixing it
 // leads to Current once proven.

@@ -56,9 +56,8 @@ func resolveCursor(p *rgv1.ConsumerRetentionPolicy, reader *cursor.Reader, allow
 	}
 	if len(denied) > 0 {
 		return nil, &SpecProblem{
-			Reason: ReasonDatabaseHostNotAllowed,
-			Message: fmt.Sprintf("the cursor database host %s is not allowed by this controller (--allowed-cursor-hosts %s): no connection was opened",
-				strings.Join(denied, ", "), strings.Join(allow.Patterns(), ",")),
+			Reason:  ReasonDatabaseHostNotAllowed,
+			Message: allow.notAllowed("the cursor database host", denied),
 		}
 	}
 	if reader == nil {

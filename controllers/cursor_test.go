@@ -3,7 +3,10 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,4 +200,83 @@ func TestCursorSourceProblems(t *testing.T) {
 	}
 	mustNotContain(t, wrong, texts)
 	mustNotContain(t, cursortest.Password, texts)
+}
+
+// One tenant's slow database slows no other policy of its Kafka cluster:
+// a policy whose cursor database accepts connections and never answers
+// shares every pass of its cluster with a neighbour without a cursor. The
+// neighbour is proven all the same (before, the cluster's batched pass read
+// every cursor before anyone's log end: each pass waited for the silent
+// database, up to twice the cursor timeout, and here ran out of its pass
+// timeout first, so the neighbour stayed Unknown). The slow policy's
+// cursor is unreadable, never Proven.
+func TestSlowCursorDatabaseHoldsBackNoNeighbour(t *testing.T) {
+	c := kafkatest.NewCluster(t)
+	settleTask(t, c)
+	c.CreateTopic(t, "orders", 1, map[string]string{"retention.ms": strconv.FormatInt(sevenDaysMs, 10)})
+	c.Produce(t, "orders", 10)
+	c.CommitAsMember(t, "billing", "orders", map[int32]int64{0: 10})
+
+	// The tenant's database: accepts, reads nothing, answers nothing, and
+	// counts the connections the manager gave up on (closed).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var accepted, gaveUp atomic.Int64
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer conn.Close()
+				buf := make([]byte, 1024)
+				for {
+					if _, err := conn.Read(buf); err != nil {
+						gaveUp.Add(1)
+						return
+					}
+				}
+			}()
+		}
+	}()
+
+	ns := newNamespace(t)
+	name := "slow-db"
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		StringData: map[string]string{"dsn": "postgres://guard:pw@" + ln.Addr().String() + "/settlement?sslmode=disable"}}
+	if err := env.Client.Create(testCtx(t), secret); err != nil {
+		t.Fatal(err)
+	}
+	spec := &rgv1.CursorSpec{SQL: rgv1.CursorSQL{Driver: rgv1.CursorDriverPostgres, SecretRef: rgv1.SecretKeyReference{Name: name, Key: "dsn"}}}
+	// A cursor timeout beyond the pass timeout (6 s): a database that
+	// never answers holds a cursor read for the whole pass.
+	h := startManager(t, harnessOptions{namespace: ns, cursorTimeout: 10 * time.Second})
+	createPolicy(t, ns, "slow", "ledger-settle-consumer", []string{"settle-task"}, policyOptions{servers: c.Addrs, window: 240 * time.Hour, cursor: spec})
+	g := NewWithT(t)
+	g.Eventually(accepted.Load, eventually, poll).Should(BeNumerically(">", 0), "the slow database was dialed")
+	// From now on every pass of the cluster reads the silent database.
+	createPolicy(t, ns, "neighbour", "billing", []string{"orders"}, policyOptions{servers: c.Addrs})
+	g.Eventually(func(g Gomega) string {
+		p := getPolicy(g, ns, "neighbour")
+		if p.Status.Proof == nil {
+			return "no proof"
+		}
+		return string(p.Status.Proof.Verdict) + " " + readyReason(g, p)
+	}, 2*eventually, 20*time.Millisecond).Should(HavePrefix(string(rgv1.VerdictProven)))
+
+	// Once its database times out, the slow policy's cursor is unreadable,
+	// and the policy never Proven.
+	g.Eventually(func(g Gomega) string {
+		cond := condition(getPolicy(g, ns, "slow").Status, proof.ClauseCursorInRange)
+		g.Expect(cond).NotTo(BeNil())
+		return cond.Reason
+	}, 2*eventually, poll).Should(Equal(proof.ReasonCursorUnreadable))
+	g.Expect(getPolicy(g, ns, "slow").Status.Proof.Verdict).NotTo(Equal(rgv1.VerdictProven))
+	g.Expect(gaveUp.Load()).To(BeNumerically(">", 0), "the manager gave up on the silent database")
+	h.stop()
 }

@@ -93,7 +93,8 @@ func kstatusOfObject(g Gomega, obj client.Object, kind string) *status.Result {
 }
 
 // The platform team declares the cluster once: a ClusterKafkaConnection
-// whose SCRAM Secret lives in the manager's namespace, allowed to
+// (observed with the default, empty --allowed-bootstrap-servers) whose
+// SCRAM Secret lives in the manager's namespace, allowed to
 // namespaces labelled kafka=prod. App teams in two such namespaces write
 // only policies (no Secret in their namespaces) and are proven; a policy
 // in an unlabelled namespace is Stalled, NamespaceNotAllowed, until the
@@ -115,7 +116,10 @@ func TestClusterKafkaConnectionSharedByNamespaces(t *testing.T) {
 	teamA := labeledNamespace(t, "team-a-", map[string]string{"kafka": "prod"})
 	teamB := labeledNamespace(t, "team-b-", map[string]string{"kafka": "prod"})
 	teamC := labeledNamespace(t, "team-c-", nil)
-	h := startManager(t, harnessOptions{namespace: teamA, managerNamespace: system, extra: []string{teamB, teamC}})
+	// The chart's default: no server allowed to policies and
+	// KafkaConnections; a ClusterKafkaConnection is the platform team's and
+	// is never restricted.
+	h := startManager(t, harnessOptions{namespace: teamA, managerNamespace: system, extra: []string{teamB, teamC}, allow: []string{}})
 	createSecret(t, system, "prod-monitor", map[string]string{"username": "guard", "password": password})
 
 	name := "prod-" + strings.TrimPrefix(system, "rg-system-")

@@ -30,7 +30,7 @@ type ConnectionResolver struct {
 	// Secrets reads Secret data, normally the manager's API reader.
 	Secrets client.Reader
 	// Allowlist restricts the bootstrap servers of inline connections and
-	// KafkaConnections (empty: all allowed). A ClusterKafkaConnection is
+	// KafkaConnections (empty: none allowed). A ClusterKafkaConnection is
 	// the platform team's own declaration and is not restricted.
 	Allowlist BootstrapAllowlist
 	// Objects reads connections and namespaces, normally the manager's
@@ -40,8 +40,8 @@ type ConnectionResolver struct {
 	// is the namespace allowedNamespaces.from Same allows.
 	ManagerNamespace string
 	// Cursors reads business cursors (spec.cursor); CursorHosts restricts
-	// the database hosts their connection strings may name (empty: all
-	// allowed).
+	// the database hosts their connection strings may name (empty: none
+	// allowed; NewCursorHostAllowlist).
 	Cursors     *cursor.Reader
 	CursorHosts BootstrapAllowlist
 

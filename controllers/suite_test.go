@@ -221,10 +221,11 @@ type harnessOptions struct {
 	// reconcilers run too.
 	managerNamespace string
 	extra            []string
-	allow            []string // --allowed-bootstrap-servers
-	cursorHosts      []string // --allowed-cursor-hosts
+	allow            []string // --allowed-bootstrap-servers; default 127.0.0.1:*
+	cursorHosts      []string // --allowed-cursor-hosts; default 127.0.0.1:*
 	interval         time.Duration
-	logLevel         int // zap verbosity: 0 info, 5 everything (franz-go debug included)
+	cursorTimeout    time.Duration // a cursor read's statement and connect timeouts; default 2s
+	logLevel         int           // zap verbosity: 0 info, 5 everything (franz-go debug included)
 	// noHeartbeats runs without heartbeat Leases: every check writes the
 	// status (a manager that has no namespace for its Leases).
 	noHeartbeats bool
@@ -270,11 +271,22 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 		Linger:      50 * time.Millisecond,
 		Logger:      logger.WithName("observations"),
 	})
+	// The tests' brokers and databases listen on loopback: allowed unless
+	// a test says otherwise (an empty allowlist allows nothing).
+	if o.allow == nil {
+		o.allow = []string{"127.0.0.1:*"}
+	}
+	if o.cursorHosts == nil {
+		o.cursorHosts = []string{"127.0.0.1:*"}
+	}
 	allow, err := NewBootstrapAllowlist(o.allow)
 	g.Expect(err).NotTo(HaveOccurred())
-	cursorHosts, err := NewBootstrapAllowlist(o.cursorHosts)
+	cursorHosts, err := NewCursorHostAllowlist(o.cursorHosts)
 	g.Expect(err).NotTo(HaveOccurred())
-	cursors := cursor.NewReader(cursor.WithStatementTimeout(2*time.Second), cursor.WithConnectTimeout(2*time.Second),
+	if o.cursorTimeout == 0 {
+		o.cursorTimeout = 2 * time.Second
+	}
+	cursors := cursor.NewReader(cursor.WithStatementTimeout(o.cursorTimeout), cursor.WithConnectTimeout(o.cursorTimeout),
 		cursor.WithLogger(logger.WithName("cursor")))
 
 	cfg := rest.CopyConfig(env.Config)

@@ -60,8 +60,19 @@ func TestStartJudgedLiveWithTheBusinessCursor(t *testing.T) {
 	defer observer.Close()
 	coalescer := controllers.NewCoalescer(observer, controllers.CoalescerOptions{})
 	defer coalescer.Close()
+	// The broker and the database listen on loopback: allowed (an empty
+	// allowlist allows nothing).
+	loopback, err := controllers.NewBootstrapAllowlist([]string{"127.0.0.1:*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursorHosts, err := controllers.NewCursorHostAllowlist([]string{"127.0.0.1:*"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	live := &controllers.LiveChecker{
-		Resolver:  &controllers.ConnectionResolver{Metadata: s.admin, Secrets: s.admin, Cursors: reader},
+		Resolver: &controllers.ConnectionResolver{Metadata: s.admin, Secrets: s.admin, Cursors: reader,
+			Allowlist: loopback, CursorHosts: cursorHosts},
 		Coalescer: coalescer,
 	}
 	s.live.set(ns, live.Check)

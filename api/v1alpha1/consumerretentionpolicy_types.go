@@ -191,8 +191,8 @@ type CursorSQL struct {
 	// holds the connection string: a postgres URL
 	// (postgres://user:password@host:5432/db?sslmode=require) or key=value
 	// string, or a MySQL DSN (user:password@tcp(host:3306)/db). The manager
-	// may restrict the hosts it names (--allowed-cursor-hosts). It never
-	// appears in status, events, logs or metrics.
+	// connects only to hosts its --allowed-cursor-hosts allows (none by
+	// default). It never appears in status, events, logs or metrics.
 	// +required
 	SecretRef SecretKeyReference `json:"secretRef"`
 
@@ -273,8 +273,8 @@ type PolicyKafka struct {
 
 	// bootstrapServers are host:port addresses of brokers, e.g.
 	// "kafka-0.kafka:9092", for a connection written inline. The manager
-	// may restrict which servers policies may name
-	// (--allowed-bootstrap-servers).
+	// dials only servers its --allowed-bootstrap-servers allows (none by
+	// default: reference a ClusterKafkaConnection instead).
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1

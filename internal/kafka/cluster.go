@@ -15,6 +15,13 @@ import (
 type ClusterRequest struct {
 	Targets  []Target
 	Discover *Discovery
+	// Deliver, when set, is given each target's observation (by its index
+	// in Targets) as soon as it is complete, from any goroutine: the
+	// targets without a business cursor once Kafka has answered, a target
+	// with one after its cursor (and the log end read after it), so one
+	// tenant's slow database never holds back its neighbours. ObserveCluster
+	// still returns every observation.
+	Deliver func(i int, obs proof.Observation)
 }
 
 // ClusterObservation is one pass's answer: an observation per target, what
@@ -55,7 +62,9 @@ func (o *Observer) ObserveCluster(ctx context.Context, conn Connection, req Clus
 		}}
 		p := &pass{o: o, conn: conn, targets: req.Targets, now: now}
 		p.fail(f)
-		return p.clusterObservation(req)
+		obs := p.observations()
+		deliverAll(req, obs)
+		return p.clusterObservation(req, obs)
 	}
 	defer o.release(pc)
 
@@ -63,13 +72,21 @@ func (o *Observer) ObserveCluster(ctx context.Context, conn Connection, req Clus
 	p.sasl = pc.sasl
 	p.discover = req.Discover
 	p.run(ctx)
-	return p.clusterObservation(req)
+	return p.clusterObservation(req, p.observeTargets(ctx, req.Deliver))
 }
 
-func (p *pass) clusterObservation(req ClusterRequest) ClusterObservation {
+func deliverAll(req ClusterRequest, obs []proof.Observation) {
+	if req.Deliver != nil {
+		for i := range obs {
+			req.Deliver(i, obs[i])
+		}
+	}
+}
+
+func (p *pass) clusterObservation(req ClusterRequest, observations []proof.Observation) ClusterObservation {
 	out := ClusterObservation{
 		ObservedAt:              p.now,
-		Observations:            p.observations(),
+		Observations:            observations,
 		Brokers:                 slices.Clone(p.brokers),
 		BrokerOffsetsRetention:  make(map[int32]proof.ConfigValue, len(p.brokers)),
 		OffsetsRetentionMinutes: p.offsetsRetention,

@@ -21,18 +21,28 @@ type CursorReader interface {
 	ReadCursor(ctx context.Context) proof.CursorObservation
 }
 
-// readCursors reads the business cursor of every target that has one,
-// concurrently, once per key. The pass calls it between the committed
-// offsets and the log end, for the reason those two are read in that
-// order: a live consumer writes its cursor past the log end read a moment
-// earlier, so a cursor read after the log end could look "beyond log end"
-// on any busy topic; read before it, the log end can only be at or past
-// it. Read after the log start, a cursor below it really was below it.
-func (p *pass) readCursors(ctx context.Context) {
+// observeTargets returns the pass's observation of every target, giving
+// each to deliver (when set) as soon as it is complete. Targets without a
+// business cursor are complete once the pass has run. Those with one are
+// finished in a cursor pass each (one per cursor key: equal keys are read
+// once), concurrently: its cursor is read, then the log end of its topics
+// again, then the record timestamps at the cursor. The order the proof
+// needs is kept per target (log start, committed offsets, cursor, log end:
+// a live consumer writes its cursor past a log end read a moment earlier,
+// so a cursor read after the log end could look "beyond log end" on any
+// busy topic; read before it, the log end can only be at or past it; read
+// after the log start, a cursor below it really was below it), and no
+// target waits for another tenant's database.
+func (p *pass) observeTargets(ctx context.Context, deliver func(int, proof.Observation)) []proof.Observation {
+	out := make([]proof.Observation, len(p.targets))
 	byKey := map[string][]int{}
 	var keys []string
 	for i, t := range p.targets {
-		if t.Cursor == nil {
+		if t.Cursor == nil || !p.answered {
+			out[i] = p.observation(i, t)
+			if deliver != nil {
+				deliver(i, out[i])
+			}
 			continue
 		}
 		k := t.Cursor.Key()
@@ -41,26 +51,109 @@ func (p *pass) readCursors(ctx context.Context) {
 		}
 		byKey[k] = append(byKey[k], i)
 	}
-	if len(keys) == 0 {
-		return
-	}
-	start := time.Now()
 	var wg sync.WaitGroup
 	for _, k := range keys {
 		idx := byKey[k]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			obs := p.targets[idx[0]].Cursor.ReadCursor(ctx)
-			p.mu.Lock()
-			for _, i := range idx {
-				p.cursors[i] = cursorRead{obs: obs, read: true}
+			q := p.cursorPass(idx)
+			q.readCursors(ctx)
+			q.listEndOffsets(ctx)
+			q.fetchCommittedTimestamps(ctx)
+			for j, i := range idx {
+				obs := q.observation(j, q.targets[j])
+				out[i] = obs // each index written by one goroutine only
+				if deliver != nil {
+					deliver(i, obs)
+				}
 			}
-			p.mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	p.o.opts.logger.V(1).Info("read business cursors", "connection", p.conn.String(), "cursors", len(keys), "took", time.Since(start).String())
+	return out
+}
+
+// cursorPass is the rest of the pass for the targets at idx, which share
+// one cursor key: what the pass read before its log end (metadata,
+// configs, group states, log start and committed offsets of their topics,
+// the group memory, __consumer_offsets, failures), and the log end and
+// record timestamps still to read.
+func (p *pass) cursorPass(idx []int) *pass {
+	q := &pass{
+		o: p.o, cl: p.cl, sasl: p.sasl, conn: p.conn, now: p.now, answered: true,
+		brokers: p.brokers, topicIDs: p.topicIDs,
+		offsetsRetention: p.offsetsRetention, brokerRetention: p.brokerRetention,
+		topics:       make(map[string]*topicState),
+		groupTopics:  make(map[string][]string),
+		groupInfo:    make(map[string]*groupState),
+		recall:       make(map[string]groupRecall),
+		offsetsTopic: p.offsetsTopic,
+		cursors:      make([]cursorRead, len(idx)),
+	}
+	p.mu.Lock()
+	q.failures = slices.Clone(p.failures)
+	p.mu.Unlock()
+	for _, i := range idx {
+		t := p.targets[i]
+		q.targets = append(q.targets, t)
+		for _, name := range t.Topics {
+			if _, ok := q.topics[name]; ok {
+				continue
+			}
+			ts := *p.topics[name]
+			ts.partitions = make(map[int32]*partitionState, len(ts.partitions))
+			for id, ps := range p.topics[name].partitions {
+				c := *ps
+				c.logEnd = -1 // read again, after the cursor
+				ts.partitions[id] = &c
+			}
+			q.topics[name] = &ts
+		}
+		gs, ok := p.groupInfo[t.Group]
+		if !ok {
+			continue
+		}
+		if _, ok := q.groupInfo[t.Group]; !ok {
+			q.groups = append(q.groups, t.Group)
+			c := *gs
+			c.committed = make(map[topicPartition]int64)
+			c.timestamps = make(map[topicPartition]time.Time)
+			c.preceding = make(map[topicPartition]time.Time)
+			q.groupInfo[t.Group] = &c
+			q.recall[t.Group] = p.recall[t.Group]
+		}
+		c := q.groupInfo[t.Group]
+		for tp, off := range gs.committed {
+			if slices.Contains(t.Topics, tp.topic) {
+				c.committed[tp] = off
+			}
+		}
+		for _, name := range t.Topics {
+			if !slices.Contains(q.groupTopics[t.Group], name) {
+				q.groupTopics[t.Group] = append(q.groupTopics[t.Group], name)
+			}
+		}
+	}
+	q.sortGroups()
+	return q
+}
+
+// readCursors reads the business cursor of every target of a cursor pass
+// (one key: one read), between the committed offsets and the log end (see
+// observeTargets).
+func (p *pass) readCursors(ctx context.Context) {
+	if len(p.targets) == 0 {
+		return
+	}
+	start := time.Now()
+	obs := p.targets[0].Cursor.ReadCursor(ctx)
+	p.mu.Lock()
+	for i := range p.targets {
+		p.cursors[i] = cursorRead{obs: obs, read: true}
+	}
+	p.mu.Unlock()
+	p.o.opts.logger.V(1).Info("read a business cursor", "connection", p.conn.String(), "targets", len(p.targets), "took", time.Since(start).String())
 }
 
 // cursorRead is one target's cursor as read in this pass.

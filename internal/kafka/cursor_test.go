@@ -95,3 +95,106 @@ func TestCursorReadBeforeLogEnd(t *testing.T) {
 		t.Errorf("verdict %s, cursor summary %+v: want Proven, 5 records to replay", res.Verdict, res.Cursor)
 	}
 }
+
+// stalledDatabase is a business cursor whose database answers only when the
+// test says: a tenant's slow database. When released it has processed five
+// more records on partition 0 (the consumer went on while its database was
+// slow) and answers its cursor at the new log end.
+type stalledDatabase struct {
+	c        *kafkatest.Cluster
+	t        *testing.T
+	started  chan struct{}
+	released chan struct{}
+}
+
+func (s stalledDatabase) Key() string { return "stalled" }
+
+func (s stalledDatabase) ReadCursor(ctx context.Context) proof.CursorObservation {
+	close(s.started)
+	select {
+	case <-s.released:
+	case <-ctx.Done():
+		return proof.CursorObservation{Problem: "the database did not answer"}
+	}
+	s.c.ProduceTo(s.t, "settle-task", 0, 5)
+	return proof.CursorObservation{Read: true, Rows: []proof.CursorRow{{Partition: 0, NextOffset: 15}}}
+}
+
+// One tenant's slow database holds back no other policy of its Kafka
+// cluster: the target without a cursor is delivered while the cursor read
+// still hangs, and the target with it is delivered once its database
+// answers, with a log end read after its cursor (never "beyond log end").
+func TestSlowCursorHoldsBackNoNeighbour(t *testing.T) {
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "settle-task", 1, nil)
+	c.ProduceTo(t, "settle-task", 0, 10)
+	c.Commit(t, "settle", "settle-task", 0, 10)
+	c.Commit(t, "billing", "settle-task", 0, 7)
+	db := stalledDatabase{c: c, t: t, started: make(chan struct{}), released: make(chan struct{})}
+	o, _ := newTestObserver(t)
+
+	type delivery struct {
+		i   int
+		obs proof.Observation
+	}
+	delivered := make(chan delivery, 2)
+	done := make(chan ClusterObservation, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go func() {
+		done <- o.ObserveCluster(ctx, Connection{BootstrapServers: c.Addrs}, ClusterRequest{
+			Targets: []Target{
+				{Group: "settle", Topics: []string{"settle-task"}, Cursor: db},
+				{Group: "billing", Topics: []string{"settle-task"}},
+			},
+			Deliver: func(i int, obs proof.Observation) { delivered <- delivery{i, obs} },
+		})
+	}()
+
+	var first delivery
+	select {
+	case first = <-delivered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("nothing was delivered within 30 s while the cursor database hung")
+	}
+	if first.i != 1 {
+		t.Fatalf("target %d was delivered first, want the neighbour without a cursor (1)", first.i)
+	}
+	requireNoFailures(t, first.obs)
+	if p := partition(t, first.obs, "settle-task", 0); p.Committed != 7 || p.LogEnd != 10 {
+		t.Errorf("the neighbour's partition: committed %d, log end %d, want 7 and 10", p.Committed, p.LogEnd)
+	}
+	select {
+	case <-db.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cursor was never read")
+	}
+	select {
+	case <-done:
+		t.Fatal("the pass ended while the cursor database still hung")
+	default:
+	}
+
+	close(db.released)
+	var second delivery
+	select {
+	case second = <-delivered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cursor target was not delivered once its database answered")
+	}
+	if second.i != 0 {
+		t.Fatalf("target %d delivered second, want 0", second.i)
+	}
+	requireNoFailures(t, second.obs)
+	if !second.obs.Cursor.Read {
+		t.Fatalf("cursor %+v", second.obs.Cursor)
+	}
+	if p := partition(t, second.obs, "settle-task", 0); p.LogEnd < 15 || p.Committed != 10 {
+		t.Errorf("the cursor target's partition: committed %d, log end %d, want 10 and a log end read after the cursor (≥ 15)", p.Committed, p.LogEnd)
+	}
+	co := <-done
+	if len(co.Observations) != 2 || !co.Observations[0].Cursor.Read || co.Observations[1].Cursor.Read {
+		t.Errorf("ObserveCluster returned %d observations, cursor read %v/%v", len(co.Observations),
+			co.Observations[0].Cursor.Read, co.Observations[1].Cursor.Read)
+	}
+}

@@ -58,6 +58,9 @@ type pass struct {
 
 	// Business cursors, by target index (cursor.go).
 	cursors []cursorRead
+	// answered: metadata was read and the offsets asked (run got past
+	// metadata); cursors are read only then.
+	answered bool
 }
 
 type topicState struct {
@@ -206,9 +209,12 @@ func (p *pass) run(ctx context.Context) {
 	// reads as "committed beyond log end". Log start read first can only
 	// be lower than the truth when the committed offset is read: never a
 	// false "expired" either. Business cursors are read between the
-	// committed offsets and the log end, for the same reasons.
-	// A share group's progress (its share-partition start offsets) is read
-	// once the group kinds are known, still before the log end.
+	// committed offsets and a log end of their own, for the same reasons,
+	// after this pass (observeTargets): a slow database never holds back
+	// the targets without a cursor. A share group's progress (its
+	// share-partition start offsets) is read once the group kinds are
+	// known, still before the log end.
+	p.answered = true
 	var wg, groups sync.WaitGroup
 	wg.Add(1)
 	groups.Add(1)
@@ -216,7 +222,6 @@ func (p *pass) run(ctx context.Context) {
 	go func() { defer groups.Done(); p.describeGroups(ctx) }()
 	p.listStartOffsets(ctx)
 	p.fetchCommittedOffsets(ctx)
-	p.readCursors(ctx)
 	groups.Wait()
 	p.readShareStartOffsets(ctx)
 	p.listEndOffsets(ctx)

@@ -101,24 +101,39 @@ func TestChartAppliesToTheAPIServer(t *testing.T) {
 }
 
 // TestNotesPolicyIsValid: the first policy NOTES.txt tells the installer to
-// apply is accepted by the CRD's validation.
+// apply is accepted by the CRD's validation, and names Kafka the way the
+// values let it: through a ClusterKafkaConnection by default (no inline
+// server is allowed), inline once allowedBootstrapServers lists servers.
 func TestNotesPolicyIsValid(t *testing.T) {
 	ensureNamespace(t, "orders")
-	notes := render(t, nil).notes
-	_, after, ok := strings.Cut(notes, "<<'YAML'\n")
-	body, _, ok2 := strings.Cut(after, "\n  YAML\n")
-	if !ok || !ok2 {
-		t.Fatalf("NOTES.txt has no heredoc policy:\n%s", notes)
+	for name, c := range map[string]struct {
+		vals map[string]any
+		want string
+	}{
+		"defaults":       {nil, "connectionRef"},
+		"allowed inline": {set("allowedBootstrapServers", []any{"*.kafka.svc:9092"}), "bootstrapServers"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			notes := render(t, c.vals).notes
+			_, after, ok := strings.Cut(notes, "<<'YAML'\n")
+			body, _, ok2 := strings.Cut(after, "\n  YAML\n")
+			if !ok || !ok2 {
+				t.Fatalf("NOTES.txt has no heredoc policy:\n%s", notes)
+			}
+			var lines []string
+			for _, l := range strings.Split(body, "\n") {
+				lines = append(lines, strings.TrimPrefix(l, "  "))
+			}
+			objs, err := decodeAll(strings.Join(lines, "\n"))
+			if err != nil || len(objs) != 1 || objs[0].GetKind() != "ConsumerRetentionPolicy" {
+				t.Fatalf("NOTES.txt policy: %v %v", objs, err)
+			}
+			if kafka, _, _ := unstructured.NestedMap(objs[0].Object, "spec", "kafka"); kafka[c.want] == nil {
+				t.Errorf("NOTES.txt policy names Kafka with %v, want %s", kafka, c.want)
+			}
+			dryRunApply(t, objs)
+		})
 	}
-	var lines []string
-	for _, l := range strings.Split(body, "\n") {
-		lines = append(lines, strings.TrimPrefix(l, "  "))
-	}
-	objs, err := decodeAll(strings.Join(lines, "\n"))
-	if err != nil || len(objs) != 1 || objs[0].GetKind() != "ConsumerRetentionPolicy" {
-		t.Fatalf("NOTES.txt policy: %v %v", objs, err)
-	}
-	dryRunApply(t, objs)
 }
 
 // TestKustomize builds config/default with the kustomize embedded in the

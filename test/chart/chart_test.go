@@ -17,6 +17,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -37,6 +38,11 @@ var combos = map[string]map[string]any{
 	"monitoring":      set("serviceMonitor.enabled", true, "prometheusRule.enabled", true, "grafanaDashboard.enabled", true),
 	"noCRDs":          set("crds.enabled", false),
 	"argoRollouts":    set("argoRollouts.enabled", true),
+	"networkPolicy": set("networkPolicy.enabled", true, "allowedBootstrapServers", []any{"*.kafka.svc:9093"},
+		"networkPolicy.egress", []any{map[string]any{
+			"to":    []any{map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "kafka"}}}},
+			"ports": []any{map[string]any{"port": 9093}},
+		}}),
 }
 
 // guardsArgoRollouts reports whether a combination turns the Rollout
@@ -121,8 +127,15 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("args %v do not run `retention-guard manager`", c.Args)
 	}
 	mustArg(t, c.Args, "--leader-elect")
-	if _, ok := argValue(c.Args, "--allowed-bootstrap-servers"); ok {
-		t.Errorf("--allowed-bootstrap-servers set though the value is empty")
+	// Secure by default: no allow list reaches the manager, whose empty
+	// default allows no inline or namespaced server and no cursor host.
+	for _, flag := range []string{"--allowed-bootstrap-servers", "--allowed-cursor-hosts"} {
+		if _, ok := argValue(c.Args, flag); ok {
+			t.Errorf("%s set though the value is empty", flag)
+		}
+	}
+	if m.find("NetworkPolicy", fullname) != nil {
+		t.Error("a NetworkPolicy is rendered by default (it needs an enforcing CNI and the installer's egress rules)")
 	}
 	for flag, want := range map[string]string{
 		"--metrics-bind-address": ":8080", "--health-probe-bind-address": ":8081",
@@ -969,5 +982,43 @@ func mustContainAll(t *testing.T, where, s string, wants ...string) {
 		if !strings.Contains(s, w) {
 			t.Errorf("%s lacks %q: %s", where, w, s)
 		}
+	}
+}
+
+// TestNetworkPolicy: networkPolicy.enabled limits the manager's egress to
+// DNS, the API server and the installer's rules, on the manager's pods.
+func TestNetworkPolicy(t *testing.T) {
+	m := render(t, combos["networkPolicy"])
+	d, _ := managerDeployment(t, m)
+	np := into[networkingv1.NetworkPolicy](t, m.get(t, "NetworkPolicy", fullname))
+	if np.Namespace != releaseNS {
+		t.Errorf("NetworkPolicy in %q, want %q", np.Namespace, releaseNS)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil || np.Spec.PodSelector.Size() == 0 || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+		t.Errorf("podSelector %v does not select the manager's pods %v", np.Spec.PodSelector, d.Spec.Template.Labels)
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}) {
+		t.Errorf("policyTypes %v, want [Egress] (ingress is the API server's and Prometheus')", np.Spec.PolicyTypes)
+	}
+	ports := func(r networkingv1.NetworkPolicyEgressRule) []string {
+		var out []string
+		for _, p := range r.Ports {
+			out = append(out, fmt.Sprintf("%s/%s", ptr.Deref(p.Protocol, corev1.ProtocolTCP), p.Port.String()))
+		}
+		return out
+	}
+	rules := np.Spec.Egress
+	if len(rules) != 3 {
+		t.Fatalf("%d egress rules, want DNS, the API server and the installer's one: %+v", len(rules), rules)
+	}
+	if got := ports(rules[0]); len(rules[0].To) != 0 || !slices.Equal(got, []string{"UDP/53", "TCP/53"}) {
+		t.Errorf("DNS rule %v to %v", got, rules[0].To)
+	}
+	if got := ports(rules[1]); !slices.Equal(got, []string{"TCP/443", "TCP/6443"}) {
+		t.Errorf("API server rule %v", got)
+	}
+	if got := ports(rules[2]); len(rules[2].To) != 1 || rules[2].To[0].NamespaceSelector == nil || !slices.Equal(got, []string{"TCP/9093"}) {
+		t.Errorf("the installer's Kafka rule: %v to %+v", got, rules[2].To)
 	}
 }

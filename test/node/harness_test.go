@@ -79,9 +79,12 @@ func helm(ctx context.Context, args ...string) (string, error) {
 func chartDir() string { return filepath.Join(testenv.RepoRoot(), "charts", "retention-guard") }
 
 // helmInstall installs the chart with its defaults: the node holds the
-// image the chart names by default (built from this checkout).
+// image the chart names by default (built from this checkout). One value
+// is set, as an installer must: the broker's address in
+// allowedBootstrapServers (the default allows policies no server).
 func helmInstall(ctx context.Context, name, ns string, extra ...string) (string, error) {
 	args := append([]string{"install", name, chartDir(), "--namespace", ns, "--create-namespace",
+		"--set", "allowedBootstrapServers={" + brk.addr + "}",
 		"--wait", "--timeout", "3m"}, extra...)
 	return helm(ctx, args...)
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/webhookscope"
 )
 
-// Scenario 1: helm install with the chart's defaults (the image aside):
+// Scenario 1: helm install with the chart's defaults (the allowed broker aside):
 // both replicas Ready, one leader, the built-in rotation fills the webhook
 // Secret and the caBundle, the webhook guards no namespace yet, and no
 // manager log line is an error or a permission problem.

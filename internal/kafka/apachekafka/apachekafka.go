@@ -55,8 +55,10 @@ import (
 // (colon-separated), each holding libs/ and VERSION.
 const DistsEnv = "RETENTION_GUARD_KAFKA_DISTS"
 
-// StartTimeout bounds a node's start, from format to ready.
-const StartTimeout = 180 * time.Second
+// StartTimeout bounds a node's start, from format to ready: generous, a
+// JVM restarted beside two busy ones on a loaded machine has taken more
+// than 90 s.
+const StartTimeout = 3 * time.Minute
 
 // Dist is one assembled Apache Kafka version.
 type Dist struct {
@@ -527,12 +529,14 @@ func (b *Broker) waitReady(ctx context.Context, nodes ...*Node) error {
 			return err
 		}
 		for {
-			// A Metadata request of its own each time: kadm's
-			// BrokerMetadata answers from the client's broker list, which
-			// kgo refreshes only every metadata.max.age (5 min), so a node
-			// unfenced after the first answer would never show.
+			// A raw Metadata request: kadm's BrokerMetadata answers from
+			// the client's cached broker list, which a client that only
+			// asks for metadata never refreshes (a node that listed the
+			// others while they were still fenced would never list them).
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			md, err := kmsg.NewPtrMetadataRequest().RequestWith(rctx, cl)
+			req := kmsg.NewPtrMetadataRequest()
+			req.Topics = []kmsg.MetadataRequestTopic{}
+			md, err := req.RequestWith(rctx, cl)
 			cancel()
 			listed := 0
 			if err == nil {
