@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // OverrideAnnotation on a workload lets a rollout through failing Deny
@@ -85,13 +86,49 @@ type policyResult struct {
 	// OverrideRefused says why the override annotation did not cover this
 	// policy (empty when it did or none was given).
 	OverrideRefused string
+	// AtRisk: the proof is Violated only by risks — records or offsets
+	// that will be lost before the window ends if the group stays down,
+	// none lost yet (riskReasons). A rollout is then the way out, not the
+	// danger: it is allowed with a warning (see atRisk).
+	AtRisk bool
+}
+
+// riskReasons are the violations that say a group cannot be down for its
+// whole window from now, while nothing is lost yet: the oldest unconsumed
+// record expires first (a lagging group), or an Empty classic group's
+// offsets expire first. Refusing a rollout then protects nothing — the
+// group loses the same records whether the rollout happens or not, and a
+// consumer that starts (scale from zero) or ships faster code is what
+// saves them — so these violations warn at admission and refuse nothing;
+// the status is Violated and the alerts fire all the same.
+var riskReasons = map[string]bool{
+	proof.ReasonRecoveryHeadroomShorterThanWindow:   true,
+	proof.ReasonEmptyGroupOffsetsExpireBeforeWindow: true,
+}
+
+// atRisk reports whether every violation of a Violated proof is a risk
+// (riskReasons): none omitted, no consumer finding.
+func atRisk(proof *rgv1.ProofStatus) bool {
+	if proof == nil || proof.Verdict != rgv1.VerdictViolated || len(proof.Violations) == 0 || proof.ViolationsOmitted > 0 {
+		return false
+	}
+	for _, v := range proof.Violations {
+		if !riskReasons[v.Reason] {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *policyResult) kafkaFailing() bool { return r.Verdict != rgv1.VerdictProven }
 func (r *policyResult) failing() bool      { return r.kafkaFailing() || len(r.Consumer) > 0 }
 
-// refuses: a Deny policy that fails and was not overridden.
+// refuses: a Deny policy that fails, not only by risks, and was not
+// overridden.
 func (r *policyResult) refuses() bool {
+	if r.AtRisk && len(r.Consumer) == 0 {
+		return false
+	}
 	return r.Enforcement == rgv1.EnforcementDeny && r.failing() && !r.Overridden
 }
 
@@ -113,7 +150,10 @@ func (d *decision) allowed() bool { return d.Outcome != outcomeDenied }
 //   - The consumer clause adds its findings when the policy has
 //     spec.consumer.
 //   - A failing policy refuses the rollout when its enforcement is Deny
-//     (Unknown fails: fail closed); Warn and Audit never refuse.
+//     (Unknown fails: fail closed); Warn and Audit never refuse. A proof
+//     Violated only by risks (riskReasons: nothing lost yet, the group
+//     cannot stay down its whole window) warns instead: the rollout is the
+//     way out.
 //   - The override annotation lets the rollout through only when every
 //     refusing policy fails on the Kafka side alone and its current proof
 //     ID is among the annotation's values.
@@ -168,7 +208,7 @@ func decide(evals []policyEval, override string) decision {
 		case r.Overridden:
 			overridden = true
 		case !r.failing():
-		case r.Enforcement == rgv1.EnforcementWarn:
+		case r.Enforcement == rgv1.EnforcementWarn, r.Enforcement == rgv1.EnforcementDeny && r.AtRisk:
 			warned = true
 		case r.Enforcement == rgv1.EnforcementAudit:
 			audited = true
@@ -205,6 +245,7 @@ func judge(e *policyEval) policyResult {
 			r.Verdict = rgv1.VerdictUnknown
 		}
 		r.Warnings = proof.Warnings
+		r.AtRisk = atRisk(proof)
 		if r.Verdict != rgv1.VerdictProven {
 			r.ProofID = proof.ProofID
 			r.Kafka = make([]finding, 0, len(proof.Violations))

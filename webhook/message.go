@@ -800,7 +800,7 @@ func warnings(d *decision) []string {
 		switch {
 		case r.Overridden:
 			add("policy " + p.Name + " overridden (" + OverrideAnnotation + "=" + r.ProofID + "); recorded")
-		case r.failing() && r.Enforcement == rgv1.EnforcementWarn:
+		case r.failing() && (r.Enforcement == rgv1.EnforcementWarn || r.Enforcement == rgv1.EnforcementDeny && r.AtRisk):
 			head := p.Name + " is " + string(r.Verdict)
 			if r.ProofID != "" {
 				head += " (proof " + r.ProofID + ")"
@@ -808,7 +808,11 @@ func warnings(d *decision) []string {
 			if len(r.Consumer) > 0 && !r.kafkaFailing() {
 				head = p.Name + ": consumer settings fail"
 			}
-			add(head + "; allowed by enforcement Warn")
+			if r.Enforcement == rgv1.EnforcementWarn {
+				add(head + "; allowed by enforcement Warn")
+			} else {
+				add(head + " by risks only, nothing lost yet: allowed")
+			}
 			findings := orderedFindings(r)
 			n := min(3, len(findings))
 			for _, f := range findings[:n] {

@@ -1,0 +1,62 @@
+package webhook
+
+import (
+	"strings"
+	"testing"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// Seed 000 before the loss: the fan-out consumer lags and the oldest
+// record it has not read expires in less than its recovery window
+// (RecoveryHeadroomShorterThanWindow), or an Empty classic group's offsets
+// expire before its window ends (seed 003 before the loss). The proof is
+// Violated — the group cannot be down for its window — but nothing is lost
+// yet, and the rollout (a faster consumer, the batch consumer started
+// again) is the way out: a Deny policy warns and allows it. Once a record
+// is lost (CommittedOffsetExpired beside the risk), it refuses again.
+func TestRiskOnlyViolationsWarnAndAllow(t *testing.T) {
+	risk := func(reasons ...string) *rgv1.ProofStatus {
+		ps := &rgv1.ProofStatus{Verdict: rgv1.VerdictViolated, ProofID: "5e1f00aa"}
+		for _, r := range reasons {
+			ps.Violations = append(ps.Violations, rgv1.ViolationStatus{Reason: r, Topic: "outbox", Partition: ptr(int32(0)),
+				Message: "expires in 1d23h"})
+		}
+		return ps
+	}
+	for _, tc := range []struct {
+		name    string
+		proof   *rgv1.ProofStatus
+		omitted int32
+		want    outcome
+	}{
+		{"headroom below the window", risk(proof.ReasonRecoveryHeadroomShorterThanWindow), 0, outcomeWarned},
+		{"Empty group's offsets expire before the window", risk(proof.ReasonEmptyGroupOffsetsExpireBeforeWindow), 0, outcomeWarned},
+		{"both risks", risk(proof.ReasonRecoveryHeadroomShorterThanWindow, proof.ReasonEmptyGroupOffsetsExpireBeforeWindow), 0, outcomeWarned},
+		{"a risk and a loss", risk(proof.ReasonRecoveryHeadroomShorterThanWindow, proof.ReasonCommittedOffsetExpired), 0, outcomeDenied},
+		{"a risk and omitted violations", risk(proof.ReasonRecoveryHeadroomShorterThanWindow), 3, outcomeDenied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.proof.ViolationsOmitted = tc.omitted
+			d := decide([]policyEval{{Policy: settlePolicy(withEnforcement(rgv1.EnforcementDeny)), Proof: tc.proof}}, "")
+			if d.Outcome != tc.want {
+				t.Fatalf("outcome %s, want %s", d.Outcome, tc.want)
+			}
+			if tc.want != outcomeWarned {
+				return
+			}
+			ws := strings.Join(warnings(&d), "\n")
+			mustContain(t, ws, "is Violated (proof 5e1f00aa) by risks only, nothing lost yet: allowed", "outbox[0]: expires in 1d23h")
+		})
+	}
+
+	// A risk with a consumer clause that fails still refuses: the consumer
+	// settings are the danger, not the rollout.
+	p := settlePolicy(withEnforcement(rgv1.EnforcementDeny), withConsumer("settle", resetEnv, ""))
+	e := policyEval{Policy: p, Proof: risk(proof.ReasonRecoveryHeadroomShorterThanWindow),
+		Consumer: []containerEnv{{Container: "settle", OffsetReset: envValue{Declared: true, Value: "earliest", From: "env"}}}}
+	if d := decide([]policyEval{e}, ""); d.Outcome != outcomeDenied {
+		t.Errorf("a risk with auto.offset.reset=earliest: outcome %s, want denied", d.Outcome)
+	}
+}
