@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -66,6 +67,7 @@ type managerOptions struct {
 	watchNamespaces         []string
 	kubeAPIQPS              float32
 	kubeAPIBurst            int
+	kubeAPITimeout          time.Duration
 	pprofAddr               string
 	// wrapTransport wraps the Kubernetes client's transport (tests).
 	wrapTransport func(http.RoundTripper) http.RoundTripper
@@ -119,6 +121,9 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 			"(docs/scaling.md).")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst,
 		"Requests the manager's Kubernetes client may send in a burst above --kube-api-qps.")
+	fs.DurationVar(&o.kubeAPITimeout, "kube-api-timeout", defaultKubeAPITimeout,
+		"How long one Kubernetes API request may take when its caller set no deadline (watches excepted); "+
+			"each reconcile is bounded by twice this.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",
 		`Address to serve Go's pprof profiles on (/debug/pprof/), e.g. "127.0.0.1:8082"; empty: off. `+
 			"Profiles show internals: bind it to loopback and reach it with kubectl port-forward.")
@@ -157,6 +162,12 @@ func (o *managerOptions) validate() error {
 	}
 	if o.kafkaRequestTimeout <= 0 {
 		return errors.New("--kafka-request-timeout must be positive")
+	}
+	switch {
+	case o.kubeAPITimeout == 0:
+		o.kubeAPITimeout = defaultKubeAPITimeout
+	case o.kubeAPITimeout < 0:
+		return errors.New("--kube-api-timeout must be positive, e.g. 30s")
 	}
 	var namespaces []string
 	for _, ns := range o.watchNamespaces {
@@ -271,6 +282,9 @@ func runManager(ctx context.Context, o *managerOptions) error {
 	if electionID == "" {
 		electionID = leaderElectionID
 	}
+	// No Kubernetes request without a deadline (a hung API server would
+	// hold a worker, a runnable or the start forever).
+	cfg.Wrap(withRequestTimeout(o.kubeAPITimeout))
 	if o.wrapTransport != nil {
 		cfg.Wrap(o.wrapTransport)
 	}
@@ -291,6 +305,9 @@ func runManager(ctx context.Context, o *managerOptions) error {
 		LeaderElectionNamespace:       o.leaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		PprofBindAddress:              o.pprofAddr,
+		// Reconciles never wait on Kafka (the coalescer); what they read
+		// and write in Kubernetes is bounded.
+		Controller: config.Controller{ReconciliationTimeout: 2 * o.kubeAPITimeout},
 		Cache: cache.Options{
 			// Only what decisions read (controllers/cache.go).
 			DefaultTransform: cache.TransformStripManagedFields(),
