@@ -69,7 +69,7 @@ func TestManagerHelpNamesItsFlags(t *testing.T) {
 		"--metrics-bind-address", "--health-probe-bind-address", "--leader-elect", "--leader-election-namespace",
 		"--allowed-bootstrap-servers", "--kafka-request-timeout", "--watch-namespaces", "--kubeconfig",
 		"--zap-log-level", "Empty: every server is allowed",
-		"--kube-api-qps", "--kube-api-burst", "--pprof-bind-address",
+		"--kube-api-qps", "--kube-api-burst", "--kube-api-timeout", "--pprof-bind-address",
 		"--enable-webhook", "--webhook-port", "--webhook-cert-dir", "--webhook-live-check-timeout", "--cert-rotation", "--cert-secret-name",
 	} {
 		if !strings.Contains(stdout.String(), flag) {
