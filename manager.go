@@ -69,8 +69,10 @@ type managerOptions struct {
 	kubeAPIBurst            int
 	kubeAPITimeout          time.Duration
 	pprofAddr               string
-	// wrapTransport wraps the Kubernetes client's transport (tests).
-	wrapTransport func(http.RoundTripper) http.RoundTripper
+	// wrapTransport wraps the Kubernetes client's transport, and
+	// skipNameValidation allows a second manager in one process (tests).
+	wrapTransport      func(http.RoundTripper) http.RoundTripper
+	skipNameValidation bool
 
 	// The admission webhook.
 	webhookEnabled   bool
@@ -307,7 +309,7 @@ func runManager(ctx context.Context, o *managerOptions) error {
 		PprofBindAddress:              o.pprofAddr,
 		// Reconciles never wait on Kafka (the coalescer); what they read
 		// and write in Kubernetes is bounded.
-		Controller: config.Controller{ReconciliationTimeout: 2 * o.kubeAPITimeout},
+		Controller: config.Controller{ReconciliationTimeout: 2 * o.kubeAPITimeout, SkipNameValidation: &o.skipNameValidation},
 		Cache: cache.Options{
 			// Only what decisions read (controllers/cache.go).
 			DefaultTransform: cache.TransformStripManagedFields(),

@@ -254,7 +254,7 @@ func TestManagerReadyOnlyWithTheAdmissionHandler(t *testing.T) {
 		kubeconfig: kubeconfig, metricsAddr: "0", probeAddr: freeAddr(t),
 		kafkaRequestTimeout: 2 * time.Second, kubeAPIQPS: defaultKubeAPIQPS, kubeAPIBurst: defaultKubeAPIBurst,
 		webhookEnabled: true, webhookHost: "127.0.0.1", webhookPort: port, webhookCertDir: certDir,
-		liveCheckTimeout: time.Second, certs: certs.Options{WebhookName: "retention-guard"},
+		liveCheckTimeout: time.Second, certs: certs.Options{WebhookName: "retention-guard"}, skipNameValidation: true,
 		wrapTransport: func(rt http.RoundTripper) http.RoundTripper {
 			return roundTripper(func(req *http.Request) (*http.Response, error) {
 				// The policies' list (a list, or a watch sending the
@@ -298,7 +298,14 @@ func TestManagerReadyOnlyWithTheAdmissionHandler(t *testing.T) {
 		code, _ := httpGet(g, "http://"+o.probeAddr+"/readyz")
 		return code
 	}
-	g.Eventually(held.Load, 60*time.Second, 100*time.Millisecond).Should(BeNumerically(">", 0))
+	g.Eventually(func() int32 {
+		select {
+		case <-exited:
+			t.Fatalf("the manager ended: %v", runErr)
+		default:
+		}
+		return held.Load()
+	}, 60*time.Second, 100*time.Millisecond).Should(BeNumerically(">", 0))
 	g.Eventually(readyz, 60*time.Second, 100*time.Millisecond).Should(BeNumerically(">=", 500)) // answering, not Ready
 	g.Expect(readyz(g)).NotTo(Equal(http.StatusOK), "Ready while the handler's policies are not listed")
 
