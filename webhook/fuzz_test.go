@@ -10,7 +10,11 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/testenv"
 )
 
 // FuzzAdmissionReview feeds the admission handler, as the webhook server
@@ -49,7 +53,11 @@ func FuzzAdmissionReview(f *testing.F) {
 	}
 
 	policy := settlePolicy(withProof(noCommittedOffset(), time.Second))
-	h, _, _ := newTestHandler(f, Options{HandlerTimeout: time.Second}, policy)
+	// No event recorder: a fake one blocks once its buffer is full, and
+	// the fuzzer denies far more rollouts than that.
+	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(policy).
+		WithStatusSubresource(&rgv1.ConsumerRetentionPolicy{}).Build()
+	h := NewHandler(c, nil, Options{HandlerTimeout: time.Second, Clock: func() time.Time { return testNow }})
 	server := &admission.Webhook{Handler: h}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rec := httptest.NewRecorder()
