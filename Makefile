@@ -48,10 +48,27 @@ deps: ## Install what the tests need that Go does not bring (idempotent): kcat, 
 envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBEBUILDER_ASSETS.
 	@dir=$$(hack/build-control-plane.sh); echo "KUBEBUILDER_ASSETS=$$dir"
 
+# The packages whose code runs concurrently (observation passes sharing a
+# cluster's state, the coalescer, the reconcilers, the webhook's handler
+# and readiness wiring, the manager) run under the race detector in
+# test-go: a data race there is Go's fatal "concurrent map read and map
+# write", webhook and reconciler down together. The rest runs without it
+# (the cost: docs/benchmarks.md).
+RACE_GREP := -e '/retention-guard$$' -e '/internal/kafka$$' -e '/controllers$$' -e '/webhook$$'
+
 .PHONY: test-go
-test-go: ## Go tests against the real control plane from envtest-assets (all but the end-to-end ones; the alert tests need promtool: make deps).
+test-go: ## Go tests against the real control plane from envtest-assets (all but the end-to-end ones; the alert tests need promtool: make deps); the concurrent packages with -race.
 	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh); \
-	$(GO) test $(GOTESTFLAGS) -timeout 20m $$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$' -e '/test/release$$' -e '/test/node$$' -e '/test/node/teardown$$' $(REAL_KAFKA_GREP))
+	pkgs=$$($(GO) list ./... | grep -v -e '/test/e2e' -e '/hack/demo$$' -e '/test/release$$' -e '/test/node$$' -e '/test/node/teardown$$' $(REAL_KAFKA_GREP)); \
+	$(GO) test $(GOTESTFLAGS) -timeout 20m -race $$(echo "$$pkgs" | grep $(RACE_GREP)); \
+	$(GO) test $(GOTESTFLAGS) -timeout 20m $$(echo "$$pkgs" | grep -v $(RACE_GREP))
+
+# FUZZTIME bounds make fuzz.
+FUZZTIME ?= 5m
+
+.PHONY: fuzz
+fuzz: ## Fuzz the admission handler with arbitrary AdmissionReview bodies for FUZZTIME (make test runs the seed corpus only).
+	$(GO) test -run '^$$' -fuzz '^FuzzAdmissionReview$$' -fuzztime $(FUZZTIME) ./webhook
 
 # Packages that start real Apache Kafka brokers (JVMs): the harness and
 # everything under test/realkafka.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -65,7 +67,12 @@ type managerOptions struct {
 	watchNamespaces         []string
 	kubeAPIQPS              float32
 	kubeAPIBurst            int
+	kubeAPITimeout          time.Duration
 	pprofAddr               string
+	// wrapTransport wraps the Kubernetes client's transport, and
+	// skipNameValidation allows a second manager in one process (tests).
+	wrapTransport      func(http.RoundTripper) http.RoundTripper
+	skipNameValidation bool
 
 	// The admission webhook.
 	webhookEnabled   bool
@@ -119,6 +126,9 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 			"(docs/scaling.md).")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst,
 		"Requests the manager's Kubernetes client may send in a burst above --kube-api-qps.")
+	fs.DurationVar(&o.kubeAPITimeout, "kube-api-timeout", defaultKubeAPITimeout,
+		"How long one Kubernetes API request may take when its caller set no deadline (watches excepted); "+
+			"each reconcile is bounded by twice this.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",
 		`Address to serve Go's pprof profiles on (/debug/pprof/), e.g. "127.0.0.1:8082"; empty: off. `+
 			"Profiles show internals: bind it to loopback and reach it with kubectl port-forward.")
@@ -157,6 +167,12 @@ func (o *managerOptions) validate() error {
 	}
 	if o.kafkaRequestTimeout <= 0 {
 		return errors.New("--kafka-request-timeout must be positive")
+	}
+	switch {
+	case o.kubeAPITimeout == 0:
+		o.kubeAPITimeout = defaultKubeAPITimeout
+	case o.kubeAPITimeout < 0:
+		return errors.New("--kube-api-timeout must be positive, e.g. 30s")
 	}
 	var namespaces []string
 	for _, ns := range o.watchNamespaces {
@@ -271,6 +287,20 @@ func runManager(ctx context.Context, o *managerOptions) error {
 	if electionID == "" {
 		electionID = leaderElectionID
 	}
+	// No Kubernetes request without a deadline (a hung API server would
+	// hold a worker, a runnable or the start forever).
+	cfg.Wrap(withRequestTimeout(o.kubeAPITimeout))
+	if o.wrapTransport != nil {
+		cfg.Wrap(o.wrapTransport)
+	}
+	// The manager starts the webhook server once something asks for it
+	// (mgr.GetWebhookServer): only after the certificate is in place. The
+	// handler is registered on it before that (setupWebhook).
+	webhookServer := ctrlwebhook.NewServer(ctrlwebhook.Options{
+		Host:    o.webhookHost,
+		Port:    o.webhookPort,
+		CertDir: o.webhookCertDir,
+	})
 	opts := ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
@@ -280,16 +310,15 @@ func runManager(ctx context.Context, o *managerOptions) error {
 		LeaderElectionNamespace:       o.leaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		PprofBindAddress:              o.pprofAddr,
+		// Reconciles never wait on Kafka (the coalescer); what they read
+		// and write in Kubernetes is bounded.
+		Controller: config.Controller{ReconciliationTimeout: 2 * o.kubeAPITimeout, SkipNameValidation: &o.skipNameValidation},
 		Cache: cache.Options{
 			// Only what decisions read (controllers/cache.go).
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject:         controllers.CacheByObject(),
 		},
-		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
-			Host:    o.webhookHost,
-			Port:    o.webhookPort,
-			CertDir: o.webhookCertDir,
-		}),
+		WebhookServer: webhookServer,
 	}
 	heartbeatNS := o.certs.SecretNamespace // --namespace: the manager's
 	if heartbeatNS != "" {
@@ -400,7 +429,7 @@ func runManager(ctx context.Context, o *managerOptions) error {
 		if heartbeatNS != "" {
 			heartbeats = mgr.GetClient()
 		}
-		ready, err := setupWebhook(ctx, mgr, o, &controllers.LiveChecker{Resolver: resolver, Coalescer: coalescer}, heartbeats)
+		ready, err := setupWebhook(ctx, mgr, webhookServer, o, &controllers.LiveChecker{Resolver: resolver, Coalescer: coalescer}, heartbeats)
 		if err != nil {
 			return fmt.Errorf("setting up the webhook: %w", err)
 		}
@@ -409,8 +438,9 @@ func runManager(ctx context.Context, o *managerOptions) error {
 		if err := scope.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the webhook scope: %w", err)
 		}
-		// Ready only once the webhook serves with its certificates.
-		if err := mgr.AddReadyzCheck("webhook", certs.ReadyChecker(ready, mgr)); err != nil {
+		// Ready only once the webhook serves, with its certificates and
+		// its handler's policies.
+		if err := mgr.AddReadyzCheck("webhook", ready); err != nil {
 			return err
 		}
 	} else if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
@@ -425,30 +455,30 @@ func runManager(ctx context.Context, o *managerOptions) error {
 }
 
 // setupWebhook provides the serving certificate (rotated by the manager, or
-// files from cert-manager) and registers the admission handler once the
-// certificate is in place: the webhook server cannot start without it. The
-// returned channel closes when the certificate is ready.
-func setupWebhook(ctx context.Context, mgr ctrl.Manager, o *managerOptions, live webhook.LiveChecker, heartbeats client.Reader) (<-chan struct{}, error) {
-	ready, err := certs.Setup(mgr, o.certs)
+// files from cert-manager) and registers the admission handler on server
+// before the manager starts. The server itself starts only once the
+// certificate is in place (the returned readiness check asks the manager
+// for it then: it cannot start without its files). The check passes once
+// the certificate is ready, the server answers TLS and the handler's
+// policy informer has synced: a replica is never Ready while the webhook
+// path would answer 404 or without its policies.
+func setupWebhook(ctx context.Context, mgr ctrl.Manager, server ctrlwebhook.Server, o *managerOptions, live webhook.LiveChecker, heartbeats client.Reader) (healthz.Checker, error) {
+	certsReady, err := certs.Setup(mgr, o.certs)
 	if err != nil {
 		return nil, err
 	}
 	opts := webhook.Options{LiveCheckTimeout: o.liveCheckTimeout, LiveChecker: live, Namespaces: o.watchNamespaces,
-		Heartbeats: heartbeats}
-	log := ctrl.Log.WithName("webhook")
-	go func() {
-		select {
-		case <-ready:
-		case <-ctx.Done():
-			return
+		Heartbeats: heartbeats, Server: server}
+	synced, err := webhook.Setup(ctx, mgr, opts)
+	if err != nil {
+		return nil, err
+	}
+	serving := certs.ReadyChecker(certsReady, mgr)
+	ctrl.Log.WithName("webhook").Info("admission webhook registered", "path", webhook.Path, "port", o.webhookPort)
+	return func(req *http.Request) error {
+		if err := serving(req); err != nil {
+			return err
 		}
-		if err := webhook.Setup(mgr, opts); err != nil {
-			// Readiness stays false: the replica takes no admission
-			// traffic, and the log says why.
-			log.Error(err, "registering the admission webhook")
-			return
-		}
-		log.Info("serving the admission webhook", "path", webhook.Path, "port", o.webhookPort)
-	}()
-	return ready, nil
+		return synced(req)
+	}, nil
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,9 +24,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/certs"
 	"github.com/retentionguard/retention-guard/internal/cli"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
 	"github.com/retentionguard/retention-guard/internal/testenv"
+	"github.com/retentionguard/retention-guard/webhook"
 )
 
 func TestManagerUsageErrors(t *testing.T) {
@@ -63,7 +69,7 @@ func TestManagerHelpNamesItsFlags(t *testing.T) {
 		"--metrics-bind-address", "--health-probe-bind-address", "--leader-elect", "--leader-election-namespace",
 		"--allowed-bootstrap-servers", "--kafka-request-timeout", "--watch-namespaces", "--kubeconfig",
 		"--zap-log-level", "Empty (the default): none is allowed", "--allowed-cursor-hosts",
-		"--kube-api-qps", "--kube-api-burst", "--pprof-bind-address",
+		"--kube-api-qps", "--kube-api-burst", "--kube-api-timeout", "--pprof-bind-address",
 		"--enable-webhook", "--webhook-port", "--webhook-cert-dir", "--webhook-live-check-timeout", "--cert-rotation", "--cert-secret-name",
 	} {
 		if !strings.Contains(stdout.String(), flag) {
@@ -205,3 +211,121 @@ func TestManagerRunsTheReconciler(t *testing.T) {
 	g.Expect(env.Client.Get(bg, client.ObjectKey{Namespace: "default", Name: leaderElectionID}, lease)).To(Succeed())
 	g.Expect(lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "").To(BeTrue(), "the lease is released on shutdown")
 }
+
+// A replica serving the webhook is Ready only once its admission handler
+// answers with its policies. Before, the handler was registered in a
+// goroutine after the certificate was in place, while readiness checked
+// only the certificate and the server's start: a replica could be Ready
+// and answer 404 on the webhook path (failurePolicy Fail: a refused
+// rollout), and stayed Ready when that registration failed. Now the
+// handler is registered before the manager starts (a failure ends the
+// manager) and readiness also waits for its policy informer. Here the
+// policies' list is held back: no Ready; once it goes through, the first
+// Ready answer comes with the handler on the path, admitting.
+func TestManagerReadyOnlyWithTheAdmissionHandler(t *testing.T) {
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	certDir := filepath.Join(dir, "certs")
+	ca := kafkatest.NewCA(t, "webhook-ca")
+	cert, key := ca.Issue(t, "webhook", "127.0.0.1")
+	for name, data := range map[string][]byte{"kubeconfig": env.KubeConfig, "certs/tls.crt": cert, "certs/tls.key": key} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	webhookAddr := freeAddr(t)
+	_, portText, _ := net.SplitHostPort(webhookAddr)
+	port, _ := strconv.Atoi(portText)
+	var held atomic.Int32
+	o := &managerOptions{
+		kubeconfig: kubeconfig, metricsAddr: "0", probeAddr: freeAddr(t),
+		kafkaRequestTimeout: 2 * time.Second, kubeAPIQPS: defaultKubeAPIQPS, kubeAPIBurst: defaultKubeAPIBurst,
+		webhookEnabled: true, webhookHost: "127.0.0.1", webhookPort: port, webhookCertDir: certDir,
+		liveCheckTimeout: time.Second, certs: certs.Options{WebhookName: "retention-guard"}, skipNameValidation: true,
+		wrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripper(func(req *http.Request) (*http.Response, error) {
+				// The policies' list (a list, or a watch sending the
+				// initial events), held back.
+				if strings.HasSuffix(req.URL.Path, "/consumerretentionpolicies") {
+					held.Add(1)
+					select {
+					case <-release:
+					case <-req.Context().Done():
+						return nil, req.Context().Err()
+					}
+				}
+				return rt.RoundTrip(req)
+			})
+		},
+	}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var runErr error
+	exited := make(chan struct{})
+	go func() { runErr = runManager(ctx, o); close(exited) }()
+	t.Cleanup(func() {
+		unblock()
+		cancel()
+		select {
+		case <-exited:
+		case <-time.After(time.Minute):
+			t.Errorf("the manager did not stop within a minute")
+		}
+	})
+
+	g := NewWithT(t)
+	readyz := func(g Gomega) int {
+		select {
+		case <-exited:
+			t.Fatalf("the manager ended: %v", runErr)
+		default:
+		}
+		code, _ := httpGet(g, "http://"+o.probeAddr+"/readyz")
+		return code
+	}
+	g.Eventually(func() int32 {
+		select {
+		case <-exited:
+			t.Fatalf("the manager ended: %v", runErr)
+		default:
+		}
+		return held.Load()
+	}, 60*time.Second, 100*time.Millisecond).Should(BeNumerically(">", 0))
+	g.Eventually(readyz, 60*time.Second, 100*time.Millisecond).Should(BeNumerically(">=", 500)) // answering, not Ready
+	g.Expect(readyz(g)).NotTo(Equal(http.StatusOK), "Ready while the handler's policies are not listed")
+
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.PEM)
+	tlsClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","kind":{"group":"apps","version":"v1","kind":"Deployment"},` +
+		`"resource":{"group":"apps","version":"v1","resource":"deployments"},"namespace":"default","operation":"CREATE",` +
+		`"object":{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x","namespace":"default"},"spec":{"template":{"metadata":{"labels":{"app":"x"}}}}}}}`
+
+	unblock()
+	g.Eventually(readyz, 60*time.Second, 20*time.Millisecond).Should(Equal(http.StatusOK))
+	resp, err := tlsClient.Post("https://"+webhookAddr+webhook.Path, "application/json", strings.NewReader(review))
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "the first Ready answer: the webhook path is not the handler's: %s", body)
+	g.Expect(string(body)).To(ContainSubstring(`"allowed":true`))
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

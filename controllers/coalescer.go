@@ -422,7 +422,7 @@ func (c *Coalescer) runLive(lk, key, tk string, conn kafka.Connection, target ka
 	delete(c.live, lk)
 	var owners []types.NamespacedName
 	if cs := c.conns[key]; cs != nil && len(obs) == 1 {
-		if ts := cs.targets[tk]; ts != nil {
+		if ts := cs.targets[tk]; ts != nil && (!ts.has || !started.Before(ts.started)) {
 			ts.has, ts.obs, ts.at, ts.started = true, lp.obs, c.opts.now(), started
 			for o, otk := range cs.owners {
 				if otk == tk {
@@ -557,7 +557,10 @@ func (c *Coalescer) runPass(cs *connState, p *observationPass, keys []string, ta
 	done := c.opts.now()
 	if len(results) == len(keys) {
 		for i, tk := range keys {
-			if ts := cs.targets[tk]; ts != nil {
+			// A live check that began after this pass may have ended
+			// first: the cache keeps the observation that began last,
+			// never moving back in time.
+			if ts := cs.targets[tk]; ts != nil && (!ts.has || !p.started.Before(ts.started)) {
 				ts.has, ts.obs, ts.at, ts.started = true, results[i], done, p.started
 			}
 		}

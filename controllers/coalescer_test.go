@@ -340,3 +340,74 @@ func TestCoalescerConnectionsShareThePoliciesPass(t *testing.T) {
 	c.UnregisterCluster(audit)
 	g.Eventually(f.forgottenKeys).Should(ContainElement(plainConn.Key()))
 }
+
+// orderedObserver holds each pass until the test releases it, one by one,
+// so passes can end in another order than they began. Each observation is
+// dated when its pass began, as kafka.Observer dates them.
+type orderedObserver struct {
+	mu      sync.Mutex
+	release []chan struct{}
+	started chan int
+}
+
+func (f *orderedObserver) ObserveCluster(ctx context.Context, _ kafka.Connection, req kafka.ClusterRequest) kafka.ClusterObservation {
+	at := time.Now()
+	ch := make(chan struct{})
+	f.mu.Lock()
+	f.release = append(f.release, ch)
+	i := len(f.release) - 1
+	f.mu.Unlock()
+	f.started <- i
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+	co := kafka.ClusterObservation{ObservedAt: at, Brokers: []int32{1}}
+	for _, t := range req.Targets {
+		co.Observations = append(co.Observations, proof.Observation{ObservedAt: at, Group: proof.GroupObservation{ID: t.Group}})
+	}
+	return co
+}
+
+func (f *orderedObserver) Forget(kafka.Connection) {}
+
+func (f *orderedObserver) done(i int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.release[i])
+}
+
+// A live check at a start (ObserveNow) runs beside the periodic pass and
+// can end first. The periodic pass, begun earlier, then overwrote the
+// newer live observation: the cached observation moved back in time, and
+// what the webhook saw last was replaced by older facts. The cache keeps
+// the observation that began last.
+func TestCoalescerKeepsTheNewerObservation(t *testing.T) {
+	g := NewWithT(t)
+	f := &orderedObserver{started: make(chan int, 10)}
+	c := NewCoalescer(f, CoalescerOptions{Linger: 20 * time.Millisecond})
+	n := &notifications{count: make(map[types.NamespacedName]int)}
+	c.SetNotify(n.add)
+	t.Cleanup(c.Close)
+
+	c.Request(owner(1), plainConn, target(1), time.Minute)
+	g.Eventually(f.started).Should(Receive(Equal(0)))
+	time.Sleep(5 * time.Millisecond) // the live pass begins strictly later
+	live := make(chan proof.Observation, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		obs, _ := c.ObserveNow(ctx, plainConn, target(1))
+		live <- obs
+	}()
+	g.Eventually(f.started).Should(Receive(Equal(1)))
+	f.done(1)
+	var liveObs proof.Observation
+	g.Eventually(live).Should(Receive(&liveObs))
+	f.done(0)
+	g.Eventually(func() int { return n.of(owner(1)) }).Should(Equal(2), "the live pass and the periodic pass both notify")
+
+	obs, _, fresh := c.Request(owner(1), plainConn, target(1), time.Minute)
+	g.Expect(fresh).To(BeTrue())
+	g.Expect(obs.ObservedAt).To(Equal(liveObs.ObservedAt), "the cached observation is the one that began last (the live check's)")
+}

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
@@ -373,11 +374,17 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 		Now:        r.now(),
 	}
 	pending := pendingRecheck(policy.Annotations, policy.Status.LastHandledRequestedAt)
-	conn, err := r.Resolver.Resolve(ctx, policy)
-	var problem *SpecProblem
+	var (
+		conn    kafka.Connection
+		err     error
+		problem = selectorProblem(policy)
+	)
+	if problem == nil {
+		conn, err = r.Resolver.Resolve(ctx, policy)
+	}
 	interval := r.interval(policy)
 	switch {
-	case errors.As(err, &problem):
+	case problem != nil || errors.As(err, &problem):
 		// Nothing to observe until a person fixes it; Secret, connection,
 		// namespace and policy watches bring the policy back.
 		r.Coalescer.Unregister(key)

@@ -280,3 +280,50 @@ func TestSlowCursorDatabaseHoldsBackNoNeighbour(t *testing.T) {
 	g.Expect(gaveUp.Load()).To(BeNumerically(">", 0), "the manager gave up on the silent database")
 	h.stop()
 }
+
+// A policy that names its connection (spec.kafka.connectionRef) keeps its
+// cursor's Secret in its own namespace all the same: creating or rotating
+// that Secret takes effect at once, not at the next check interval (an
+// hour here). The Secret was indexed only for inline connections. The
+// reasons the policy is Stalled with show it: first the missing Secret,
+// then the host the new Secret's connection string names, which the
+// manager does not allow (no database needed).
+func TestConnectionRefPolicyCursorSecretWatched(t *testing.T) {
+	c := kafkatest.NewCluster(t)
+	settleTask(t, c)
+	h := startManager(t, harnessOptions{cursorHosts: []string{"127.0.0.1:*"}, interval: time.Hour})
+	kc := &rgv1.KafkaConnection{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "kafka"},
+		Spec: rgv1.KafkaConnectionSpec{BootstrapServers: c.Addrs}}
+	g := NewWithT(t)
+	g.Expect(env.Client.Create(testCtx(t), kc)).To(Succeed())
+	p := &rgv1.ConsumerRetentionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "settle", Namespace: h.ns},
+		Spec: rgv1.ConsumerRetentionPolicySpec{
+			GroupID: "ledger-settle-consumer", Topics: []string{"settle-task"},
+			RecoveryWindow: metav1.Duration{Duration: 72 * time.Hour},
+			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": "settle"}},
+			CheckInterval:  &metav1.Duration{Duration: time.Hour},
+			Kafka:          rgv1.PolicyKafka{ConnectionRef: &rgv1.ConnectionReference{Kind: rgv1.KindKafkaConnection, Name: "kafka"}},
+			Cursor: &rgv1.CursorSpec{ResumeFrom: rgv1.ResumeFromCursor, SQL: rgv1.CursorSQL{
+				Driver: rgv1.CursorDriverPostgres, SecretRef: rgv1.SecretKeyReference{Name: "settle-cursor", Key: "dsn"}}},
+		},
+	}
+	g.Expect(env.Client.Create(testCtx(t), p)).To(Succeed())
+	stalledReason := func(g Gomega) string {
+		if s := condition(getPolicy(g, h.ns, "settle").Status, ConditionStalled); s != nil && s.Status == metav1.ConditionTrue {
+			return s.Reason
+		}
+		return ""
+	}
+	g.Eventually(stalledReason, eventually, poll).Should(Equal(ReasonSecretNotFound))
+	// Observed once: the next pass is an hour away.
+	g.Eventually(func(g Gomega) metav1.ConditionStatus {
+		if c := condition(getPolicy(g, h.ns, "settle").Status, proof.ClauseKafkaReachable); c != nil {
+			return c.Status
+		}
+		return ""
+	}, eventually, poll).Should(Equal(metav1.ConditionTrue))
+
+	createSecret(t, h.ns, "settle-cursor", map[string]string{"dsn": "postgres://guard@db.elsewhere.example:5432/settlement"})
+	g.Eventually(stalledReason, eventually, poll).Should(Equal(ReasonDatabaseHostNotAllowed))
+}

@@ -13,8 +13,9 @@ import (
 // Field indexes on the manager's cache, so a watch event finds what it
 // concerns without listing everything.
 const (
-	// secretRefIndex indexes policies by the Secrets their inline
-	// connection references.
+	// secretRefIndex indexes policies by the Secrets they reference in
+	// their own namespace: the inline connection's, and the cursor's (a
+	// policy naming a connection keeps its cursor Secret all the same).
 	secretRefIndex = ".spec.kafka.secretRefs"
 	// connectionRefIndex indexes policies by the connection they name
 	// (connectionKey).
@@ -47,8 +48,16 @@ func policyConnectionKey(p *rgv1.ConsumerRetentionPolicy) string {
 func setupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &rgv1.ConsumerRetentionPolicy{}, secretRefIndex, func(o client.Object) []string {
-		if p, ok := o.(*rgv1.ConsumerRetentionPolicy); ok && p.Spec.Kafka.ConnectionRef == nil {
+		p, ok := o.(*rgv1.ConsumerRetentionPolicy)
+		switch {
+		case !ok:
+			return nil
+		case p.Spec.Kafka.ConnectionRef == nil:
 			return secretRefs(p)
+		case p.Spec.Cursor != nil && p.Spec.Cursor.SQL.SecretRef.Name != "":
+			// The connection's Secrets are the connection's: indexed by
+			// connectionSecretIndex.
+			return []string{p.Spec.Cursor.SQL.SecretRef.Name}
 		}
 		return nil
 	}); err != nil {

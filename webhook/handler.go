@@ -49,6 +49,11 @@ var _ admission.Handler = (*Handler)(nil)
 
 // Handle answers one admission request.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.UID == "" || req.Operation == "" || req.Resource.Resource == "" {
+		// No API server sends this (a body without a request decodes to
+		// an empty one): refused, never read as "not a rollout".
+		return admission.Denied("retention-guard: not an admission request (the AdmissionReview has no request uid, operation or resource)")
+	}
 	start := time.Now()
 	kind := workloadKind(req.Resource.Group, req.Resource.Resource)
 	resp, oc := h.handle(ctx, req, kind)

@@ -80,7 +80,7 @@ func (f *fixedLive) Check(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) 
 	return f.fn(ctx, p)
 }
 
-func newTestHandler(t *testing.T, opts Options, objs ...client.Object) (*Handler, *events.FakeRecorder, *atomic.Int32) {
+func newTestHandler(t testing.TB, opts Options, objs ...client.Object) (*Handler, *events.FakeRecorder, *atomic.Int32) {
 	t.Helper()
 	var lists atomic.Int32
 	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(objs...).

@@ -2,13 +2,16 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
@@ -63,6 +66,9 @@ const (
 	// DefaultLiveCheckTimeout bounds one live re-check
 	// (--webhook-live-check-timeout).
 	DefaultLiveCheckTimeout = 3 * time.Second
+	// setupTimeout bounds Setup's wait for the policy informer (it does
+	// not wait before the manager starts).
+	setupTimeout = 30 * time.Second
 	// EventSource is the reporting controller of the webhook's events.
 	EventSource = "retention-guard-webhook"
 )
@@ -100,6 +106,12 @@ type Options struct {
 	// manager's cache, holding only those). nil: a status proof is fresh
 	// by its checkedAt alone.
 	Heartbeats client.Reader
+	// Server is the webhook server Setup registers the handler on; nil:
+	// the manager's (mgr.GetWebhookServer, which adds the server to the
+	// manager at once: it then starts with the manager, and fails to
+	// without its certificate files). Give the server the manager was
+	// built with, to register before the certificate is in place.
+	Server webhook.Server
 	// Namespaces are the namespaces the policy cache holds, when the
 	// manager watches only some (--watch-namespaces); empty: all. A
 	// rollout elsewhere is not guarded — no policy there is reconciled or
@@ -128,14 +140,19 @@ func (o Options) withDefaults(reader client.Reader) Options {
 	return o
 }
 
-// Setup registers the validating handler at Path on the manager's webhook
-// server. Policies are read from the manager's informer cache, listed by
-// namespace through the informer's built-in namespace index (so a request
-// costs O(policies in its namespace)); no other index is needed. The policy
-// informer is created here so it starts and syncs with the manager, and its
-// delete events drop parsed selectors. The metrics are registered on
-// controller-runtime's registry when the package loads.
-func Setup(mgr ctrl.Manager, opts Options) error {
+// Setup registers the validating handler at Path on the webhook server
+// (Options.Server) and returns the handler's readiness check: failing until
+// the policy informer has synced, so a replica never takes admission
+// traffic it would answer without its policies. Call it before the manager
+// starts: the handler is then in place before the server serves, so the
+// path never answers 404. Policies are read from the manager's informer
+// cache, listed by namespace through the informer's built-in namespace
+// index (so a request costs O(policies in its namespace)); no other index
+// is needed. The policy informer is created here so it starts and syncs
+// with the manager, and its delete events drop parsed selectors. The
+// metrics are registered on controller-runtime's registry when the package
+// loads.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (healthz.Checker, error) {
 	if opts.ConfigMapReader == nil {
 		opts.ConfigMapReader = mgr.GetAPIReader()
 	}
@@ -143,16 +160,31 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		opts.WorkloadReader = mgr.GetAPIReader()
 	}
 	h := NewHandler(mgr.GetCache(), mgr.GetEventRecorder(EventSource), opts)
-	inf, err := mgr.GetCache().GetInformer(context.Background(), &rgv1.ConsumerRetentionPolicy{})
+	// Before the manager starts, GetInformer creates the informer and
+	// returns; after, it waits for the sync: bounded either way.
+	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	inf, err := mgr.GetCache().GetInformer(ctx, &rgv1.ConsumerRetentionPolicy{})
 	if err != nil {
-		return fmt.Errorf("webhook: informer for ConsumerRetentionPolicies: %w", err)
+		return nil, fmt.Errorf("webhook: informer for ConsumerRetentionPolicies: %w", err)
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: h.forgetPolicy}); err != nil {
-		return fmt.Errorf("webhook: watching ConsumerRetentionPolicy deletions: %w", err)
+		return nil, fmt.Errorf("webhook: watching ConsumerRetentionPolicy deletions: %w", err)
 	}
-	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: h})
-	return nil
+	server := opts.Server
+	if server == nil {
+		server = mgr.GetWebhookServer()
+	}
+	server.Register(Path, &webhook.Admission{Handler: h})
+	return func(*http.Request) error {
+		if !inf.HasSynced() {
+			return errNotSynced
+		}
+		return nil
+	}, nil
 }
+
+var errNotSynced = errors.New("the admission handler's policy cache has not synced yet")
 
 // NewHandler returns the admission handler reading policies from reader
 // (an informer cache in production: it is listed per request) and

@@ -108,7 +108,7 @@ func newSuite() (*suiteEnv, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	if err := Setup(mgr, Options{LiveChecker: s.live, LiveCheckTimeout: liveTimeout, Heartbeats: mgr.GetClient()}); err != nil {
+	if _, err := Setup(context.Background(), mgr, Options{LiveChecker: s.live, LiveCheckTimeout: liveTimeout, Heartbeats: mgr.GetClient()}); err != nil {
 		_ = env.Stop()
 		return nil, err
 	}

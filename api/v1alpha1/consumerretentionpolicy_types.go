@@ -107,8 +107,17 @@ type ConsumerRetentionPolicySpec struct {
 	// selector matches the pod template labels of the Deployments and
 	// StatefulSets that consume as this group. Their rollouts are refused
 	// (or warned about, see enforcement) while the proof fails.
+	// An operator Kubernetes does not know (they are case-sensitive: In,
+	// NotIn, Exists, DoesNotExist), In or NotIn without values, and Exists
+	// or DoesNotExist with values are refused: such a selector matches no
+	// workload, and the policy would guard nothing. Keys and values that
+	// are no label keys or values make the policy Stalled, reason
+	// InvalidSelector (CEL cannot check them within the API server's cost
+	// budget: metav1.LabelSelector declares no maxItems or maxLength).
 	// +required
 	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="spec.selector must select the consumer's pods: set matchLabels or matchExpressions (an empty selector would match every workload in the namespace)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="spec.selector.matchExpressions: operator must be In, NotIn, Exists or DoesNotExist (case-sensitive): any other selects no workload"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn'] ? (has(e.values) && size(e.values) > 0) : (!has(e.values) || size(e.values) == 0))",message="spec.selector.matchExpressions: In and NotIn need at least one value, Exists and DoesNotExist take none"
 	Selector metav1.LabelSelector `json:"selector"`
 
 	// enforcement is what the admission webhook does with a rollout of a

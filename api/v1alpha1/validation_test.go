@@ -222,6 +222,17 @@ func TestInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
 		{"invalid topic name", func(s map[string]any) { s["topics"] = []any{"settle task"} }, "spec.topics[0]", ""},
 		{"missing selector", func(s map[string]any) { delete(s, "selector") }, "spec.selector", "Required"},
 		{"empty selector", func(s map[string]any) { s["selector"] = map[string]any{} }, "spec.selector", "matchLabels"},
+		// A selector that does not parse matches no workload: the policy
+		// would read Ready while the webhook guards nothing.
+		{"selector operator in lower case", func(s map[string]any) {
+			s["selector"] = map[string]any{"matchExpressions": []any{map[string]any{"key": "app", "operator": "in", "values": []any{"settle"}}}}
+		}, "spec.selector", "operator must be In, NotIn, Exists or DoesNotExist"},
+		{"selector In without values", func(s map[string]any) {
+			s["selector"] = map[string]any{"matchExpressions": []any{map[string]any{"key": "app", "operator": "In"}}}
+		}, "spec.selector", "In and NotIn need at least one value"},
+		{"selector Exists with values", func(s map[string]any) {
+			s["selector"] = map[string]any{"matchExpressions": []any{map[string]any{"key": "app", "operator": "Exists", "values": []any{"settle"}}}}
+		}, "spec.selector", "Exists and DoesNotExist take none"},
 		{"missing group", func(s map[string]any) { delete(s, "groupID") }, "spec.groupID", "Required"},
 		{"unknown enforcement", func(s map[string]any) { s["enforcement"] = "Block" }, "spec.enforcement", "Deny"},
 		{"consumer without offsetResetEnv", func(s map[string]any) { s["consumer"] = map[string]any{"container": "app"} }, "spec.consumer.offsetResetEnv", "Required"},
@@ -442,6 +453,39 @@ func TestConnectionValidation(t *testing.T) {
 		err := create(tc.kind, tc.name, tc.spec)
 		if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %s: want Invalid saying %q, got %v", tc.kind, tc.name, tc.want, err)
+		}
+	}
+}
+
+// Selectors Kubernetes parses are accepted: every operator, prefixed keys,
+// empty values, several expressions.
+func TestValidSelectorsAreAccepted(t *testing.T) {
+	ns := namespace(t, "selectors")
+	for i, sel := range []map[string]any{
+		{"matchLabels": map[string]any{"app.kubernetes.io/name": "settle", "tier": ""}},
+		{"matchExpressions": []any{
+			map[string]any{"key": "app", "operator": "In", "values": []any{"settle", "settle-v2"}},
+			map[string]any{"key": "example.com/track", "operator": "NotIn", "values": []any{"canary"}},
+			map[string]any{"key": "consumer", "operator": "Exists"},
+			map[string]any{"key": "paused", "operator": "DoesNotExist", "values": []any{}},
+		}},
+		{"matchLabels": map[string]any{"app": strings.Repeat("s", 63)}},
+	} {
+		spec := validSpec()
+		spec["selector"] = sel
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": rgv1.GroupVersion.String(), "kind": "ConsumerRetentionPolicy",
+			"metadata": map[string]any{"name": fmt.Sprintf("selector-%d", i), "namespace": ns}, "spec": spec,
+		}}
+		if err := env.Client.Create(ctx(t), u); err != nil {
+			t.Errorf("selector %v refused: %v", sel, err)
+		}
+		parsed := metav1.LabelSelector{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sel, &parsed); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := metav1.LabelSelectorAsSelector(&parsed); err != nil {
+			t.Errorf("selector %v: accepted by the CRD, but Kubernetes cannot parse it: %v", sel, err)
 		}
 	}
 }

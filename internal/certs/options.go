@@ -10,19 +10,13 @@
 // Setup only waits for the certificate files to appear.
 //
 // How the manager uses it (the webhook server refuses to start without its
-// certificate files, so the handler is registered only once they exist):
+// certificate files: it is built apart and the manager starts it only once
+// ReadyChecker asks for it, after ready closed; the handler is registered
+// on it before that):
 //
 //	ready, err := certs.Setup(mgr, certOpts)
-//	...
-//	mgr.AddReadyzCheck("webhook", certs.ReadyChecker(ready, mgr))
-//	go func() {
-//		select {
-//		case <-ready:
-//			// registers the handler: the webhook server starts now
-//			_ = webhook.Setup(mgr, ...)
-//		case <-ctx.Done():
-//		}
-//	}()
+//	synced, err := webhook.Setup(ctx, mgr, webhook.Options{Server: server, ...})
+//	mgr.AddReadyzCheck("webhook", certs.ReadyChecker(ready, mgr) and then synced)
 package certs
 
 import (

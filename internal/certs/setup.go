@@ -18,9 +18,10 @@ const rotatorName = "retention-guard-cert-rotator"
 // Setup adds what provides the webhook's serving certificate to mgr. The
 // returned channel closes once the certificate files are in o.CertDir and,
 // with rotation on, the CA is injected into the webhook configuration.
-// Register the webhook handler only after it closes (the webhook server
-// fails to start without its files), and gate readiness on it with
-// ReadyChecker. Every replica runs it (no leader election): each one serves
+// The webhook server fails to start without its files: do not hand it to
+// the manager (mgr.GetWebhookServer) before the channel closes — register
+// the handler on the server the manager was built with — and gate
+// readiness on it with ReadyChecker, which hands the server over then. Every replica runs it (no leader election): each one serves
 // the webhook and needs the files.
 func Setup(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 	if err := o.Validate(); err != nil {

@@ -27,6 +27,14 @@ import (
 // both stay zero (unknown): a one-shot observation (the CLI, a fresh
 // Observer, an operator that just restarted) cannot know them and says so.
 //
+// Passes on one cluster overlap (a live check at a start beside the
+// periodic pass) and record in the order they end, not the order they
+// began; now is when a pass began. Facts older than what the memory holds
+// for a state or an offset are not folded in (they would read as a
+// transition after the newer observation: a bound that errs late), and an
+// older pass gets no commit bound for an offset the memory no longer
+// holds.
+//
 // Memory is keyed by the cluster (its sorted bootstrap servers, not the
 // credentials: rotating a password must not forget a group's history) and
 // the group. Entries not observed for memoryTTL are dropped.
@@ -102,9 +110,11 @@ func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.T
 		e = &groupEntry{partitions: make(map[topicPartition]partitionEntry)}
 		m.groups[k] = e
 	}
-	e.lastSeen = now
+	if now.After(e.lastSeen) {
+		e.lastSeen = now
+	}
 
-	if facts.stateKnown {
+	if facts.stateKnown && !now.Before(e.stateSeenAt) {
 		switch {
 		case facts.state != proof.GroupStateEmpty:
 			e.emptySince = time.Time{}
@@ -122,6 +132,8 @@ func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.T
 	for tp, c := range facts.committed {
 		pe, ok := e.partitions[tp]
 		switch {
+		case ok && now.Before(pe.lastSeen):
+			continue // older than what was seen: not folded
 		case !ok || now.Sub(pe.lastSeen) > memoryTTL:
 			pe = partitionEntry{committed: c} // first sight: unknown
 		case pe.committed != c:
@@ -137,6 +149,9 @@ func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.T
 		e.partitions[tp] = pe
 	}
 	for tp, pe := range e.partitions {
+		if c, read := facts.committed[tp]; read && c != pe.committed {
+			continue // an older pass's offset: the bound is another's
+		}
 		if !pe.committedAfter.IsZero() {
 			recall.committedAfter[tp] = pe.committedAfter
 		}

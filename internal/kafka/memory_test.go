@@ -100,3 +100,39 @@ func TestGroupMemorySweep(t *testing.T) {
 		t.Errorf("swept again after 29 minutes (at %v)", m.prunedAt)
 	}
 }
+
+// Passes on one cluster overlap (a live check at a start beside the
+// periodic pass): one that started earlier can record after one that
+// started later. Its facts are older than what the memory holds; folding
+// them in read the older offset as a new commit "after" the later pass,
+// a bound later than the real commit (optimistic: the offsets' expiry
+// estimated late, seed 003), and the next pass read the offset it had
+// seen already as another commit. Older facts are not folded, and the
+// older pass gets no bound for an offset the memory no longer holds.
+func TestGroupMemoryOutOfOrderPasses(t *testing.T) {
+	var m groupMemory
+	t0 := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+	tp := topicPartition{"orders", 0}
+	pass := func(at time.Duration, state string, committed int64) groupRecall {
+		return m.record("k0:9092", "billing", groupFacts{
+			stateKnown: state != "",
+			state:      state,
+			committed:  map[topicPartition]int64{tp: committed},
+		}, t0.Add(at))
+	}
+	pass(0, proof.GroupStateStable, 5)
+	if r := pass(2*time.Minute, proof.GroupStateEmpty, 7); !r.committedAfter[tp].Equal(t0) || !r.emptySince.Equal(t0) {
+		t.Fatalf("new commit, became Empty: %+v, want both after %v", r, t0)
+	}
+	// A pass that started at +1m, before the group committed 7, records now.
+	if r := pass(time.Minute, proof.GroupStateStable, 5); r.committedAfter[tp].After(t0) {
+		t.Errorf("older pass: offset 5 committed after %v, want no bound past %v (5 was committed before it)", r.committedAfter[tp], t0)
+	}
+	r := pass(3*time.Minute, proof.GroupStateEmpty, 7)
+	if !r.committedAfter[tp].Equal(t0) {
+		t.Errorf("after the older pass: offset 7 committed after %v, want %v (the last pass that saw 5 before 7)", r.committedAfter[tp], t0)
+	}
+	if !r.emptySince.Equal(t0) {
+		t.Errorf("after the older pass: Empty since %v, want %v", r.emptySince, t0)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -34,11 +35,20 @@ import (
 // reads the partitions of the groups that ask, from the log start, and then
 // only what was appended since, pass after pass: per cluster it keeps the
 // next offset to read and, for the groups asked, the latest commit record
-// per partition and the latest group metadata. A pass that does not catch
-// up with the partition's last stable offset (read_committed: transactional
-// commits count once committed) within its deadline reports no exact times
-// (the proof bounds them instead) and goes on from there next time. A group
-// asked for the first time rewinds its partition to the log start.
+// per partition and the latest group metadata. It reads read_committed
+// (transactional commits count once committed), so it can read no further
+// than the partition's last stable offset: an open transaction there
+// (TxnOffsetCommit of an exactly-once producer) holds back every later
+// commit of every group of the partition. A time is exact only when the
+// reader reached the high watermark. A pass that does not (an open
+// transaction, a deadline, a batch it cannot decode) reports no exact
+// times (the proof bounds them instead) and goes on from there next time.
+// A group asked for the first time rewinds its partition to the log start.
+//
+// What was read is shared by every pass on the cluster (a live check at a
+// start runs beside the periodic pass; connections differing only in
+// credentials share it): a result holds copies made under the cluster's
+// lock, never the maps a later pass writes.
 
 const offsetsTopicName = "__consumer_offsets"
 
@@ -240,7 +250,9 @@ func (p *pass) readOffsetsTopicFor(ctx context.Context, groups []string) offsets
 	for pt, gs := range byPartition {
 		lp := cl.partitions[pt]
 		for _, g := range gs {
-			res.commits[g] = lp.commits[g]
+			// A copy: the live map is written by the next pass, while
+			// this result is still being read (exactTimes).
+			res.commits[g] = maps.Clone(lp.commits[g])
 			if m, ok := lp.meta[g]; ok {
 				res.meta[g] = m
 			}
@@ -265,10 +277,15 @@ func (lp *offsetsLogPartition) reset(groups []string) {
 }
 
 // catchUp fetches the partitions led by leader until each reaches the last
-// stable offset the first answer gave, or the context ends. It returns why
-// it could not.
+// stable offset the first answer gave, or the context ends, and checks that
+// the last answer's last stable offset was its high watermark (no open
+// transaction held the reader back). It returns why it could not.
 func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, pts []int32, cl *clusterOffsetsLog) string {
 	goal := make(map[int32]int64)
+	// Per partition, the last answer's high watermark and last stable
+	// offset.
+	type ends struct{ highWatermark, lastStable int64 }
+	last := make(map[int32]ends)
 	for _, pt := range pts {
 		if cl.partitions[pt].next < 0 {
 			start, problem := p.offsetsLogStart(ctx, pt)
@@ -296,7 +313,10 @@ func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, pts 
 			ft.Partitions = append(ft.Partitions, fp)
 		}
 		if len(ft.Partitions) == 0 {
-			return ""
+			return openTransaction(pts, cl, func(pt int32) (int64, int64, bool) {
+				e, ok := last[pt]
+				return e.highWatermark, e.lastStable, ok
+			})
 		}
 		if err := ctx.Err(); err != nil {
 			return fmt.Sprintf("%s not read to its end before the deadline (%d partitions left); the next observation goes on",
@@ -332,13 +352,23 @@ func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, pts 
 				case rp.ErrorCode != 0:
 					return offsetsTopicDenied(kerr.ErrorForCode(rp.ErrorCode), "Fetch")
 				}
-				if _, ok := goal[rp.Partition]; !ok {
-					goal[rp.Partition] = rp.LastStableOffset
-					if rp.LastStableOffset < 0 {
-						goal[rp.Partition] = rp.HighWatermark
-					}
+				lastStable := rp.LastStableOffset
+				if lastStable < 0 { // Fetch before v4: no transactions
+					lastStable = rp.HighWatermark
 				}
-				if next := lp.apply(rp); next > lp.next {
+				last[rp.Partition] = ends{rp.HighWatermark, lastStable}
+				if _, ok := goal[rp.Partition]; !ok {
+					goal[rp.Partition] = lastStable
+				}
+				next, err := lp.apply(rp)
+				if err != nil {
+					// A batch that cannot be decoded (CRC, compression) may
+					// hold the latest commit: skipping it would leave an
+					// older commit time read as exact.
+					return fmt.Sprintf("%s partition %d at offset %d: the records cannot be decoded (%v)",
+						offsetsTopicName, rp.Partition, lp.next, err)
+				}
+				if next > lp.next {
 					lp.next = next
 					progressed = true
 				}
@@ -353,9 +383,30 @@ func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, pts 
 						offsetsTopicName, pt, cl.partitions[pt].next, g)
 				}
 			}
-			return ""
+			return openTransaction(pts, cl, func(pt int32) (int64, int64, bool) {
+				e, ok := last[pt]
+				return e.highWatermark, e.lastStable, ok
+			})
 		}
 	}
+}
+
+// openTransaction tells why a partition read to its last stable offset is
+// still not read to its end: an open transaction holds the last stable
+// offset below the high watermark, and read_committed serves nothing past
+// it, so commits written after the transaction began (of any group of the
+// partition) are unread, and a re-commit of the same offset would be
+// judged on the older commit's time. Empty when every partition was read to
+// its high watermark.
+func openTransaction(pts []int32, cl *clusterOffsetsLog, ends func(int32) (highWatermark, lastStable int64, ok bool)) string {
+	for _, pt := range pts {
+		hw, ls, ok := ends(pt)
+		if ok && ls < hw && cl.partitions[pt].next < hw {
+			return fmt.Sprintf("%s partition %d: an open transaction holds its last stable offset at %d, below its high watermark %d; the commits after it are unread until the transaction ends",
+				offsetsTopicName, pt, ls, hw)
+		}
+	}
+	return ""
 }
 
 func groupsOf(lp *offsetsLogPartition) []string {
@@ -404,14 +455,18 @@ func offsetsTopicDenied(err error, api string) string {
 
 // apply folds a fetched partition into what was read and returns the next
 // offset to read: past the last whole batch (control batches and aborted
-// transactions included).
-func (lp *offsetsLogPartition) apply(rp *kmsg.FetchResponseTopicPartition) int64 {
+// transactions included). A batch it cannot decode is an error, and
+// nothing of the answer is folded: the next pass reads it again.
+func (lp *offsetsLogPartition) apply(rp *kmsg.FetchResponseTopicPartition) (int64, error) {
 	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 		Offset:         lp.next,
 		Topic:          offsetsTopicName,
 		Partition:      rp.Partition,
 		IsolationLevel: kgo.ReadCommitted(),
 	}, rp, kgo.DefaultDecompressor(), nil)
+	if fp.Err != nil {
+		return lp.next, fp.Err
+	}
 	for _, r := range fp.Records {
 		lp.applyRecord(r.Key, r.Value)
 	}
@@ -427,7 +482,7 @@ func (lp *offsetsLogPartition) apply(rp *kmsg.FetchResponseTopicPartition) int64
 		next = max(next, last+1)
 		raw = raw[12+length:]
 	}
-	return next
+	return next, nil
 }
 
 // applyRecord folds one record of __consumer_offsets, for the groups read.
