@@ -1,0 +1,163 @@
+package oracle
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// JavaConsumerEnv names the folder hack/build-kafka.sh assembles the Java
+// consumer into (classes/ and libs/).
+const JavaConsumerEnv = "RETENTION_GUARD_JAVA_CONSUMER"
+
+// consumerCommand is how a restarted consumer is run: the Java consumer
+// (kafka-clients) from JavaConsumerEnv.
+type consumerCommand struct {
+	name string
+	args []string
+}
+
+func javaConsumer() (consumerCommand, error) {
+	dir := os.Getenv(JavaConsumerEnv)
+	if dir == "" {
+		return consumerCommand{}, fmt.Errorf("%s is not set: the oracle restarts consumers with the Java consumer; run with `make test-kafka` or export $(hack/build-kafka.sh) first", JavaConsumerEnv)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "classes", "io", "retentionguard", "test", "Consumer.class")); err != nil {
+		return consumerCommand{}, fmt.Errorf("%s=%s holds no compiled Consumer (%v): run hack/build-kafka.sh", JavaConsumerEnv, dir, err)
+	}
+	return consumerCommand{name: "java", args: []string{
+		"-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-cp", filepath.Join(dir, "classes") + string(os.PathListSeparator) + filepath.Join(dir, "libs") + "/*",
+		"io.retentionguard.test.Consumer",
+	}}, nil
+}
+
+// consumerLine is one JSON line of the consumer's log (the fields the
+// oracle reads).
+type consumerLine struct {
+	Msg        string `json:"msg"`
+	Topic      string `json:"topic"`
+	Partition  int32  `json:"partition"`
+	Committed  *int64 `json:"committed"`
+	Offset     *int64 `json:"offset"`
+	Reset      bool   `json:"reset"`
+	ResetCause string `json:"resetCause"`
+	First      int64  `json:"first"`
+	Last       int64  `json:"last"`
+	Count      int64  `json:"count"`
+	From       int64  `json:"from"`
+	To         int64  `json:"to"`
+	Error      string `json:"error"`
+}
+
+// consumerRun is what one run of the consumer did.
+type consumerRun struct {
+	exitCode int
+	lines    []consumerLine
+	stdout   string
+	stderr   string
+}
+
+// run starts the consumer with env, waits for it to exit (it exits once
+// idle: CONSUMER_EXIT_AFTER_IDLE) and parses its log.
+func (c consumerCommand) run(ctx context.Context, env map[string]string) (consumerRun, error) {
+	cmd := exec.CommandContext(ctx, c.name, c.args...)
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	r := consumerRun{stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.exitCode = ee.ExitCode()
+	case err != nil:
+		return r, fmt.Errorf("running the consumer: %w", err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(r.stdout))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var l consumerLine
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			continue
+		}
+		r.lines = append(r.lines, l)
+	}
+	return r, nil
+}
+
+// readOffsets are the offsets a run read per partition: every consumed
+// range less the gaps the consumer reported inside it.
+func (r consumerRun) readOffsets(topic string) map[int32]map[int64]bool {
+	out := map[int32]map[int64]bool{}
+	for _, l := range r.lines {
+		if l.Msg != "consumed" || l.Topic != topic {
+			continue
+		}
+		if out[l.Partition] == nil {
+			out[l.Partition] = map[int64]bool{}
+		}
+		for o := l.First; o <= l.Last; o++ {
+			out[l.Partition][o] = true
+		}
+	}
+	for _, l := range r.lines {
+		if l.Msg == "skipped" && l.Topic == topic {
+			for o := l.From; o <= l.To; o++ {
+				delete(out[l.Partition], o)
+			}
+		}
+	}
+	return out
+}
+
+// assigned reports the partitions of topic the run was assigned.
+func (r consumerRun) assigned(topic string) map[int32]bool {
+	out := map[int32]bool{}
+	for _, l := range r.lines {
+		if l.Msg == "assigned" && l.Topic == topic {
+			out[l.Partition] = true
+		}
+	}
+	return out
+}
+
+// resets describes the positions the client reset (resetCause), per
+// partition.
+func (r consumerRun) resets(topic string) map[int32]string {
+	out := map[int32]string{}
+	for _, l := range r.lines {
+		if l.Msg == "first record" && l.Topic == topic && l.Reset {
+			out[l.Partition] = l.ResetCause
+		}
+	}
+	return out
+}
+
+func (r consumerRun) fatal() string {
+	for _, l := range r.lines {
+		if l.Msg == "fatal" {
+			return l.Error
+		}
+	}
+	return ""
+}

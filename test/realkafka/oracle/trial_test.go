@@ -1,0 +1,296 @@
+package oracle
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/retentionguard/retention-guard/internal/cli"
+	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
+	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
+)
+
+// Outcomes of a trial: the verdict against what the restarted consumer
+// really read.
+const (
+	trueProven  = "true Proven"  // Proven, nothing lost
+	falseProven = "FALSE PROVEN" // Proven, and the consumer skipped records
+	trueAlarm   = "true alarm"   // not Proven, and records were lost
+	falseAlarm  = "false alarm"  // not Proven, and nothing was lost
+)
+
+// consumerIdle is how long the restarted consumer waits without a record
+// before it commits and exits: long enough to join and fetch on a loaded
+// machine.
+const consumerIdle = 10 * time.Second
+
+// produced is one record the trial wrote.
+type produced struct {
+	offset    int64
+	key       string
+	tombstone bool
+}
+
+// verdict is what `retention-guard check --output json` said.
+type verdict struct {
+	Verdict    string   `json:"verdict"`
+	Warnings   []string `json:"warnings"`
+	Violations []struct {
+		Reason string `json:"reason"`
+	} `json:"violations"`
+}
+
+func (v verdict) reasons() []string {
+	var out []string
+	for _, x := range v.Violations {
+		if !slices.Contains(out, x.Reason) {
+			out = append(out, x.Reason)
+		}
+	}
+	return out
+}
+
+// outcome is one trial's result.
+type outcome struct {
+	scenario Scenario
+	verdict  verdict
+	kind     string
+	// lost are the offsets, per partition, that the consumer had to read
+	// (produced at or after the committed offset: every one, or on a
+	// compacting topic the last of each key) and did not.
+	lost     map[int32][]int64
+	required int
+	resets   map[int32]string // partitions whose position the client reset, and why
+	took     time.Duration
+}
+
+func (o outcome) lostCount() int {
+	n := 0
+	for _, l := range o.lost {
+		n += len(l)
+	}
+	return n
+}
+
+func (o outcome) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: verdict %s", o.kind, o.verdict.Verdict)
+	if rs := o.verdict.reasons(); len(rs) > 0 {
+		fmt.Fprintf(&b, " %v", rs)
+	}
+	fmt.Fprintf(&b, "; %d of %d records the consumer had to read were lost", o.lostCount(), o.required)
+	for _, p := range sortedKeys(o.lost) {
+		l := o.lost[p]
+		fmt.Fprintf(&b, "; partition %d lost %d (offsets %d..%d)", p, len(l), l[0], l[len(l)-1])
+	}
+	if len(o.resets) > 0 {
+		fmt.Fprintf(&b, "; client resets %v", o.resets)
+	}
+	for _, w := range o.verdict.Warnings {
+		fmt.Fprintf(&b, "; warning: %s", w)
+	}
+	return b.String()
+}
+
+func sortedKeys[V any](m map[int32]V) []int32 {
+	ks := make([]int32, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// trial runs one scenario on broker b: set the state up, take the verdict,
+// keep the consumer down for the window while producing, restart it and
+// compare what it read with what was produced.
+func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCommand) outcome {
+	t.Helper()
+	start := time.Now()
+	topic, group := s.Topic(), s.GroupID()
+	rng := rand.New(rand.NewPCG(s.Seed, uint64(s.Index)+1<<32))
+	log := map[int32][]produced{}
+	seq := 0
+	produce := func(perPartition int) {
+		var recs []*kgo.Record
+		for p := range s.Partitions {
+			for range perPartition {
+				r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("v%d", seq))}
+				r.Key = []byte(fmt.Sprintf("r%d", seq))
+				if s.Compacted() {
+					r.Key = []byte(fmt.Sprintf("k%d", rng.IntN(5)))
+					if rng.IntN(5) == 0 {
+						r.Value = nil // a tombstone
+					}
+				}
+				seq++
+				recs = append(recs, r)
+			}
+		}
+		if len(recs) == 0 {
+			return
+		}
+		b.ProduceRecords(t, recs...)
+		for _, r := range recs {
+			log[r.Partition] = append(log[r.Partition], produced{offset: r.Offset, key: string(r.Key), tombstone: r.Value == nil})
+		}
+	}
+
+	// The state before the verdict.
+	b.CreateTopic(t, topic, s.Partitions, s.TopicConfigs())
+	produce(s.Records)
+	committed := map[int32]int64{}
+	for p := range s.Partitions {
+		end := log[p][len(log[p])-1].offset + 1
+		committed[p] = max(0, end-int64(s.Lag))
+	}
+	var member *kgo.Client
+	ctx, cancel := context.WithTimeout(context.Background(), kafkatest.Timeout)
+	defer cancel()
+	switch s.Group {
+	case groupSimple:
+		b.CommitOffsets(t, group, topic, committed)
+	case groupClassic, groupConsumer:
+		protocol := kafkatest.Classic
+		if s.Group == groupConsumer {
+			protocol = kafkatest.Consumer
+		}
+		member = b.JoinGroup(t, group, protocol, topic)
+		if err := kafkatest.CommitSync(ctx, member, topic, committed); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if !s.Running {
+			member.Close()
+			member = nil
+			b.WaitGroupState(t, group, "Empty")
+		}
+	}
+	commitAt := time.Now()
+	time.Sleep(time.Until(commitAt.Add(s.CommitAge)))
+
+	// The verdict, through the product's own pipeline.
+	v := check(t, b, s)
+	downAt := time.Now()
+	if member != nil {
+		member.Close() // the member leaves: the group is Empty from now
+	}
+
+	// Down for the window, records coming in.
+	for time.Since(downAt) < s.Window {
+		time.Sleep(min(time.Second, time.Until(downAt.Add(s.Window))))
+		if s.Rate > 0 && time.Since(downAt) < s.Window {
+			produce(s.Rate)
+		}
+	}
+
+	// The restart.
+	protocol := "classic"
+	if s.Group == groupConsumer {
+		protocol = "consumer"
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer rcancel()
+	run, err := consumer.run(rctx, map[string]string{
+		"KAFKA_BOOTSTRAP_SERVERS":       strings.Join(b.Addrs(), ","),
+		"KAFKA_GROUP_ID":                group,
+		"KAFKA_TOPICS":                  topic,
+		"KAFKA_AUTO_OFFSET_RESET":       s.Reset,
+		"KAFKA_GROUP_PROTOCOL":          protocol,
+		"KAFKA_ENABLE_AUTO_COMMIT":      "true",
+		"KAFKA_AUTO_COMMIT_INTERVAL_MS": "1000",
+		"CONSUMER_EXIT_AFTER_IDLE":      consumerIdle.String(),
+	})
+	if err != nil || run.exitCode != 0 {
+		t.Fatalf("%s: the restarted consumer failed (exit %d, %v, fatal %q):\nstdout:\n%s\nstderr:\n%s", s, run.exitCode, err, run.fatal(), run.stdout, tail(run.stderr, 40))
+	}
+	if got := run.assigned(topic); len(got) != int(s.Partitions) {
+		t.Fatalf("%s: the restarted consumer was assigned partitions %v of %d before it went idle: the trial proves nothing\nstdout:\n%s", s, got, s.Partitions, run.stdout)
+	}
+
+	// What it had to read against what it read.
+	o := outcome{scenario: s, verdict: v, lost: map[int32][]int64{}, resets: run.resets(topic)}
+	read := run.readOffsets(topic)
+	for p := range s.Partitions {
+		for _, off := range required(log[p], committed[p], s.Compacted()) {
+			o.required++
+			if !read[p][off] {
+				o.lost[p] = append(o.lost[p], off)
+			}
+		}
+	}
+	proven, lost := v.Verdict == "Proven", o.lostCount() > 0
+	switch {
+	case proven && !lost:
+		o.kind = trueProven
+	case proven && lost:
+		o.kind = falseProven
+	case lost:
+		o.kind = trueAlarm
+	default:
+		o.kind = falseAlarm
+	}
+	o.took = time.Since(start)
+	return o
+}
+
+// required are the offsets a consumer resuming at committed must read:
+// every record from committed on or, on a compacting topic (which keeps
+// the last record of each key and drops the rest), the last record of each
+// key written from committed on.
+func required(log []produced, committed int64, compacted bool) []int64 {
+	var out []int64
+	if !compacted {
+		for _, r := range log {
+			if r.offset >= committed {
+				out = append(out, r.offset)
+			}
+		}
+		return out
+	}
+	last := map[string]int64{}
+	for _, r := range log {
+		last[r.key] = max(last[r.key], r.offset)
+	}
+	for _, off := range last {
+		if off >= committed {
+			out = append(out, off)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// check takes the verdict as a user does: `retention-guard check --output
+// json`, in process (the command's own assembly of observer and proof).
+func check(t *testing.T, b *apachekafka.Broker, s Scenario) verdict {
+	t.Helper()
+	args := []string{"check", "--output", "json", "--timeout", "30s",
+		"--bootstrap-server", strings.Join(b.Addrs(), ","),
+		"--group", s.GroupID(), "--topic", s.Topic(), "--recovery-window", s.Window.String()}
+	if s.ReadOffsetsTopic {
+		args = append(args, "--read-offsets-topic")
+	}
+	var stdout, stderr bytes.Buffer
+	code := cli.Execute(args, &stdout, &stderr)
+	var v verdict
+	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil || code == cli.ExitUsage {
+		t.Fatalf("%s: check exited %d with no verdict (%v):\n%s\n%s", s, code, err, stdout.String(), stderr.String())
+	}
+	return v
+}
+
+func tail(s string, n int) string {
+	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return strings.Join(ls, "\n")
+}
