@@ -44,19 +44,22 @@ func javaConsumer() (consumerCommand, error) {
 // consumerLine is one JSON line of the consumer's log (the fields the
 // oracle reads).
 type consumerLine struct {
-	Msg        string `json:"msg"`
-	Topic      string `json:"topic"`
-	Partition  int32  `json:"partition"`
-	Committed  *int64 `json:"committed"`
-	Offset     *int64 `json:"offset"`
-	Reset      bool   `json:"reset"`
-	ResetCause string `json:"resetCause"`
-	First      int64  `json:"first"`
-	Last       int64  `json:"last"`
-	Count      int64  `json:"count"`
-	From       int64  `json:"from"`
-	To         int64  `json:"to"`
-	Error      string `json:"error"`
+	Time       time.Time `json:"time"`
+	Msg        string    `json:"msg"`
+	Topic      string    `json:"topic"`
+	Partition  int32     `json:"partition"`
+	Committed  *int64    `json:"committed"`
+	LogStart   *int64    `json:"logStart"`
+	LogEnd     *int64    `json:"logEnd"`
+	Offset     *int64    `json:"offset"`
+	Reset      bool      `json:"reset"`
+	ResetCause string    `json:"resetCause"`
+	First      int64     `json:"first"`
+	Last       int64     `json:"last"`
+	Count      int64     `json:"count"`
+	From       int64     `json:"from"`
+	To         int64     `json:"to"`
+	Error      string    `json:"error"`
 }
 
 // consumerRun is what one run of the consumer did.
@@ -130,12 +133,20 @@ func (r consumerRun) readOffsets(topic string) map[int32]map[int64]bool {
 	return out
 }
 
-// assigned reports the partitions of topic the run was assigned.
-func (r consumerRun) assigned(topic string) map[int32]bool {
-	out := map[int32]bool{}
+// assigned reports, per partition of topic the run was assigned, the
+// group's committed offset then and the log's bounds ("committed 20, log
+// 0..68"): where the client was told to resume.
+func (r consumerRun) assigned(topic string) map[int32]string {
+	out := map[int32]string{}
+	num := func(p *int64) string {
+		if p == nil {
+			return "?"
+		}
+		return fmt.Sprint(*p)
+	}
 	for _, l := range r.lines {
 		if l.Msg == "assigned" && l.Topic == topic {
-			out[l.Partition] = true
+			out[l.Partition] = "committed " + num(l.Committed) + ", log " + num(l.LogStart) + ".." + num(l.LogEnd)
 		}
 	}
 	return out
@@ -151,6 +162,31 @@ func (r consumerRun) resets(topic string) map[int32]string {
 		}
 	}
 	return out
+}
+
+// backAt is when the consumer was back: when the last of topic's
+// partitions was first assigned to it (its committed offset read); false
+// when some partition never was.
+func (r consumerRun) backAt(topic string, partitions int32) (time.Time, bool) {
+	first := map[int32]time.Time{}
+	for _, l := range r.lines {
+		if l.Msg == "assigned" && l.Topic == topic {
+			if _, seen := first[l.Partition]; !seen {
+				first[l.Partition] = l.Time
+			}
+		}
+	}
+	var back time.Time
+	for p := range partitions {
+		at, ok := first[p]
+		if !ok {
+			return time.Time{}, false
+		}
+		if at.After(back) {
+			back = at
+		}
+	}
+	return back, true
 }
 
 func (r consumerRun) fatal() string {

@@ -19,6 +19,9 @@ const (
 	trialsEnv   = "ORACLE_TRIALS"
 	seedEnv     = "ORACLE_SEED"
 	parallelEnv = "ORACLE_PARALLEL"
+	// onlyEnv runs one trial of the seed, by index: a failure's
+	// reproduction.
+	onlyEnv = "ORACLE_TRIAL"
 )
 
 // Defaults for make test: a few trials, on both lines, at once.
@@ -77,6 +80,9 @@ func TestOracle(t *testing.T) {
 	)
 	t.Run("trials", func(t *testing.T) {
 		for i := range trials {
+			if only := os.Getenv(onlyEnv); only != "" && only != strconv.Itoa(i) {
+				continue
+			}
 			s := Generate(seed, i, lines)
 			t.Run(fmt.Sprintf("%d-%s-%s", i, s.Line, s.Group), func(t *testing.T) {
 				t.Parallel()
@@ -86,13 +92,22 @@ func TestOracle(t *testing.T) {
 				mu.Unlock()
 				t.Logf("%s\n  %s (%s)", s, o, o.took.Round(time.Second))
 				if o.kind == falseProven {
-					t.Errorf("FALSE PROVEN — the verdict was Proven and the consumer lost records:\n  %s\n  %s\n  reproduce: make oracle ORACLE_SEED=%d ORACLE_TRIALS=%d (trial %d)",
-						s, o, s.Seed, s.Index+1, s.Index)
+					t.Errorf("FALSE PROVEN — the verdict was Proven and the consumer lost records:\n  %s\n  %s\n  reproduce: make oracle ORACLE_SEED=%d ORACLE_TRIALS=%d ORACLE_TRIAL=%d\nthe restarted consumer's log:\n%s",
+						s, o, s.Seed, s.Index+1, s.Index, tail(o.consumerLog, 60))
 				}
 			})
 		}
 	})
 	t.Logf("oracle: %s", summarize(outcomes, seed, time.Since(began)))
+	judged := 0
+	for _, o := range outcomes {
+		if o.kind != inconclusive {
+			judged++
+		}
+	}
+	if judged*2 < len(outcomes) {
+		t.Errorf("only %d of %d trials could be judged: the restarts came back after their windows (see the inconclusive trials)", judged, len(outcomes))
+	}
 }
 
 // summarize counts the outcomes, and the reasons of the false alarms.
@@ -106,8 +121,8 @@ func summarize(os []outcome, seed uint64, took time.Duration) string {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d, %d trials in %s: %d true Proven, %d false Proven, %d true alarms, %d false alarms",
-		seed, len(os), took.Round(time.Second), counts[trueProven], counts[falseProven], counts[trueAlarm], counts[falseAlarm])
+	fmt.Fprintf(&b, "seed %d, %d trials in %s: %d true Proven, %d false Proven, %d true alarms, %d false alarms, %d inconclusive",
+		seed, len(os), took.Round(time.Second), counts[trueProven], counts[falseProven], counts[trueAlarm], counts[falseAlarm], counts[inconclusive])
 	for r, n := range alarms {
 		fmt.Fprintf(&b, "\n  false alarm %s: %d", r, n)
 	}

@@ -47,7 +47,8 @@ type Scenario struct {
 	// Window is the recovery window the verdict is asked for, and how
 	// long the consumer stays down after it.
 	Window time.Duration
-	// Rate is records per second per partition produced while down.
+	// Rate is records per second per partition produced while down (at
+	// least one: every trial has records to lose).
 	Rate int
 	// ReadOffsetsTopic: the check reads exact commit times from
 	// __consumer_offsets.
@@ -71,9 +72,9 @@ func Generate(seed uint64, i int, lines []string) Scenario {
 		Group:      []string{groupClassic, groupSimple, groupConsumer}[r.IntN(3)],
 		// Windows around offsets.retention.minutes (60 s): below it the
 		// clocks of commits and records decide, above it the setting.
-		Window:           time.Duration(pick(10, 15, 20, 30, 40, 50, 70)) * time.Second,
+		Window:           time.Duration(pick(15, 20, 25, 30, 40, 50, 70)) * time.Second,
 		CommitAge:        time.Duration(pick(0, 0, 5, 15, 30, 45)) * time.Second,
-		Rate:             r.IntN(4),
+		Rate:             1 + r.IntN(3),
 		ReadOffsetsTopic: r.IntN(2) == 0,
 		Reset:            []string{"earliest", "latest"}[r.IntN(2)],
 		CleanupPolicy:    "delete",
