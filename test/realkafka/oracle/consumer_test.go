@@ -164,6 +164,30 @@ func (r consumerRun) resets(topic string) map[int32]string {
 	return out
 }
 
+// assignedState is what the consumer found when each partition of topic
+// was first assigned to it: the group's committed offset and the log
+// start.
+func (r consumerRun) assignedState(topic string) brokerState {
+	st := brokerState{}
+	for _, l := range r.lines {
+		if l.Msg != "assigned" || l.Topic != topic {
+			continue
+		}
+		if _, seen := st[l.Partition]; seen {
+			continue
+		}
+		ps := partitionState{committed: -1, logStart: -1}
+		if l.Committed != nil {
+			ps.committed = *l.Committed
+		}
+		if l.LogStart != nil {
+			ps.logStart = *l.LogStart
+		}
+		st[l.Partition] = ps
+	}
+	return st
+}
+
 // backAt is when the consumer was back: when the last of topic's
 // partitions was first assigned to it (its committed offset read); false
 // when some partition never was.
