@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -70,40 +72,83 @@ type consumerRun struct {
 	stderr   string
 }
 
-// run starts the consumer with env, waits for it to exit (it exits once
-// idle: CONSUMER_EXIT_AFTER_IDLE) and parses its log.
-func (c consumerCommand) run(ctx context.Context, env map[string]string) (consumerRun, error) {
+// run starts the consumer with env and waits for it to exit: it exits
+// once idle (CONSUMER_EXIT_AFTER_IDLE), or on the SIGTERM run sends as
+// soon as done, asked on every log line and every half second, says the
+// run has what it needs.
+func (c consumerCommand) run(ctx context.Context, env map[string]string, done func(lines []consumerLine) bool) (consumerRun, error) {
 	cmd := exec.CommandContext(ctx, c.name, c.args...)
 	cmd.Env = os.Environ()
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(&stdout, pw), &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	r := consumerRun{stdout: stdout.String(), stderr: stderr.String()}
+	if err := cmd.Start(); err != nil {
+		return consumerRun{}, fmt.Errorf("starting the consumer: %w", err)
+	}
+	var (
+		mu    sync.Mutex
+		lines []consumerLine
+	)
+	parsed := make(chan struct{})
+	go func() {
+		defer close(parsed)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			var l consumerLine
+			if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &l) != nil {
+				continue
+			}
+			mu.Lock()
+			lines = append(lines, l)
+			mu.Unlock()
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	exited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		exited <- err
+	}()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+	stopped := false
+wait:
+	for {
+		select {
+		case err = <-exited:
+			break wait
+		case <-tick.C:
+			mu.Lock()
+			enough := !stopped && done(lines)
+			mu.Unlock()
+			if enough {
+				stopped = true
+				_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+			}
+		}
+	}
+	<-parsed
+	r := consumerRun{stdout: stdout.String(), stderr: stderr.String(), lines: lines}
 	var ee *exec.ExitError
 	switch {
+	case errors.As(err, &ee) && stopped && ee.ExitCode() == 128+int(syscall.SIGTERM) && r.stopped():
+		// Stopped by the SIGTERM above, after its last commit: the JVM
+		// exits 143 whatever the consumer's main thread asks for then
+		// (Runtime.exit blocks while shutdown hooks run).
 	case errors.As(err, &ee):
 		r.exitCode = ee.ExitCode()
 	case err != nil:
 		return r, fmt.Errorf("running the consumer: %w", err)
-	}
-	sc := bufio.NewScanner(strings.NewReader(r.stdout))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if !strings.HasPrefix(line, "{") {
-			continue
-		}
-		var l consumerLine
-		if err := json.Unmarshal([]byte(line), &l); err != nil {
-			continue
-		}
-		r.lines = append(r.lines, l)
 	}
 	return r, nil
 }
@@ -211,6 +256,21 @@ func (r consumerRun) backAt(topic string, partitions int32) (time.Time, bool) {
 		}
 	}
 	return back, true
+}
+
+// stopped reports whether the consumer logged its stop (after its last
+// commit) and no fatal error.
+func (r consumerRun) stopped() bool {
+	stopping := false
+	for _, l := range r.lines {
+		switch l.Msg {
+		case "stopping":
+			stopping = true
+		case "fatal":
+			return false
+		}
+	}
+	return stopping
 }
 
 func (r consumerRun) fatal() string {

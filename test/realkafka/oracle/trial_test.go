@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,10 +43,11 @@ const (
 )
 
 // jvmLead is how long before the window's end the consumer's JVM starts
-// behind the gate: time to load kafka-clients on two loaded cores. A JVM
-// slower than that only connects later, which the end-of-window state
-// check covers.
-const jvmLead = 20 * time.Second
+// behind the gate: time to load kafka-clients on two loaded cores (with
+// load averages of 60 to 90, a JVM's start and join took up to a minute).
+// A JVM slower than that only connects later, which the end-of-window
+// state check covers.
+const jvmLead = 45 * time.Second
 
 // consumerIdle is how long the restarted consumer waits without a record
 // (once through the gate) before it commits and exits: long enough to join
@@ -198,6 +200,7 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 	rng := rand.New(rand.NewPCG(s.Seed, uint64(s.Index)+1<<32))
 	log := map[int32][]produced{}
 	seq := 0
+	pcl := producer(t, b)
 	produce := func(perPartition int) {
 		var recs []*kgo.Record
 		for p := range s.Partitions {
@@ -217,15 +220,14 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		if len(recs) == 0 {
 			return
 		}
-		b.ProduceRecords(t, recs...)
+		produceRecords(t, pcl, recs)
 		for _, r := range recs {
 			log[r.Partition] = append(log[r.Partition], produced{offset: r.Offset, key: string(r.Key), tombstone: r.Value == nil})
 		}
 	}
 
 	// The state before the verdict.
-	b.CreateTopic(t, topic, s.Partitions, s.TopicConfigs())
-	waitForLeaders(t, b, topic, s.Partitions)
+	createTopic(t, b, topic, s.Partitions, s.TopicConfigs())
 	produce(s.Records)
 	committed := map[int32]int64{}
 	for p := range s.Partitions {
@@ -233,24 +235,19 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		committed[p] = max(0, end-int64(s.Lag))
 	}
 	var member *kgo.Client
-	ctx, cancel := context.WithTimeout(context.Background(), kafkatest.Timeout)
-	defer cancel()
 	switch s.Group {
 	case groupSimple:
-		b.CommitOffsets(t, group, topic, committed)
+		commitOffsets(t, b, group, topic, committed)
 	case groupClassic, groupConsumer:
 		protocol := kafkatest.Classic
 		if s.Group == groupConsumer {
 			protocol = kafkatest.Consumer
 		}
-		member = b.JoinGroup(t, group, protocol, topic)
-		if err := kafkatest.CommitSync(ctx, member, topic, committed); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
+		member = joinAndCommit(t, b, group, protocol, topic, committed)
 		if !s.Running {
 			member.Close()
 			member = nil
-			b.WaitGroupState(t, group, "Empty")
+			waitEmpty(t, b, group)
 		}
 	}
 	commitAt := time.Now()
@@ -282,7 +279,9 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		"KAFKA_GROUP_PROTOCOL":          protocol,
 		"KAFKA_ENABLE_AUTO_COMMIT":      "true",
 		"KAFKA_AUTO_COMMIT_INTERVAL_MS": "1000",
-		// Its idle clock starts with the JVM: the gate's hold comes on top.
+		// Its idle clock starts with the JVM: the gate's hold comes on
+		// top. It is a backstop: the trial stops the consumer once it
+		// caught up (caughtUp).
 		"CONSUMER_EXIT_AFTER_IDLE": (jvmLead + consumerIdle).String(),
 	}
 	type restart struct {
@@ -294,11 +293,16 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 	defer rcancel()
 	end := downAt.Add(s.Window)
 	launched := false
+	// The log ends the restarted consumer must reach: production stops at
+	// the window's end, and each partition's last record so far is known
+	// when the consumer is launched only if nothing more comes; they are
+	// read again, under the lock, once production stopped.
+	logEnds := &ends{}
 	for {
 		if !launched && !time.Now().Before(end.Add(-jvmLead)) {
 			launched = true
 			go func() {
-				run, err := consumer.run(rctx, env)
+				run, err := consumer.run(rctx, env, func(lines []consumerLine) bool { return caughtUp(lines, topic, s.Partitions, logEnds) })
 				restarted <- restart{run, err}
 			}()
 		}
@@ -310,6 +314,11 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 			produce(s.Rate)
 		}
 	}
+	last := map[int32]int64{}
+	for p := range s.Partitions {
+		last[p] = log[p][len(log[p])-1].offset
+	}
+	logEnds.set(last)
 	atEnd := snapshot(t, b, group, topic)
 	g.release()
 	r := <-restarted
@@ -393,7 +402,7 @@ func required(log []produced, committed int64, compacted bool) []int64 {
 // json`, in process (the command's own assembly of observer and proof).
 func check(t *testing.T, b *apachekafka.Broker, s Scenario) verdict {
 	t.Helper()
-	args := []string{"check", "--output", "json", "--timeout", "30s",
+	args := []string{"check", "--output", "json", "--timeout", "60s",
 		"--bootstrap-server", strings.Join(b.Addrs(), ","),
 		"--group", s.GroupID(), "--topic", s.Topic(), "--recovery-window", s.Window.String()}
 	if s.ReadOffsetsTopic {
@@ -416,24 +425,65 @@ func tail(s string, n int) string {
 	return strings.Join(ls, "\n")
 }
 
-// waitForLeaders polls until every partition of a new topic has a leader
-// that answers ListOffsets (a produce right after CreateTopic can meet
-// UNKNOWN_TOPIC_OR_PARTITION).
-func waitForLeaders(t *testing.T, b *apachekafka.Broker, topic string, partitions int32) {
-	t.Helper()
-	deadline := time.Now().Add(kafkatest.Timeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		ends, err := b.Admin(t).ListEndOffsets(ctx, topic)
-		cancel()
-		if err == nil && ends.Error() == nil && len(ends[topic]) == int(partitions) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("topic %s: partitions without a leader after %s: %v %v", topic, kafkatest.Timeout, err, ends.Error())
-		}
-		time.Sleep(100 * time.Millisecond)
+// ends holds each partition's last offset once production stopped (nil
+// before).
+type ends struct {
+	mu   sync.Mutex
+	last map[int32]int64
+}
+
+func (e *ends) set(last map[int32]int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.last = last
+}
+
+func (e *ends) get() map[int32]int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.last
+}
+
+// caughtUpQuiet is how long a restarted consumer may stay without a record
+// once assigned every partition before it is stopped: it reset past the
+// end, or nothing is left for it.
+const caughtUpQuiet = 10 * time.Second
+
+// caughtUp reports whether the restarted consumer has what the trial
+// needs, so that it is stopped rather than left to its idle clock: every
+// partition assigned and either read up to its last record, or quiet for
+// caughtUpQuiet since its last assignment or record.
+func caughtUp(lines []consumerLine, topic string, partitions int32, logEnds *ends) bool {
+	last := logEnds.get()
+	if last == nil {
+		return false
 	}
+	assigned := map[int32]bool{}
+	read := map[int32]int64{}
+	var activity time.Time
+	for _, l := range lines {
+		if l.Topic != topic {
+			continue
+		}
+		switch l.Msg {
+		case "assigned":
+			assigned[l.Partition] = true
+			activity = l.Time
+		case "consumed":
+			read[l.Partition] = max(read[l.Partition], l.Last)
+			activity = l.Time
+		}
+	}
+	if len(assigned) < int(partitions) {
+		return false
+	}
+	all := true
+	for p := range partitions {
+		if r, ok := read[p]; !ok || r < last[p] {
+			all = false
+		}
+	}
+	return all || time.Since(activity) >= caughtUpQuiet
 }
 
 // brokerState is what decides where a restarted consumer resumes, per
@@ -448,7 +498,7 @@ type partitionState struct {
 // (reads only: neither moves an expiry clock).
 func snapshot(t *testing.T, b *apachekafka.Broker, group, topic string) brokerState {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), kafkatest.Timeout)
+	ctx, cancel := setupContext()
 	defer cancel()
 	adm := b.Admin(t)
 	starts, err := adm.ListStartOffsets(ctx, topic)
