@@ -3,6 +3,7 @@ package oracle
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -79,6 +80,12 @@ func Generate(seed uint64, i int, lines []string) Scenario {
 		Reset:            []string{"earliest", "latest"}[r.IntN(2)],
 		CleanupPolicy:    "delete",
 	}
+	if s.Group == groupConsumer && !kip848Line(s.Line) {
+		// The setup's client (franz-go) speaks KIP-848 from Kafka 4.0
+		// (ConsumerGroupHeartbeat v1) and joins 3.9's preview as a classic
+		// member: a 3.9 trial of a KIP-848 group would be a classic one.
+		s.Group = []string{groupClassic, groupSimple}[r.IntN(2)]
+	}
 	if s.Group != groupSimple {
 		s.Running = r.IntN(2) == 0
 	}
@@ -94,6 +101,14 @@ func Generate(seed uint64, i int, lines []string) Scenario {
 		s.DeleteRetentionMs = max(5000, int64([]float64{0.5, 2}[r.IntN(2)]*float64(s.Window.Milliseconds())))
 	}
 	return s
+}
+
+// kip848Line reports whether a broker line has KIP-848 generally
+// available (4.0 and later).
+func kip848Line(line string) bool {
+	major, _, _ := strings.Cut(line, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n >= 4
 }
 
 // Topic and GroupID name the scenario's own topic and group on a shared

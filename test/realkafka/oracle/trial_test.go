@@ -71,6 +71,14 @@ type produced struct {
 type verdict struct {
 	Verdict  string   `json:"verdict"`
 	Warnings []string `json:"warnings"`
+	// The group as the observer classified it, and the clock the proof
+	// dated its offsets by.
+	GroupState        string `json:"groupState"`
+	GroupProtocol     string `json:"groupProtocol"`
+	GroupProtocolType string `json:"groupProtocolType"`
+	OffsetExpiry      *struct {
+		Clock string `json:"clock"`
+	} `json:"offsetExpiry"`
 	// GroupOffsetsExpireIn is a Go duration ("14s"), set while a clock
 	// runs on the group's offsets.
 	GroupOffsetsExpireIn string `json:"groupOffsetsExpireIn"`
@@ -158,6 +166,15 @@ func (o outcome) String() string {
 	if rs := o.verdict.reasons(); len(rs) > 0 {
 		fmt.Fprintf(&b, " %v", rs)
 	}
+	fmt.Fprintf(&b, " (group seen as %s", o.verdict.GroupProtocol)
+	if o.verdict.GroupProtocol == "classic" {
+		fmt.Fprintf(&b, " protocol type %q", o.verdict.GroupProtocolType)
+	}
+	fmt.Fprintf(&b, ", %s", o.verdict.GroupState)
+	if e := o.verdict.OffsetExpiry; e != nil && e.Clock != "" {
+		fmt.Fprintf(&b, ", offsets dated by %s", e.Clock)
+	}
+	b.WriteString(")")
 	if o.down > 0 {
 		fmt.Fprintf(&b, "; down %s (back %s after the window)", o.down.Round(100*time.Millisecond), o.late.Round(100*time.Millisecond))
 	}
