@@ -73,3 +73,49 @@ func TestRequired(t *testing.T) {
 		t.Errorf("compact from 5: required %v, want %v", got, want)
 	}
 }
+
+// What the consumer read is its consumed ranges less the gaps it reported.
+func TestReadOffsets(t *testing.T) {
+	r := consumerRun{lines: []consumerLine{
+		{Msg: "consumed", Topic: "t", Partition: 0, First: 3, Last: 6},
+		{Msg: "skipped", Topic: "t", Partition: 0, From: 4, To: 4},
+		{Msg: "consumed", Topic: "t", Partition: 1, First: 0, Last: 1},
+		{Msg: "consumed", Topic: "other", Partition: 0, First: 0, Last: 9},
+	}}
+	got := r.readOffsets("t")
+	for p, want := range map[int32][]int64{0: {3, 5, 6}, 1: {0, 1}} {
+		var offs []int64
+		for o := range got[p] {
+			offs = append(offs, o)
+		}
+		slices.Sort(offs)
+		if !slices.Equal(offs, want) {
+			t.Errorf("partition %d read %v, want %v", p, offs, want)
+		}
+	}
+}
+
+// A trial judges only when what decides where the consumer resumes was the
+// same at its return as at the window's end.
+func TestChangedFor(t *testing.T) {
+	end := brokerState{0: {committed: 10, logStart: 0}}
+	cases := []struct {
+		name    string
+		back    brokerState
+		changed bool
+	}{
+		{"same", brokerState{0: {committed: 10, logStart: 0}}, false},
+		{"log start moved below the committed offset", brokerState{0: {committed: 10, logStart: 5}}, false},
+		{"log start passed the committed offset", brokerState{0: {committed: 10, logStart: 12}}, true},
+		{"offset expired", brokerState{0: {committed: -1, logStart: 0}}, true},
+	}
+	for _, c := range cases {
+		if got := end.changedFor(c.back) != ""; got != c.changed {
+			t.Errorf("%s: changed %v, want %v (%q)", c.name, got, c.changed, end.changedFor(c.back))
+		}
+	}
+	expired := brokerState{0: {committed: -1, logStart: 3}}
+	if expired.changedFor(brokerState{0: {committed: -1, logStart: 4}}) == "" {
+		t.Error("with no committed offset, a moved log start changes where earliest resumes: want changed")
+	}
+}
