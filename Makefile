@@ -142,6 +142,19 @@ lint: ## go vet, staticcheck, and actionlint on the GitHub workflows.
 
 ##@ Measurements (not part of `make test`; docs/benchmarks.md)
 
+# make oracle's run: how many seeded trials, from which seed, how many at
+# once (make test runs TestOracle's default: 6 trials of seed 1).
+ORACLE_TRIALS ?= 200
+ORACLE_SEED ?= 1
+ORACLE_PARALLEL ?= 10
+
+.PHONY: oracle
+oracle: ## Reality as the oracle, long run: ORACLE_TRIALS scenarios from ORACLE_SEED on real brokers, each verdict held to what the Java consumer read after the window (docs/benchmarks.md). About 14 minutes per 120 trials.
+	# -count=1: the brokers and the Java consumer are built outside go
+	# test's cache. -v: every trial's scenario and outcome, then the counts.
+	export $$(hack/build-kafka.sh) ORACLE_TRIALS=$(ORACLE_TRIALS) ORACLE_SEED=$(ORACLE_SEED) ORACLE_PARALLEL=$(ORACLE_PARALLEL); \
+	$(GO) test $(GOTESTFLAGS) -count=1 -v -timeout 0 -run 'TestOracle$$' ./test/realkafka/oracle
+
 # Flags for bench-scale, e.g. BENCH_SCALE_FLAGS="-scale 0.05 -steady 2m".
 BENCH_SCALE_FLAGS ?=
 

@@ -1,0 +1,153 @@
+package oracle
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// offsetsRetention is the brokers' offsets.retention.minutes (Kafka's
+// floor, one minute): every clock of a scenario is scaled to it.
+const offsetsRetention = time.Minute
+
+// Group kinds a scenario sets up.
+const (
+	groupClassic  = "classic"  // joins as a classic consumer, commits, leaves (Empty)
+	groupSimple   = "simple"   // commits without joining (Flink, Spark, assign())
+	groupConsumer = "consumer" // KIP-848: joins with the consumer protocol, commits, leaves
+)
+
+// Scenario is one trial: the state set up on a real broker before the
+// verdict, the window the consumer then stays down, and how it restarts.
+// Every duration is in seconds, against offsets.retention.minutes of 1.
+type Scenario struct {
+	Seed  uint64
+	Index int
+	Line  string // broker line, e.g. "3.9", "4.4"
+
+	Partitions    int32
+	Records       int   // per partition, before the commit
+	RetentionMs   int64 // topic retention.ms
+	SegmentMs     int64 // topic segment.ms: how often a segment rolls (on append)
+	CleanupPolicy string
+	// DeleteRetentionMs is the topic's delete.retention.ms (compact only):
+	// how long the cleaner keeps a tombstone.
+	DeleteRetentionMs int64
+
+	Group string // groupClassic, groupSimple or groupConsumer
+	// Running: a member is still in the group at the verdict and leaves
+	// right after it (classic and consumer only); otherwise the group is
+	// down (Empty, or simple) from its commit on.
+	Running bool
+	// Lag is how many records per partition the commit leaves unread.
+	Lag int
+	// CommitAge is the time from the commit to the verdict.
+	CommitAge time.Duration
+	// Window is the recovery window the verdict is asked for, and how
+	// long the consumer stays down after it.
+	Window time.Duration
+	// Rate is records per second per partition produced while down (at
+	// least one: every trial has records to lose).
+	Rate int
+	// ReadOffsetsTopic: the check reads exact commit times from
+	// __consumer_offsets.
+	ReadOffsetsTopic bool
+	// Reset is the restarted consumer's auto.offset.reset.
+	Reset string
+}
+
+// Generate draws trial i of a seeded run on one of lines (round robin):
+// the same seed and index give the same scenario.
+func Generate(seed uint64, i int, lines []string) Scenario {
+	r := rand.New(rand.NewPCG(seed, uint64(i)))
+	pick := func(xs ...int) int { return xs[r.IntN(len(xs))] }
+	s := Scenario{
+		Seed:       seed,
+		Index:      i,
+		Line:       lines[i%len(lines)],
+		Partitions: int32(1 + r.IntN(2)),
+		Records:    10 + r.IntN(21),
+		SegmentMs:  int64(1000 * (1 + r.IntN(4))),
+		Group:      []string{groupClassic, groupSimple, groupConsumer}[r.IntN(3)],
+		// Windows around offsets.retention.minutes (60 s): below it the
+		// clocks of commits and records decide, above it the setting.
+		Window:           time.Duration(pick(15, 20, 25, 30, 40, 50, 70)) * time.Second,
+		CommitAge:        time.Duration(pick(0, 0, 5, 15, 30, 45)) * time.Second,
+		Rate:             1 + r.IntN(3),
+		ReadOffsetsTopic: r.IntN(2) == 0,
+		Reset:            []string{"earliest", "latest"}[r.IntN(2)],
+		CleanupPolicy:    "delete",
+	}
+	if s.Group == groupConsumer && !kip848Line(s.Line) {
+		// The setup's client (franz-go) speaks KIP-848 from Kafka 4.0
+		// (ConsumerGroupHeartbeat v1) and joins 3.9's preview as a classic
+		// member: a 3.9 trial of a KIP-848 group would be a classic one.
+		s.Group = []string{groupClassic, groupSimple}[r.IntN(2)]
+	}
+	if s.Group != groupSimple {
+		s.Running = r.IntN(2) == 0
+	}
+	if r.IntN(2) == 0 {
+		s.Lag = 1 + r.IntN(s.Records)
+	}
+	// Retention relative to the window: shorter, equal, a little and a lot
+	// longer; never under 5 s.
+	f := []float64{0.5, 1, 1.5, 3}[r.IntN(4)]
+	s.RetentionMs = max(5000, int64(f*float64(s.Window.Milliseconds())))
+	if r.IntN(4) == 0 {
+		s.CleanupPolicy = "compact"
+		s.DeleteRetentionMs = max(5000, int64([]float64{0.5, 2}[r.IntN(2)]*float64(s.Window.Milliseconds())))
+	}
+	return s
+}
+
+// kip848Line reports whether a broker line has KIP-848 generally
+// available (4.0 and later).
+func kip848Line(line string) bool {
+	major, _, _ := strings.Cut(line, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n >= 4
+}
+
+// Topic and GroupID name the scenario's own topic and group on a shared
+// broker.
+func (s Scenario) Topic() string   { return fmt.Sprintf("oracle-%d-%d", s.Seed, s.Index) }
+func (s Scenario) GroupID() string { return fmt.Sprintf("oracle-%d-%d-%s", s.Seed, s.Index, s.Group) }
+
+// TopicConfigs are the topic's configs as created.
+func (s Scenario) TopicConfigs() map[string]string {
+	c := map[string]string{
+		"cleanup.policy": s.CleanupPolicy,
+		"retention.ms":   fmt.Sprint(s.RetentionMs),
+		"segment.ms":     fmt.Sprint(s.SegmentMs),
+	}
+	if s.CleanupPolicy == "compact" {
+		c["delete.retention.ms"] = fmt.Sprint(s.DeleteRetentionMs)
+		c["min.cleanable.dirty.ratio"] = "0.01"
+		c["min.compaction.lag.ms"] = "0"
+	}
+	return c
+}
+
+// Compacted reports whether the topic compacts (a record is then lost only
+// when the last one of its key is).
+func (s Scenario) Compacted() bool { return strings.Contains(s.CleanupPolicy, "compact") }
+
+// String is the scenario in one line, with what reproduces it.
+func (s Scenario) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d trial %d on Kafka %s: %d partition(s) of %d records, cleanup.policy=%s retention.ms=%d segment.ms=%d",
+		s.Seed, s.Index, s.Line, s.Partitions, s.Records, s.CleanupPolicy, s.RetentionMs, s.SegmentMs)
+	if s.Compacted() {
+		fmt.Fprintf(&b, " delete.retention.ms=%d", s.DeleteRetentionMs)
+	}
+	state := "down from its commit"
+	if s.Running {
+		state = "running at the verdict, down right after"
+	}
+	fmt.Fprintf(&b, "; %s group %s, lag %d, commit %s before the verdict; window %s, %d records/s per partition while down; readOffsetsTopic=%t; restart with auto.offset.reset=%s",
+		s.Group, state, s.Lag, s.CommitAge, s.Window, s.Rate, s.ReadOffsetsTopic, s.Reset)
+	return b.String()
+}

@@ -1,0 +1,165 @@
+package oracle
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
+	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
+)
+
+// setupTimeout bounds each step that sets a scenario up. kafkatest's
+// helpers allow 15 s; a run of trials beside other engineers' brokers on
+// two cores (load averages of 60 to 90 were seen) needs more.
+const setupTimeout = 90 * time.Second
+
+func setupContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), setupTimeout)
+}
+
+// producer writes the trial's records to the partitions they name.
+func producer(t *testing.T, b *apachekafka.Broker) *kgo.Client {
+	t.Helper()
+	return b.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+}
+
+func produceRecords(t *testing.T, cl *kgo.Client, recs []*kgo.Record) {
+	t.Helper()
+	ctx, cancel := setupContext()
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("producing: %v", err)
+	}
+}
+
+func createTopic(t *testing.T, b *apachekafka.Broker, topic string, partitions int32, configs map[string]string) {
+	t.Helper()
+	ctx, cancel := setupContext()
+	defer cancel()
+	cfg := map[string]*string{}
+	for k, v := range configs {
+		cfg[k] = kadm.StringPtr(v)
+	}
+	resp, err := b.Admin(t).CreateTopic(ctx, partitions, 1, cfg, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("creating topic %s: %v", topic, err)
+	}
+	waitForLeaders(t, b, topic, partitions)
+}
+
+// waitForLeaders polls until every partition of a new topic has a leader
+// that answers ListOffsets (a produce right after CreateTopic can meet
+// UNKNOWN_TOPIC_OR_PARTITION).
+func waitForLeaders(t *testing.T, b *apachekafka.Broker, topic string, partitions int32) {
+	t.Helper()
+	deadline := time.Now().Add(setupTimeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ends, err := b.Admin(t).ListEndOffsets(ctx, topic)
+		cancel()
+		if err == nil && ends.Error() == nil && len(ends[topic]) == int(partitions) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s: partitions without a leader after %s: %v %v", topic, setupTimeout, err, ends.Error())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// commitOffsets commits as a simple group does: OffsetCommit without
+// joining.
+func commitOffsets(t *testing.T, b *apachekafka.Broker, group, topic string, offsets map[int32]int64) {
+	t.Helper()
+	ctx, cancel := setupContext()
+	defer cancel()
+	var os kadm.Offsets
+	for p, at := range offsets {
+		os.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1})
+	}
+	if err := b.Admin(t).CommitAllOffsets(ctx, group, os); err != nil {
+		t.Fatalf("committing %s on %s: %v", group, topic, err)
+	}
+}
+
+// joinAndCommit joins group with protocol (kafkatest.Classic or
+// kafkatest.Consumer), subscribed to topic, waits for its assignment and
+// commits offsets as the member. The member stays until closed.
+func joinAndCommit(t *testing.T, b *apachekafka.Broker, group, protocol, topic string, offsets map[int32]int64) *kgo.Client {
+	t.Helper()
+	assigned := make(chan struct{}, 1)
+	opts := []kgo.Opt{
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(),
+		kgo.FetchMaxWait(100 * time.Millisecond),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+			select {
+			case assigned <- struct{}{}:
+			default:
+			}
+		}),
+	}
+	if protocol == kafkatest.Consumer {
+		opts = append(opts, kgo.ServerSideBalancer())
+	}
+	cl := b.Client(t, opts...)
+	deadline := time.After(setupTimeout)
+	for joined := false; !joined; {
+		pctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		cl.PollFetches(pctx)
+		cancel()
+		select {
+		case <-assigned:
+			joined = true
+		case <-deadline:
+			t.Fatalf("a %s member of group %s was not assigned within %s", protocol, group, setupTimeout)
+		default:
+		}
+	}
+	ctx, cancel := setupContext()
+	defer cancel()
+	if err := kafkatest.CommitSync(ctx, cl, topic, offsets); err != nil {
+		t.Fatalf("group %s: %v", group, err)
+	}
+	return cl
+}
+
+// waitEmpty polls until the group is Empty (its member left).
+func waitEmpty(t *testing.T, b *apachekafka.Broker, group string) {
+	t.Helper()
+	deadline := time.Now().Add(setupTimeout)
+	for {
+		if state(b.Admin(t), group) == "Empty" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s is not Empty after %s (%s)", group, setupTimeout, state(b.Admin(t), group))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// state is the group's state: KIP-848 groups through
+// ConsumerGroupDescribe, classic ones through DescribeGroups.
+func state(adm *kadm.Client, group string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if cgs, err := adm.DescribeConsumerGroups(ctx, group); err == nil {
+		if g, ok := cgs[group]; ok && g.Err == nil && g.State != "" {
+			return g.State
+		}
+	}
+	gs, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return gs[group].State
+}
