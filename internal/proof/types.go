@@ -154,6 +154,13 @@ const (
 	// its cursor), but a clause about them fails: reported, so that the
 	// person starting the consumer knows it must seek to its cursor.
 	WarningGroupOffsets = "groupOffsets"
+	// WarningSeekRequired: with Policy.ResetFailsLoudly, partitions without
+	// a committed offset on a log that starts at 0 are proven (nothing
+	// expired) but the client throws there instead of starting at 0
+	// (auto.offset.reset=none: NoOffsetForPartitionException): the group
+	// needs its offsets committed at the log start before the consumer
+	// starts.
+	WarningSeekRequired = "seekRequired"
 )
 
 // ConfigWarning reports whether a warning type is configuration advice
@@ -234,6 +241,11 @@ type Policy struct {
 	RecoveryWindow            time.Duration
 	AllowInfiniteRetention    bool
 	AllowSizeBoundedRetention bool
+	// ResetFailsLoudly: the consumer clause (spec.consumer) holds the
+	// client to an auto.offset.reset that fails loudly (none, error), so a
+	// partition without a committed offset is not a fresh start from 0:
+	// the client throws there (WarningSeekRequired).
+	ResetFailsLoudly bool
 	// Cursor, when set, adds the clause CursorInRange: the business cursor
 	// the consumer keeps in its own database must lie inside the retained
 	// log. Nil: no cursor.
