@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // offsetsInRange holds when every partition's committed offset lies inside
@@ -49,7 +50,7 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 				// committed offset here is not "no committed offset".
 				pr.Verdict, pr.Reason = Unknown, failureReason(fl)
 				unevaluated++
-			} else if message := judgePartition(pr, compacts); message != "" {
+			} else if message := judgePartition(pr, po, compacts); message != "" {
 				o.add(partitionViolation(pr, message))
 			}
 			if finite {
@@ -114,9 +115,21 @@ func setPartitionOffsets(pr *PartitionResult, topic string, po *PartitionObserva
 // judgePartition sets the partition's verdict, reason and expired records,
 // and returns the violation's message when it is not in range. Messages
 // are built in one buffer: an expired topic can have thousands of them.
-func judgePartition(pr *PartitionResult, compacts bool) (message string) {
+func judgePartition(pr *PartitionResult, po *PartitionObservation, compacts bool) (message string) {
 	var m messageBuilder
 	switch {
+	case pr.Committed == NoOffset && po.OffsetVanished && pr.LogStart == 0 && pr.LogEnd >= 0:
+		// Seen committed, now gone, on a log that starts at 0: not a
+		// fresh group (seed 003 on a young topic). With log start > 0 the
+		// missing offset fails below anyway.
+		pr.Verdict, pr.Reason = Violated, ReasonNoCommittedOffset
+		m.partition(pr.Topic, pr.Partition)
+		m.text(": no committed offset, but the group had committed ").int(po.VanishedOffset)
+		m.text(" (last read ").text(po.VanishedSeenAt.UTC().Format(time.RFC3339))
+		m.text("): it expired or was deleted, and a restart resets by auto.offset.reset")
+		if v := po.VanishedOffset; v >= pr.LogStart && v <= pr.LogEnd {
+			m.text(" (latest skips the ").count(pr.LogEnd-v, "record").text(" from it to log end ").int(pr.LogEnd).text(")")
+		}
 	case pr.LogStart < 0 || pr.LogEnd < pr.LogStart || pr.Committed < NoOffset:
 		pr.Verdict, pr.Reason = Unknown, ReasonNotEvaluated
 		m.partition(pr.Topic, pr.Partition)

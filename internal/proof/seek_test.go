@@ -3,6 +3,7 @@ package proof
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // Issue 22: a partition added to the topic (no committed offset, log start
@@ -63,6 +64,29 @@ func TestSeekRequiredForAPartitionWithoutCommittedOffset(t *testing.T) {
 	for _, w := range Evaluate(all, held, all.ObservedAt).Warnings {
 		if w.Type == WarningSeekRequired {
 			t.Errorf("every partition committed: unexpected %s", w.Message)
+		}
+	}
+}
+
+// Seed 003 on a young topic: the group's offsets expired while it was
+// Empty, and the log still starts at 0. One observation cannot tell that
+// from a fresh group, but the manager's observer saw the offset (10) and
+// reports it vanished: not a fresh start — a latest restart skips what was
+// written since. Without that memory it stays a fresh group.
+func TestVanishedOffsetOnALogStartingAtZeroIsNotFresh(t *testing.T) {
+	po := part(0, 0, 15, NoOffset)
+	fresh := Evaluate(observation(topic("settlements", po)), policy("settlements"), now)
+	if fresh.Verdict != Proven {
+		t.Fatalf("without memory: %s, want Proven (a fresh group bootstraps from 0)", fresh.Verdict)
+	}
+	po.OffsetVanished, po.VanishedOffset, po.VanishedSeenAt = true, 10, now.Add(-2*time.Minute)
+	r := Evaluate(observation(topic("settlements", po)), policy("settlements"), now)
+	if r.Verdict != Violated || len(r.Violations) != 1 || r.Violations[0].Reason != ReasonNoCommittedOffset {
+		t.Fatalf("vanished offset: %s %+v, want Violated by %s", r.Verdict, r.Violations, ReasonNoCommittedOffset)
+	}
+	for _, s := range []string{"had committed 10", "latest skips the 5 records"} {
+		if !strings.Contains(r.Violations[0].Message, s) {
+			t.Errorf("message %q lacks %q", r.Violations[0].Message, s)
 		}
 	}
 }

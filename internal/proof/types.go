@@ -421,6 +421,13 @@ type PartitionObservation struct {
 	// last observation that saw another committed offset (a change the
 	// observer witnessed); zero when unknown.
 	CommittedAfter time.Time
+	// OffsetVanished: the observer saw the group commit VanishedOffset on
+	// this partition (last at VanishedSeenAt) and now it has none: it
+	// expired or was deleted. A long-running observer's memory; a one-shot
+	// observation cannot know it.
+	OffsetVanished bool
+	VanishedOffset int64
+	VanishedSeenAt time.Time
 	// CursorTimestamp is the timestamp of the record at the business
 	// cursor (headroom with resumeFrom Cursor); zero when unknown, when
 	// there is no cursor or when it is at log end.

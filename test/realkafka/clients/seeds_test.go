@@ -267,3 +267,62 @@ func TestSeed000JavaEarliestResetsToTheNewLogStart(t *testing.T) {
 		})
 	}
 }
+
+// TestSeed003ExpiredOffsetsOnALogStartingAtZero: seed 003 on a young topic
+// (its log still starts at 0) and a recovery window shorter than
+// offsets.retention.minutes, so only the offsets themselves can show the
+// loss. The manager's observer saw the group's commit, then saw it vanish
+// (expired while the group was Empty): the verdict is Violated
+// (NoCommittedOffset with the offset it had), not a fresh group's Proven —
+// and the Java consumer with latest indeed skips the records produced
+// meanwhile.
+func TestSeed003ExpiredOffsetsOnALogStartingAtZero(t *testing.T) {
+	for _, d := range apachekafka.Dists(t) {
+		t.Run(d.Line(), func(t *testing.T) {
+			const group, topic = "batch-settle", "settlements"
+			b := apachekafka.Start(t, d, apachekafka.WithOffsetsRetention(time.Minute))
+			b.CreateTopic(t, topic, 1, nil)
+			b.ProduceTo(t, topic, 0, 10)
+			env := ConsumerEnv{Brokers: b.Addrs(), Group: group, Topics: []string{topic},
+				Protocol: "classic", AutoCommit: "false", Idle: 3 * time.Second}
+			first := env
+			first.Reset = "earliest"
+			if run := Java(t, first); run.Code != 0 || run.Committed(topic, 0) != 10 {
+				t.Fatalf("the batch's run: want exit 0 and offset 10 committed:\n%s", run)
+			}
+
+			// One observer across passes, as the manager runs it.
+			o := kafka.NewObserver()
+			defer o.Close()
+			pol := proof.Policy{UID: "seed-003", GroupID: group, Topics: []string{topic}, RecoveryWindow: 30 * time.Second}
+			judge := func() proof.Result {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				obs := o.Observe(ctx, kafka.Connection{BootstrapServers: b.Addrs()}, []kafka.Target{{Group: group, Topics: []string{topic}}})[0]
+				return proof.Evaluate(obs, pol, obs.ObservedAt)
+			}
+			if r := judge(); r.Verdict != proof.Proven {
+				t.Fatalf("before expiry: %s %+v, want Proven (offset 10 at log end, a window shorter than offsets.retention.minutes)", r.Verdict, r.Violations)
+			}
+
+			b.ProduceTo(t, topic, 0, 5)
+			poll(t, "the Empty group's offsets expiring", func() bool { return committedOffset(t, b, group, topic, 0) < 0 })
+			r := judge()
+			v, ok := violation(r, proof.ReasonNoCommittedOffset)
+			if r.Verdict != proof.Violated || !ok {
+				t.Fatalf("after expiry on a log starting at 0: %s %+v, want Violated by %s (not a fresh group)", r.Verdict, r.Violations, proof.ReasonNoCommittedOffset)
+			}
+			if !strings.Contains(v.Message, "had committed 10") || !strings.Contains(v.Message, "latest skips the 5 records") {
+				t.Errorf("the violation lacks the vanished offset and the records latest skips: %s", v.Message)
+			}
+			t.Logf("the product's verdict: %s: %s", r.Verdict, v.Message)
+
+			latest := env
+			latest.Reset = "latest"
+			run := Java(t, latest)
+			if run.Code != 0 || run.Consumed(topic, 0) != 0 || run.Committed(topic, 0) != 15 {
+				t.Fatalf("restart with latest: want exit 0, nothing read and offset 15 committed (records 10..14 skipped):\n%s", run)
+			}
+		})
+	}
+}
