@@ -373,6 +373,7 @@ func proofPolicy(p *rgv1.ConsumerRetentionPolicy) proof.Policy {
 		RecoveryWindow:            p.Spec.RecoveryWindow.Duration,
 		AllowInfiniteRetention:    p.Spec.AllowInfiniteRetention,
 		AllowSizeBoundedRetention: p.Spec.AllowSizeBoundedRetention,
+		ResetFailsLoudly:          p.Spec.Consumer != nil,
 	}
 	if c := p.Spec.Cursor; c != nil {
 		pol.Cursor = &proof.CursorPolicy{ResumeFrom: string(c.ResumeFrom)}

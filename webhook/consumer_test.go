@@ -168,7 +168,16 @@ func TestCheckConsumer(t *testing.T) {
 	}{
 		{"none and false", both, []containerEnv{{Container: "settle", OffsetReset: literal("none"), AutoCommit: literal("false")}}, nil},
 		{"error (librdkafka), any case", both, []containerEnv{{Container: "settle", OffsetReset: literal("ERROR"), AutoCommit: literal("False")}}, nil},
-		{"None with spaces", resetOnly, []containerEnv{{Container: "settle", OffsetReset: literal(" None ")}}, nil},
+		// The values as the clients read them (docs/concepts.md, pinned by
+		// test/realkafka/clients): the Java client trims, then accepts only
+		// lower-case none; librdkafka has error in any case, and no none.
+		{"none with spaces (Java trims)", resetOnly, []containerEnv{{Container: "settle", OffsetReset: literal(" none ")}}, nil},
+		{"None: the Java client's ConfigException", resetOnly, []containerEnv{{Container: "settle", OffsetReset: literal(" None ")}}, []string{ReasonOffsetResetRejected}},
+		{"NONE: the Java client's ConfigException", resetOnly, []containerEnv{{Container: "settle", OffsetReset: literal("NONE")}}, []string{ReasonOffsetResetRejected}},
+		{"error with a trailing space: librdkafka's Invalid value", resetOnly, []containerEnv{{Container: "settle", OffsetReset: literal("error ")}}, []string{ReasonOffsetResetRejected}},
+		{"a value no client accepts", resetOnly, []containerEnv{{Container: "settle", OffsetReset: literal("fail")}}, []string{ReasonOffsetResetRejected}},
+		{"smallest (librdkafka's earliest)", resetOnly, []containerEnv{{Container: "settle", OffsetReset: literal("smallest")}}, []string{ReasonOffsetResetSilent}},
+		{"by_duration (Java 4.x, KIP-1106)", resetOnly, []containerEnv{{Container: "settle", OffsetReset: literal("by_duration:PT1H")}}, []string{ReasonOffsetResetSilent}},
 		{"earliest", resetOnly, []containerEnv{{Container: "settle", OffsetReset: literal("earliest")}}, []string{ReasonOffsetResetSilent}},
 		{"latest", resetOnly, []containerEnv{{Container: "settle", OffsetReset: literal("latest")}}, []string{ReasonOffsetResetSilent}},
 		{"empty value", resetOnly, []containerEnv{{Container: "settle", OffsetReset: literal("")}}, []string{ReasonOffsetResetSilent}},
@@ -202,8 +211,13 @@ func TestCheckConsumer(t *testing.T) {
 			}
 		})
 	}
+	// A rejected spelling says which client rejects it.
+	f := checkConsumer(resetOnly, []containerEnv{{Container: "settle", OffsetReset: literal("NONE")}})[0]
+	if !strings.Contains(f.Message, "lower-case none") || !strings.Contains(f.Message, "ConfigException") {
+		t.Errorf("message %q", f.Message)
+	}
 	// The message quotes the value and says the fix.
-	f := checkConsumer(resetOnly, []containerEnv{{Container: "settle", OffsetReset: literal("earliest")}})[0]
+	f = checkConsumer(resetOnly, []containerEnv{{Container: "settle", OffsetReset: literal("earliest")}})[0]
 	if !strings.Contains(f.Message, `KAFKA_AUTO_OFFSET_RESET="earliest"`) || !strings.Contains(f.Message, "set none") {
 		t.Errorf("message %q", f.Message)
 	}

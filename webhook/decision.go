@@ -268,7 +268,7 @@ func judge(e *policyEval) policyResult {
 	}
 
 	if p.Spec.Consumer != nil {
-		r.Consumer = checkConsumer(p.Spec.Consumer, e.Consumer)
+		r.Consumer = append(checkConsumer(p.Spec.Consumer, e.Consumer), checkStreamsGroup(p, e.Proof)...)
 	}
 	return r
 }

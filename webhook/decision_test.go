@@ -182,6 +182,35 @@ func TestJudgeFindings(t *testing.T) {
 	}
 }
 
+// Issue 22: a Kafka Streams group's per-topic reset policies (in its
+// topology) beat auto.offset.reset, so with spec.consumer the variable
+// proves nothing for it: the clause fails closed, and says to remove
+// spec.consumer rather than to set none. A plain group with none passes.
+func TestJudgeStreamsGroupConsumerClause(t *testing.T) {
+	p := settlePolicy(withConsumer("settle", resetEnv, ""))
+	env := []containerEnv{{Container: "settle", OffsetReset: envValue{Declared: true, Value: "none", From: "env"}}}
+
+	plain := proven()
+	plain.GroupProtocol = "consumer"
+	if r := judge(&policyEval{Policy: p, Proof: plain, Consumer: env}); r.failing() {
+		t.Fatalf("a consumer group with none: %+v", r.Consumer)
+	}
+
+	streams := proven()
+	streams.GroupProtocol = "streams"
+	r := judge(&policyEval{Policy: p, Proof: streams, Consumer: env})
+	if len(r.Consumer) != 1 || r.Consumer[0].Reason != ReasonOffsetResetNotProvable || !r.refuses() {
+		t.Fatalf("a streams group with none: findings %+v, want %s refusing", r.Consumer, ReasonOffsetResetNotProvable)
+	}
+	if !strings.Contains(r.Consumer[0].Message, "topology") {
+		t.Errorf("message %q does not say where the resets are", r.Consumer[0].Message)
+	}
+	fix := strings.Join(consumerFix(&r), "\n")
+	if !strings.Contains(fix, "remove spec.consumer") || strings.Contains(fix, "=none") {
+		t.Errorf("fix %q: want remove spec.consumer, not a setting", fix)
+	}
+}
+
 func TestParseOverride(t *testing.T) {
 	for in, want := range map[string]string{
 		"":                     "",

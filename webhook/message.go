@@ -780,6 +780,15 @@ func consumerFix(r *policyResult) []string {
 		return nil
 	}
 	c := r.Policy.Spec.Consumer
+	settings := false
+	for _, f := range r.Consumer {
+		if f.Reason != ReasonOffsetResetNotProvable {
+			settings = true
+		}
+	}
+	if !settings {
+		return []string{"Fix: a Streams group's resets are in its topology: remove spec.consumer from the policy; consumer settings cannot be overridden."}
+	}
 	fix := "Fix: set " + c.OffsetResetEnv + "=none (error for librdkafka)"
 	if c.AutoCommitEnv != "" {
 		fix += " and " + c.AutoCommitEnv + "=false"

@@ -8,10 +8,19 @@ const (
 	// offset-reset variable (spec.consumer.offsetResetEnv), so the client
 	// falls back to its default (latest for most clients) and skips silently.
 	ReasonOffsetResetNotDeclared = "OffsetResetNotDeclared"
-	// ReasonOffsetResetSilent: the variable is set to a value other than
-	// none or error (earliest, latest, ...): the client jumps over an
-	// expired position instead of failing.
+	// ReasonOffsetResetSilent: the variable is set to a value with which a
+	// client resets silently (earliest, latest, smallest, by_duration:...,
+	// empty): the client jumps over an expired position instead of failing.
 	ReasonOffsetResetSilent = "OffsetResetSilent"
+	// ReasonOffsetResetRejected: the variable is set to a value no client
+	// fails loudly with in that spelling: NONE or None (the Java client
+	// accepts only lower-case none: a ConfigException), or a value no
+	// client accepts at all. The consumer would not start.
+	ReasonOffsetResetRejected = "OffsetResetRejected"
+	// ReasonOffsetResetNotProvable: the group is a Kafka Streams group,
+	// whose per-topic reset policies (set in its topology, invisible to the
+	// webhook) beat auto.offset.reset: the variable proves nothing.
+	ReasonOffsetResetNotProvable = "OffsetResetNotProvable"
 	// ReasonOffsetResetUnresolvable: the value cannot be known from the pod
 	// template: a ConfigMap or key that does not exist, a Secret (never
 	// read), a field reference or a $(VAR) expansion.

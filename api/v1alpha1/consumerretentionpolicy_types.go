@@ -247,9 +247,13 @@ type ConsumerClientSpec struct {
 	Container string `json:"container,omitempty"`
 
 	// offsetResetEnv is the environment variable holding the client's
-	// auto.offset.reset. Its value must be "none" (Java, franz-go) or
-	// "error" (librdkafka): any other value lets the client silently skip
-	// records when its position has expired.
+	// auto.offset.reset. Its value must be "none" in lower case (Java,
+	// franz-go; the Java client rejects NONE) or "error" in any case
+	// (librdkafka): other values let the client silently skip records when
+	// its position has expired, or are rejected by the client. A Kafka
+	// Streams application's per-topic resets beat the variable: it proves
+	// nothing there. With it set, a partition without a committed offset
+	// needs a seek before the consumer starts (a none client throws there).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253

@@ -22,6 +22,11 @@ import (
 //     committed after t0. It is t0, the last observation that saw the old
 //     offset. A consumer that commits the same offset again is not seen, so
 //     the real last commit can only be later.
+//   - Vanished: a partition seen at offset a and then without one lost its
+//     offset (expired after offsets.retention.minutes, or deleted): the
+//     observation says so, with a and the last time it was seen, until a
+//     new commit appears. Without it a log that starts at 0 makes the
+//     missing offset look like a fresh group's (seed 003 on a young topic).
 //
 // A group or offset seen for the first time has no witnessed transition, so
 // both stay zero (unknown): a one-shot observation (the CLI, a fresh
@@ -59,6 +64,8 @@ type partitionEntry struct {
 	committed      int64
 	committedAfter time.Time // lower bound on the last commit; zero unless a change was seen
 	lastSeen       time.Time // the last observation that read this offset
+	vanished       int64     // the offset seen before it went missing; NoOffset when none
+	vanishedSeen   time.Time // the last observation that read it
 }
 
 type topicPartition struct {
@@ -86,6 +93,14 @@ type groupFacts struct {
 type groupRecall struct {
 	emptySince     time.Time
 	committedAfter map[topicPartition]time.Time
+	vanished       map[topicPartition]vanishedOffset
+}
+
+// vanishedOffset is a committed offset the memory saw and the group no
+// longer has.
+type vanishedOffset struct {
+	offset int64
+	seenAt time.Time // the last observation that read it
 }
 
 // record folds one pass's facts into the memory and returns what the memory
@@ -128,20 +143,24 @@ func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.T
 		e.stateSeenAt = now
 	}
 
-	recall := groupRecall{emptySince: e.emptySince, committedAfter: make(map[topicPartition]time.Time)}
+	recall := groupRecall{emptySince: e.emptySince, committedAfter: make(map[topicPartition]time.Time),
+		vanished: make(map[topicPartition]vanishedOffset)}
 	for tp, c := range facts.committed {
 		pe, ok := e.partitions[tp]
 		switch {
 		case ok && now.Before(pe.lastSeen):
 			continue // older than what was seen: not folded
 		case !ok || now.Sub(pe.lastSeen) > memoryTTL:
-			pe = partitionEntry{committed: c} // first sight: unknown
+			pe = partitionEntry{committed: c, vanished: proof.NoOffset} // first sight: unknown
 		case pe.committed != c:
 			// Witnessed a commit: after the last observation that saw
 			// the old offset.
 			pe.committedAfter = time.Time{}
+			pe.vanished, pe.vanishedSeen = proof.NoOffset, time.Time{}
 			if c != proof.NoOffset {
 				pe.committedAfter = pe.lastSeen
+			} else if pe.committed != proof.NoOffset {
+				pe.vanished, pe.vanishedSeen = pe.committed, pe.lastSeen
 			}
 			pe.committed = c
 		}
@@ -154,6 +173,9 @@ func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.T
 		}
 		if !pe.committedAfter.IsZero() {
 			recall.committedAfter[tp] = pe.committedAfter
+		}
+		if pe.vanished != proof.NoOffset {
+			recall.vanished[tp] = vanishedOffset{pe.vanished, pe.vanishedSeen}
 		}
 	}
 	return recall

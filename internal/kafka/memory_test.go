@@ -42,14 +42,23 @@ func TestGroupMemory(t *testing.T) {
 	if !r.emptySince.Equal(t0.Add(time.Minute)) || !r.committedAfter[tp].IsZero() {
 		t.Fatalf("offset gone: %+v", r)
 	}
+	// Seed 003: the offset that vanished is remembered (with the last
+	// observation that read it) until a new commit appears.
+	if v, ok := r.vanished[tp]; !ok || v.offset != 7 || !v.seenAt.Equal(t0.Add(3*time.Minute)) {
+		t.Fatalf("offset gone: vanished %+v, want offset 7 last read at +3m", r.vanished)
+	}
+	r = pass(4*time.Minute+30*time.Second, proof.GroupStateEmpty, proof.NoOffset)
+	if v := r.vanished[tp]; v.offset != 7 || !v.seenAt.Equal(t0.Add(3*time.Minute)) {
+		t.Fatalf("still gone: vanished %+v, want it kept", r.vanished)
+	}
 	r = pass(5*time.Minute, proof.GroupStateStable, 9)
-	if !r.emptySince.IsZero() || !r.committedAfter[tp].Equal(t0.Add(4*time.Minute)) {
-		t.Fatalf("back to Stable: %+v, want committed after +4m", r)
+	if !r.emptySince.IsZero() || !r.committedAfter[tp].Equal(t0.Add(4*time.Minute+30*time.Second)) || len(r.vanished) != 0 {
+		t.Fatalf("back to Stable: %+v, want committed after +4m30s and nothing vanished", r)
 	}
 	// The same offset again (a client re-committing it, or not): nothing
 	// witnessed, the bound stays.
 	r = pass(6*time.Minute, proof.GroupStateStable, 9)
-	if !r.committedAfter[tp].Equal(t0.Add(4 * time.Minute)) {
+	if !r.committedAfter[tp].Equal(t0.Add(4*time.Minute + 30*time.Second)) {
 		t.Fatalf("unchanged offset: %+v", r)
 	}
 

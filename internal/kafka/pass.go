@@ -332,6 +332,9 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 					po.ShareLag, po.ShareLagKnown = gs.shareLag[tp]
 				}
 				po.CommittedAfter = recall.committedAfter[tp]
+				if v, ok := recall.vanished[tp]; ok && po.Committed == proof.NoOffset {
+					po.OffsetVanished, po.VanishedOffset, po.VanishedSeenAt = true, v.offset, v.seenAt
+				}
 				if t.Cursor != nil {
 					po.CursorTimestamp = p.cursors[i].timestamps[tp]
 				}

@@ -91,6 +91,9 @@ func Evaluate(obs Observation, p Policy, now time.Time) Result {
 		r.Warnings = append(r.Warnings, *w)
 	}
 	r.Warnings = append(r.Warnings, advisory...)
+	if w := seekWarning(p, partitions); w != nil {
+		r.Warnings = append(r.Warnings, *w)
+	}
 	if r.OffsetExpiry.HasSoonest {
 		r.GroupOffsetsExpireIn, r.HasGroupOffsetsExpireIn = r.OffsetExpiry.Soonest.Sub(now), true
 	}

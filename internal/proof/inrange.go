@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // offsetsInRange holds when every partition's committed offset lies inside
@@ -187,6 +188,18 @@ func judgePartition(pr *PartitionResult, po *PartitionObservation, compacts, sha
 		return m.String()
 	}
 	switch {
+	case pr.Committed == NoOffset && po.OffsetVanished && pr.LogStart == 0 && pr.LogEnd >= 0:
+		// Seen committed, now gone, on a log that starts at 0: not a
+		// fresh group (seed 003 on a young topic). With log start > 0 the
+		// missing offset fails below anyway.
+		pr.Verdict, pr.Reason = Violated, ReasonNoCommittedOffset
+		m.partition(pr.Topic, pr.Partition)
+		m.text(": no committed offset, but the group had committed ").int(po.VanishedOffset)
+		m.text(" (last read ").text(po.VanishedSeenAt.UTC().Format(time.RFC3339))
+		m.text("): it expired or was deleted, and a restart resets by auto.offset.reset")
+		if v := po.VanishedOffset; v >= pr.LogStart && v <= pr.LogEnd {
+			m.text(" (latest skips the ").count(pr.LogEnd-v, "record").text(" from it to log end ").int(pr.LogEnd).text(")")
+		}
 	case pr.LogStart < 0 || pr.LogEnd < pr.LogStart || pr.Committed < NoOffset:
 		pr.Verdict, pr.Reason = Unknown, ReasonNotEvaluated
 		m.partition(pr.Topic, pr.Partition)

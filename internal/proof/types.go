@@ -199,6 +199,13 @@ const (
 	// its cursor), but a clause about them fails: reported, so that the
 	// person starting the consumer knows it must seek to its cursor.
 	WarningGroupOffsets = "groupOffsets"
+	// WarningSeekRequired: with Policy.ResetFailsLoudly, partitions without
+	// a committed offset on a log that starts at 0 are proven (nothing
+	// expired) but the client throws there instead of starting at 0
+	// (auto.offset.reset=none: NoOffsetForPartitionException): the group
+	// needs its offsets committed at the log start before the consumer
+	// starts.
+	WarningSeekRequired = "seekRequired"
 )
 
 // ConfigWarning reports whether a warning type is configuration advice
@@ -284,6 +291,11 @@ type Policy struct {
 	RecoveryWindow            time.Duration
 	AllowInfiniteRetention    bool
 	AllowSizeBoundedRetention bool
+	// ResetFailsLoudly: the consumer clause (spec.consumer) holds the
+	// client to an auto.offset.reset that fails loudly (none, error), so a
+	// partition without a committed offset is not a fresh start from 0:
+	// the client throws there (WarningSeekRequired).
+	ResetFailsLoudly bool
 	// Cursor, when set, adds the clause CursorInRange: the business cursor
 	// the consumer keeps in its own database must lie inside the retained
 	// log. Nil: no cursor.
@@ -502,6 +514,13 @@ type PartitionObservation struct {
 	// last observation that saw another committed offset (a change the
 	// observer witnessed); zero when unknown.
 	CommittedAfter time.Time
+	// OffsetVanished: the observer saw the group commit VanishedOffset on
+	// this partition (last at VanishedSeenAt) and now it has none: it
+	// expired or was deleted. A long-running observer's memory; a one-shot
+	// observation cannot know it.
+	OffsetVanished bool
+	VanishedOffset int64
+	VanishedSeenAt time.Time
 	// CursorTimestamp is the timestamp of the record at the business
 	// cursor (headroom with resumeFrom Cursor); zero when unknown, when
 	// there is no cursor or when it is at log end.

@@ -29,7 +29,9 @@
  *                             the positions after each poll that returned records
  *   KAFKA_AUTO_COMMIT_INTERVAL_MS   passed verbatim to auto.commit.interval.ms
  *   CONSUMER_EXIT_AFTER_IDLE  a duration (5s, 500ms, 1m30s): once no record
- *                             came for that long, commit (commitSync of the
+ *                             came for that long (counted from the last
+ *                             assignment or record; it does not run before the
+ *                             first assignment), commit (commitSync of the
  *                             positions) and exit 0 — a batch consumer (a Job)
  *   KAFKA_CLIENT_PROPERTIES   optional key=value;key=value, passed verbatim
  *                             after the above (it overrides them)
@@ -41,6 +43,11 @@
  *   "assigned"      topic, partition, committed (the group's committed offset
  *                   read with committed() in onPartitionsAssigned; -1: none),
  *                   logStart, logEnd (the partition's offsets then)
+ *   "position"      topic, partition, offset, committed: where the client
+ *                   fetches from after the first poll that follows the
+ *                   assignment (a reset for a missing committed offset is
+ *                   done by then; an out-of-range one shows only on the
+ *                   fetch, in "first record")
  *   "first record"  topic, partition, offset (the first offset consumed after
  *                   the assignment), committed, reset (true when the client did
  *                   not resume at the committed offset), resetCause
@@ -257,6 +264,8 @@ public final class Consumer {
 
   static final Map<TopicPartition, Long> committedAtAssign = new HashMap<>(); // -1: none
   static final Set<TopicPartition> started = new HashSet<>();
+  static final Set<TopicPartition> unpositioned = new HashSet<>();
+  static volatile long lastActivity; // 0: never assigned
   static final Map<TopicPartition, Long> last = new HashMap<>();
 
   static final class Listener implements ConsumerRebalanceListener {
@@ -283,10 +292,17 @@ public final class Consumer {
         long c = om == null ? -1 : om.offset();
         committedAtAssign.put(tp, c);
         started.remove(tp);
+        unpositioned.add(tp);
         last.remove(tp);
         log("assigned", "topic", tp.topic(), "partition", tp.partition(), "committed", c,
             "logStart", start.getOrDefault(tp, -1L), "logEnd", end.getOrDefault(tp, -1L));
       }
+      lastActivity = System.nanoTime();
+    }
+
+    @Override
+    public void onPartitionsLost(Collection<TopicPartition> partitions) {
+      unpositioned.removeAll(partitions);
     }
   }
 
@@ -330,6 +346,19 @@ public final class Consumer {
     last.put(tp, lastOffset);
     log("consumed", "topic", tp.topic(), "partition", tp.partition(), "first", first, "last", lastOffset,
         "count", recs.size());
+  }
+
+  /** logPositions logs where newly assigned partitions fetch from. */
+  static void logPositions(KafkaConsumer<byte[], byte[]> consumer) {
+    if (unpositioned.isEmpty()) return;
+    Set<TopicPartition> assigned = consumer.assignment();
+    for (TopicPartition tp : sorted(unpositioned)) {
+      if (!assigned.contains(tp)) continue;
+      long pos = consumer.position(tp, Duration.ofSeconds(30));
+      log("position", "topic", tp.topic(), "partition", tp.partition(), "offset", pos,
+          "committed", committedAtAssign.getOrDefault(tp, -1L));
+    }
+    unpositioned.clear();
   }
 
   /** commit commits the positions of the partitions (what commitSync() commits) and logs them. */
@@ -402,21 +431,21 @@ public final class Consumer {
     String reason = "signal";
     try {
       consumer.subscribe(cfg.topics, new Listener(consumer));
-      long lastRecord = System.nanoTime();
       Duration pollTimeout = Duration.ofSeconds(1);
       if (cfg.exitAfterIdle != null && cfg.exitAfterIdle.compareTo(pollTimeout) < 0) {
         pollTimeout = cfg.exitAfterIdle;
       }
       while (!stopping) {
         ConsumerRecords<byte[], byte[]> recs = consumer.poll(pollTimeout);
+        logPositions(consumer);
         if (!recs.isEmpty()) {
-          lastRecord = System.nanoTime();
+          lastActivity = System.nanoTime();
           for (TopicPartition tp : sorted(recs.partitions())) {
             record(tp, recs.records(tp));
           }
           if (!autoCommit) commit(consumer, recs.partitions());
-        } else if (cfg.exitAfterIdle != null
-            && System.nanoTime() - lastRecord >= cfg.exitAfterIdle.toNanos()) {
+        } else if (cfg.exitAfterIdle != null && lastActivity != 0
+            && System.nanoTime() - lastActivity >= cfg.exitAfterIdle.toNanos()) {
           reason = "no record for " + env("CONSUMER_EXIT_AFTER_IDLE");
           break;
         }
