@@ -120,6 +120,7 @@ func eachCell(t *testing.T, b *apachekafka.Broker, client string, rows []tableRo
 // and Earliest are ConfigExceptions, and so is librdkafka's error. Only
 // none fails loudly.
 func TestJavaAutoOffsetResetValues(t *testing.T) {
+	t.Parallel()
 	b := tableBroker(t)
 	rows := []tableRow{
 		{"", startsAt(tableLogEnd), startsAt(tableLogEnd)},
@@ -174,6 +175,7 @@ func TestJavaAutoOffsetResetValues(t *testing.T) {
 // beginning, largest, latest, end and error. error fails loudly; none and
 // by_duration are configuration errors.
 func TestLibrdkafkaAutoOffsetResetValues(t *testing.T) {
+	t.Parallel()
 	b := tableBroker(t)
 	const noOffset, oor = "no previously committed offset", "Offset out of range"
 	rows := []tableRow{
@@ -227,6 +229,7 @@ func TestLibrdkafkaAutoOffsetResetValues(t *testing.T) {
 // earliest, latest, and none or error to NoResetOffset, which fails
 // loudly. Anything else is its configuration error (exit 64).
 func TestFranzGoAutoOffsetResetValues(t *testing.T) {
+	t.Parallel()
 	b := tableBroker(t)
 	rows := []tableRow{
 		{"", startsAt(tableLogEnd), startsAt(tableLogEnd)},

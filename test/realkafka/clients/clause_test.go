@@ -22,10 +22,12 @@ import (
 // asks for (offsets committed at the log start) the none consumer starts
 // and reads the new partition from 0.
 func TestPartitionAddedNeedsASeekForNone(t *testing.T) {
+	t.Parallel()
 	for _, d := range apachekafka.Dists(t) {
 		t.Run(d.Line(), func(t *testing.T) {
+			t.Parallel()
 			const group, topic = "fanout", "orders"
-			b := apachekafka.Start(t, d)
+			b := apachekafka.Start(t, d, asDeployed(d)...)
 			b.CreateTopic(t, topic, 1, nil)
 			b.ProduceTo(t, topic, 0, 3)
 			env := ConsumerEnv{Brokers: b.Addrs(), Group: group, Topics: []string{topic},

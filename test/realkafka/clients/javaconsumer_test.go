@@ -15,9 +15,11 @@ import (
 // Both group protocols (KAFKA_GROUP_PROTOCOL): classic and consumer
 // (KIP-848; a preview the harness turns on in 3.9).
 func TestJavaConsumerResumesAtItsCommit(t *testing.T) {
+	t.Parallel()
 	for _, d := range apachekafka.Dists(t) {
 		for _, protocol := range []string{"classic", "consumer"} {
 			t.Run(d.Line()+"/"+protocol, func(t *testing.T) {
+				t.Parallel()
 				javaResumesAtItsCommit(t, d, protocol)
 			})
 		}

@@ -64,6 +64,7 @@ func setGroupConfig(t *testing.T, b *apachekafka.Broker, group, key, value strin
 // share.auto.offset.reset (default latest), set on the broker: with
 // earliest the records already in the topic are read.
 func TestShareConsumerIgnoresAutoOffsetReset(t *testing.T) {
+	t.Parallel()
 	d := apachekafka.Newest(t)
 	if !d.AtLeast(4, 2) {
 		t.Fatalf("share groups are on by default from 4.2; the newest line here is %s", d.Version)
