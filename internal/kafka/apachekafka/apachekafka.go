@@ -151,6 +151,8 @@ type config struct {
 	nodeProps map[int32]map[string]string
 	features  []string
 	sasl      *SASL
+	// asDeployed: Kafka's own default group protocols (AsDeployed).
+	asDeployed bool
 }
 
 // WithNodes starts a cluster of n combined nodes (a quorum of n
@@ -175,6 +177,16 @@ func WithNodeConfig(id int32, key, value string) Option {
 		}
 		c.nodeProps[id][key] = value
 	}
+}
+
+// AsDeployed runs the line with Kafka's own default group protocols: on
+// 3.x classic groups only (the Scala coordinator, as seed 003's 3.5.1 ran),
+// where the harness otherwise turns the KIP-848 preview on
+// (classic,consumer, the Java coordinator). A classic group there cannot be
+// converted to a consumer group, so its offsets stay on the Empty clock. On
+// 4.x it changes nothing.
+func AsDeployed() Option {
+	return func(c *config) { c.asDeployed = true }
 }
 
 // WithOffsetsRetention sets offsets.retention.minutes (Kafka's floor is one
@@ -357,7 +369,7 @@ func (b *Broker) properties(n *Node) string {
 		"group.consumer.min.heartbeat.interval.ms": "500",
 		"auto.create.topics.enable":                "false",
 	}
-	if !b.Dist.AtLeast(4, 0) {
+	if !b.Dist.AtLeast(4, 0) && !b.cfg.asDeployed {
 		// 3.9 turns KIP-848 groups on only when asked (preview).
 		p["group.coordinator.rebalance.protocols"] = "classic,consumer"
 	}

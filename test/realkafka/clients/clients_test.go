@@ -415,14 +415,7 @@ func Kcat(t testing.TB, brokers []string, group, topic string, props ...string) 
 	return k
 }
 
-// asDeployed is how the line runs in production by default: 3.x brokers
-// serve classic groups only (the Scala coordinator; KIP-848 was a preview
-// to turn on, which the harness does), so a classic group there cannot be
-// converted to a consumer group and its offsets stay on the Empty clock
-// (seed 003's 3.5.1). On 4.x, nothing to change.
-func asDeployed(d apachekafka.Dist) []apachekafka.Option {
-	if d.AtLeast(4, 0) {
-		return nil
-	}
-	return []apachekafka.Option{apachekafka.WithBrokerConfig("group.coordinator.rebalance.protocols", "classic")}
+// asDeployed: the line as it runs by default (apachekafka.AsDeployed).
+func asDeployed(apachekafka.Dist) []apachekafka.Option {
+	return []apachekafka.Option{apachekafka.AsDeployed()}
 }
