@@ -37,6 +37,10 @@ var riskReasons = []string{
 // violation that loses nothing yet.
 func IsRisk(reason string) bool { return slices.Contains(riskReasons, reason) }
 
+// RiskReasons lists the risks (IsRisk), for what must know them all (the
+// chart's alert tests).
+func RiskReasons() []string { return slices.Clone(riskReasons) }
+
 // IsLoss reports whether reason says data is already lost or cannot be
 // located (lossReasons).
 func IsLoss(reason string) bool { return slices.Contains(lossReasons, reason) }
