@@ -116,10 +116,22 @@ func atRisk(ps *rgv1.ProofStatus) bool {
 func (r *policyResult) kafkaFailing() bool { return r.Verdict != rgv1.VerdictProven }
 func (r *policyResult) failing() bool      { return r.kafkaFailing() || len(r.Consumer) > 0 }
 
+// riskOnly: a Deny policy whose proof is Violated only by risks, with no
+// consumer finding: warned and allowed, not refused.
+func (r *policyResult) riskOnly() bool {
+	return r.Enforcement == rgv1.EnforcementDeny && r.AtRisk && len(r.Consumer) == 0
+}
+
+// warnsOnly: a failing policy that lets the rollout through with a warning
+// (enforcement Warn, or riskOnly).
+func (r *policyResult) warnsOnly() bool {
+	return r.failing() && (r.Enforcement == rgv1.EnforcementWarn || r.riskOnly())
+}
+
 // refuses: a Deny policy that fails, not only by risks, and was not
 // overridden.
 func (r *policyResult) refuses() bool {
-	if r.AtRisk && len(r.Consumer) == 0 {
+	if r.riskOnly() {
 		return false
 	}
 	return r.Enforcement == rgv1.EnforcementDeny && r.failing() && !r.Overridden
@@ -201,7 +213,7 @@ func decide(evals []policyEval, override string) decision {
 		case r.Overridden:
 			overridden = true
 		case !r.failing():
-		case r.Enforcement == rgv1.EnforcementWarn, r.Enforcement == rgv1.EnforcementDeny && r.AtRisk:
+		case r.warnsOnly():
 			warned = true
 		case r.Enforcement == rgv1.EnforcementAudit:
 			audited = true
