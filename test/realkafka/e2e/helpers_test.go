@@ -57,6 +57,14 @@ func namespace(t *testing.T, name string) {
 // allows, on the broker at bootstrap.
 func policy(t *testing.T, ns, group, topic, app, bootstrap string, window time.Duration) *rgv1.ConsumerRetentionPolicy {
 	t.Helper()
+	return policyWith(t, ns, group, topic, app, bootstrap, window, nil)
+}
+
+// policyWith is policy, with edit applied to the spec before it is
+// created.
+func policyWith(t *testing.T, ns, group, topic, app, bootstrap string, window time.Duration,
+	edit func(*rgv1.ConsumerRetentionPolicySpec)) *rgv1.ConsumerRetentionPolicy {
+	t.Helper()
 	p := &rgv1.ConsumerRetentionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: group},
 		Spec: rgv1.ConsumerRetentionPolicySpec{
@@ -68,6 +76,9 @@ func policy(t *testing.T, ns, group, topic, app, bootstrap string, window time.D
 			CheckInterval:  &metav1.Duration{Duration: 10 * time.Second},
 			Kafka:          rgv1.PolicyKafka{BootstrapServers: []string{bootstrap}},
 		},
+	}
+	if edit != nil {
+		edit(&p.Spec)
 	}
 	must(t, admin().Create(bg(t), p))
 	return p
