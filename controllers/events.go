@@ -93,11 +93,11 @@ func violatedEvent(was string, ready metav1.Condition, res *proof.Result) *event
 
 // lossEvent marks loss that happens while a policy is already Violated by
 // a risk (a headroom or an expiry below the window, issue 22): the verdict
-// does not change, but Ready's reason turns from a risk to loss (LossRank),
+// does not change, but Ready's reason turns from a risk to loss (IsLoss, LossRank),
 // and that is an event. prevReason is Ready's reason before; nil otherwise.
 func lossEvent(prev rgv1.Verdict, prevReason string, ready metav1.Condition, res *proof.Result) *eventSpec {
 	if res == nil || prev != rgv1.VerdictViolated || rgv1.Verdict(res.Verdict) != rgv1.VerdictViolated ||
-		proof.LossRank(ready.Reason) >= proof.LossRank(prevReason) {
+		!proof.IsLoss(ready.Reason) || proof.LossRank(ready.Reason) >= proof.LossRank(prevReason) {
 		return nil
 	}
 	return violatedEvent("was Violated: "+prevReason, ready, res)

@@ -88,32 +88,25 @@ type policyResult struct {
 	OverrideRefused string
 	// AtRisk: the proof is Violated only by risks — records or offsets
 	// that will be lost before the window ends if the group stays down,
-	// none lost yet (riskReasons). A rollout is then the way out, not the
+	// none lost yet (proof.IsRisk). A rollout is then the way out, not the
 	// danger: it is allowed with a warning (see atRisk).
 	AtRisk bool
 }
 
-// riskReasons are the violations that say a group cannot be down for its
-// whole window from now, while nothing is lost yet: the oldest unconsumed
-// record expires first (a lagging group), or an Empty classic group's
-// offsets expire first. Refusing a rollout then protects nothing — the
-// group loses the same records whether the rollout happens or not, and a
-// consumer that starts (scale from zero) or ships faster code is what
-// saves them — so these violations warn at admission and refuse nothing;
-// the status is Violated and the alerts fire all the same.
-var riskReasons = map[string]bool{
-	proof.ReasonRecoveryHeadroomShorterThanWindow:   true,
-	proof.ReasonEmptyGroupOffsetsExpireBeforeWindow: true,
-}
-
 // atRisk reports whether every violation of a Violated proof is a risk
-// (riskReasons): none omitted, no consumer finding.
-func atRisk(proof *rgv1.ProofStatus) bool {
-	if proof == nil || proof.Verdict != rgv1.VerdictViolated || len(proof.Violations) == 0 || proof.ViolationsOmitted > 0 {
+// (proof.IsRisk): records or offsets lost before the window ends if the
+// group stays down, none lost yet. Refusing a rollout then protects
+// nothing — the group loses the same records whether the rollout happens
+// or not, and a consumer that starts (scale from zero) or ships faster
+// code is what saves them — so these violations warn at admission and
+// refuse nothing; the status is Violated and the warning alerts fire all
+// the same. None may be omitted from the status.
+func atRisk(ps *rgv1.ProofStatus) bool {
+	if ps == nil || ps.Verdict != rgv1.VerdictViolated || len(ps.Violations) == 0 || ps.ViolationsOmitted > 0 {
 		return false
 	}
-	for _, v := range proof.Violations {
-		if !riskReasons[v.Reason] {
+	for _, v := range ps.Violations {
+		if !proof.IsRisk(v.Reason) {
 			return false
 		}
 	}
@@ -123,10 +116,22 @@ func atRisk(proof *rgv1.ProofStatus) bool {
 func (r *policyResult) kafkaFailing() bool { return r.Verdict != rgv1.VerdictProven }
 func (r *policyResult) failing() bool      { return r.kafkaFailing() || len(r.Consumer) > 0 }
 
+// riskOnly: a Deny policy whose proof is Violated only by risks, with no
+// consumer finding: warned and allowed, not refused.
+func (r *policyResult) riskOnly() bool {
+	return r.Enforcement == rgv1.EnforcementDeny && r.AtRisk && len(r.Consumer) == 0
+}
+
+// warnsOnly: a failing policy that lets the rollout through with a warning
+// (enforcement Warn, or riskOnly).
+func (r *policyResult) warnsOnly() bool {
+	return r.failing() && (r.Enforcement == rgv1.EnforcementWarn || r.riskOnly())
+}
+
 // refuses: a Deny policy that fails, not only by risks, and was not
 // overridden.
 func (r *policyResult) refuses() bool {
-	if r.AtRisk && len(r.Consumer) == 0 {
+	if r.riskOnly() {
 		return false
 	}
 	return r.Enforcement == rgv1.EnforcementDeny && r.failing() && !r.Overridden
@@ -151,7 +156,7 @@ func (d *decision) allowed() bool { return d.Outcome != outcomeDenied }
 //     spec.consumer.
 //   - A failing policy refuses the rollout when its enforcement is Deny
 //     (Unknown fails: fail closed); Warn and Audit never refuse. A proof
-//     Violated only by risks (riskReasons: nothing lost yet, the group
+//     Violated only by risks (proof.IsRisk: nothing lost yet, the group
 //     cannot stay down its whole window) warns instead: the rollout is the
 //     way out.
 //   - The override annotation lets the rollout through only when every
@@ -208,7 +213,7 @@ func decide(evals []policyEval, override string) decision {
 		case r.Overridden:
 			overridden = true
 		case !r.failing():
-		case r.Enforcement == rgv1.EnforcementWarn, r.Enforcement == rgv1.EnforcementDeny && r.AtRisk:
+		case r.warnsOnly():
 			warned = true
 		case r.Enforcement == rgv1.EnforcementAudit:
 			audited = true

@@ -303,20 +303,28 @@ func (h *Handler) record(t target, d *decision) {
 	}
 	for i := range d.Policies {
 		r := &d.Policies[i]
-		var reason string
-		switch {
-		case r.Overridden:
-			reason = EventProofOverridden
-		case !r.failing():
+		reason := eventReason(r)
+		if reason == "" {
 			continue
-		case r.Enforcement == rgv1.EnforcementWarn:
-			reason = EventRolloutWarned
-		case r.Enforcement == rgv1.EnforcementAudit:
-			reason = EventRolloutAudited
-		default:
-			reason = EventRolloutDenied
 		}
 		h.recorder.Eventf(r.Policy, related, corev1.EventTypeWarning, reason, "AdmitRollout", "%s", eventNote(t, r, reason))
+	}
+}
+
+// eventReason is the reason of the event a rollout records on a policy;
+// "" for none (the policy does not fail).
+func eventReason(r *policyResult) string {
+	switch {
+	case r.Overridden:
+		return EventProofOverridden
+	case !r.failing():
+		return ""
+	case r.warnsOnly():
+		return EventRolloutWarned
+	case r.Enforcement == rgv1.EnforcementAudit:
+		return EventRolloutAudited
+	default:
+		return EventRolloutDenied
 	}
 }
 

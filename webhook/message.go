@@ -809,7 +809,7 @@ func warnings(d *decision) []string {
 		switch {
 		case r.Overridden:
 			add("policy " + p.Name + " overridden (" + OverrideAnnotation + "=" + r.ProofID + "); recorded")
-		case r.failing() && (r.Enforcement == rgv1.EnforcementWarn || r.Enforcement == rgv1.EnforcementDeny && r.AtRisk):
+		case r.warnsOnly():
 			head := p.Name + " is " + string(r.Verdict)
 			if r.ProofID != "" {
 				head += " (proof " + r.ProofID + ")"

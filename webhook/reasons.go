@@ -56,7 +56,8 @@ const (
 const (
 	// EventRolloutDenied: a Deny policy refused a rollout.
 	EventRolloutDenied = "RolloutDenied"
-	// EventRolloutWarned: a Warn policy let a rollout through with warnings.
+	// EventRolloutWarned: a Warn policy, or a Deny policy Violated by risks
+	// only, let a rollout through with warnings.
 	EventRolloutWarned = "RolloutWarned"
 	// EventRolloutAudited: an Audit policy would have refused a rollout.
 	EventRolloutAudited = "RolloutAudited"

@@ -43,10 +43,21 @@ func TestRiskOnlyViolationsWarnAndAllow(t *testing.T) {
 			if d.Outcome != tc.want {
 				t.Fatalf("outcome %s, want %s", d.Outcome, tc.want)
 			}
-			if tc.want != outcomeWarned {
-				return
+			// The event on the policy says what happened to the rollout.
+			wantEvent := EventRolloutDenied
+			if tc.want == outcomeWarned {
+				wantEvent = EventRolloutWarned
+			}
+			if got := eventReason(&d.Policies[0]); got != wantEvent {
+				t.Errorf("event %s, want %s", got, wantEvent)
 			}
 			ws := strings.Join(warnings(&d), "\n")
+			if tc.want != outcomeWarned {
+				if strings.Contains(ws, "allowed") {
+					t.Errorf("a refused rollout warns %q", ws)
+				}
+				return
+			}
 			mustContain(t, ws, "is Violated (proof 5e1f00aa) by risks only, nothing lost yet: allowed", "outbox[0]: expires in 1d23h")
 		})
 	}
@@ -56,7 +67,14 @@ func TestRiskOnlyViolationsWarnAndAllow(t *testing.T) {
 	p := settlePolicy(withEnforcement(rgv1.EnforcementDeny), withConsumer("settle", resetEnv, ""))
 	e := policyEval{Policy: p, Proof: risk(proof.ReasonRecoveryHeadroomShorterThanWindow),
 		Consumer: []containerEnv{{Container: "settle", OffsetReset: envValue{Declared: true, Value: "earliest", From: "env"}}}}
-	if d := decide([]policyEval{e}, ""); d.Outcome != outcomeDenied {
+	d := decide([]policyEval{e}, "")
+	if d.Outcome != outcomeDenied {
 		t.Errorf("a risk with auto.offset.reset=earliest: outcome %s, want denied", d.Outcome)
+	}
+	if got := eventReason(&d.Policies[0]); got != EventRolloutDenied {
+		t.Errorf("a risk with auto.offset.reset=earliest: event %s, want %s", got, EventRolloutDenied)
+	}
+	if ws := strings.Join(warnings(&d), "\n"); strings.Contains(ws, "nothing lost yet: allowed") {
+		t.Errorf("a refused rollout warns %q", ws)
 	}
 }

@@ -21,13 +21,43 @@ var lossReasons = []string{
 	ReasonGroupAheadOfCursor,
 }
 
+// riskReasons are the violations that say the group cannot be down for its
+// whole window from now while nothing is lost yet: the oldest record it has
+// not read expires first (a lagging group, seed 000 before the loss), or an
+// Empty classic group's offsets expire first (seed 003 before the loss).
+// Admission warns on a proof Violated only by them and refuses nothing
+// (the rollout is the way out), and the critical Violated alert leaves them
+// to their own warning alerts.
+var riskReasons = []string{
+	ReasonRecoveryHeadroomShorterThanWindow,
+	ReasonEmptyGroupOffsetsExpireBeforeWindow,
+}
+
+// IsRisk reports whether reason is one of the risks (riskReasons): a
+// violation that loses nothing yet.
+func IsRisk(reason string) bool { return slices.Contains(riskReasons, reason) }
+
+// RiskReasons lists the risks (IsRisk), for what must know them all (the
+// chart's alert tests).
+func RiskReasons() []string { return slices.Clone(riskReasons) }
+
+// IsLoss reports whether reason says data is already lost or cannot be
+// located (lossReasons).
+func IsLoss(reason string) bool { return slices.Contains(lossReasons, reason) }
+
 // LossRank orders reasons so that loss that already happened comes before
-// risk: the Ready condition's reason, the kubectl reason column and the
-// first line of a denial lead with it. Loss reasons rank 0, 1, 2...;
-// every other reason ranks after them, equally.
+// every other violation, and risks (IsRisk) come last: the Ready
+// condition's reason, the kubectl reason column and the first line of a
+// denial lead with it. Loss reasons rank 0, 1, 2...; every other reason
+// ranks after them, equally, and the risks after those. So Ready's reason
+// is a risk only when every violation of the proof is one (what the
+// RetentionGuardPolicyViolated alert relies on).
 func LossRank(reason string) int {
 	if i := slices.Index(lossReasons, reason); i >= 0 {
 		return i
+	}
+	if IsRisk(reason) {
+		return len(lossReasons) + 1
 	}
 	return len(lossReasons)
 }

@@ -66,8 +66,10 @@ func groupName(f *facts) string {
 // headroomViolations adds, per partition whose headroom is below the
 // window, a RecoveryHeadroomShorterThanWindow violation. Its facts for the
 // proofID are the topic and partition only (no committed offset, no log
-// start): the gap keeps its proofID while the consumer catches up, so a
-// rollout of a faster consumer can name it in the override annotation.
+// start): the gap keeps its proofID while the consumer catches up. It is
+// a risk (IsRisk): alone, it lets a rollout of a faster consumer through
+// with a warning; beside another violation, the override annotation names
+// the proofID.
 func headroomViolations(o *clauseOutcome, f *facts, partitions []PartitionResult) {
 	window := f.policy.RecoveryWindow
 	fromCursor := f.policy.Cursor.ResumesFromCursor()
@@ -96,7 +98,7 @@ func headroomViolations(o *clauseOutcome, f *facts, partitions []PartitionResult
 				text(", sooner than recoveryWindow ").text(FormatDuration(window))
 		}
 		m.text(": the group is ").count(pr.Lag, "record").text(" behind and cannot be down for its window without losing them; " +
-			"let it catch up (a rollout of a faster consumer names this proofID in the override annotation), or raise ").
+			"let it catch up (nothing is lost yet: a rollout of a faster consumer is allowed with a warning), or raise ").
 			text(keyRetentionMs)
 		o.add(Violation{
 			Reason: ReasonRecoveryHeadroomShorterThanWindow, Topic: pr.Topic, Partition: pr.Partition, Message: m.String(),

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // The histories promtool replays against the rendered alerts. Each firing
@@ -196,6 +198,7 @@ func alertCases(t *testing.T, c alertCombo) []alertCase {
 	cases = append(cases, b.verdictCases()...)
 	cases = append(cases, b.headroomCases()...)
 	cases = append(cases, b.offsetsExpiryCases()...)
+	cases = append(cases, b.riskCases()...)
 	cases = append(cases, b.admissionCases()...)
 	cases = append(cases, b.apiserverCases()...)
 	cases = append(cases, b.managerDownCases()...)
@@ -429,6 +432,113 @@ func (b caseBuilder) offsetsExpiryCases() []alertCase {
 		},
 	)
 	return cases
+}
+
+// Seed 000 and seed 003 before the loss: the proof is Violated by a risk
+// only (Ready's reason RecoveryHeadroomShorterThanWindow or
+// EmptyGroupOffsetsExpireBeforeWindow: nothing lost yet). Admission allows
+// the rollout with a warning, so the critical page that says rollouts are
+// refused stays quiet and the risk's own warning alert speaks; once a
+// record is lost beside the risk, Ready's reason is the loss and it pages.
+func (b caseBuilder) riskCases() []alertCase {
+	n := b.length()
+	const (
+		violated = "RetentionGuardPolicyViolated"
+		headroom = "RetentionGuardRecoveryHeadroomLow"
+		nearing  = "RetentionGuardEmptyGroupNearingOffsetsRetention"
+		lowRoom  = "RecoveryHeadroomShorterThanWindow"
+		empty    = "EmptyGroupOffsetsExpireBeforeWindow"
+	)
+	who := "The consumer group " + caseGroup + " (policy " + caseNS + "/" + casePolicy + ")"
+	window := func() promSeries {
+		return b.managerSeries("retentionguard_policy_recovery_window_seconds", policyLabels(), flat(n, 3*day))
+	}
+	// 2 days of headroom under a 3-day window from pre on.
+	room := func() promSeries {
+		return b.managerSeries("retentionguard_recovery_headroom_seconds", policyLabels(), then(flat(b.pre, 10*day), flat(n-b.pre, 2*day)))
+	}
+	lagging := append(b.verdict("Violated", b.pre, n-b.pre, "Deny", lowRoom), window(), room())
+	emptyGroup := append(b.verdict("Violated", b.pre, n-b.pre, "Deny", empty), window(),
+		b.managerSeries("retentionguard_group_offsets_expiry_seconds", policyLabels("clock", "GroupEmpty"),
+			then(missing(b.pre), flat(n-b.pre, 2*day))))
+
+	// Seed 000 after the loss: Violated by the headroom from pre, records
+	// lost (CommittedOffsetExpired) from lossAt on; the verdict does not
+	// change, Ready's reason does.
+	lossAt := b.pre + 5
+	info := func(reason string) map[string]string {
+		return policyLabels("consumer_group", caseGroup, "enforcement", "Deny", "reason", reason)
+	}
+	gone := func(k int) []string { return then([]string{"stale"}, missing(k-1)) }
+	lost := []promSeries{
+		b.managerSeries("retentionguard_policy_verdict", policyLabels("verdict", "Violated"), then(flat(b.pre, 0), flat(n-b.pre, 1))),
+		b.managerSeries("retentionguard_policy_verdict", policyLabels("verdict", "Proven"), then(flat(b.pre, 1), flat(n-b.pre, 0))),
+		b.managerSeries("retentionguard_policy_verdict", policyLabels("verdict", "Unknown"), flat(n, 0)),
+		b.managerSeries("retentionguard_policy_info", info("Proven"), then(flat(b.pre, 1), gone(n-b.pre))),
+		b.managerSeries("retentionguard_policy_info", info(lowRoom), then(missing(b.pre), flat(lossAt-b.pre, 1), gone(n-lossAt))),
+		b.managerSeries("retentionguard_policy_info", info("CommittedOffsetExpired"), then(missing(lossAt), flat(n-lossAt, 1))),
+		window(), room(),
+	}
+
+	var cases []alertCase
+	// Every risk the proof knows: a new one the rule does not exclude
+	// fails here.
+	for _, risk := range proof.RiskReasons() {
+		cases = append(cases, alertCase{
+			alert: violated, what: "Violated by " + risk + " only, Deny",
+			series: b.verdict("Violated", b.pre, n-b.pre, "Deny", risk), evals: b.silent(violated),
+		})
+	}
+	return append(cases, []alertCase{
+		{
+			alert: violated, what: "seed 000 before the loss: Violated by " + lowRoom + " only, Deny",
+			series: lagging, evals: b.silent(violated),
+		},
+		{
+			alert: headroom, what: "seed 000 before the loss: Violated by " + lowRoom + " only, Deny", fires: true,
+			series: lagging,
+			evals: b.firing(headroom, b.pre, promAlert{
+				ExpLabels: policyLabels("severity", "warning", "consumer_group", caseGroup),
+				ExpAnnotations: map[string]string{
+					"summary": who + " has 2d 0h 0m 0s of headroom, less than its recoveryWindow of 3d 0h 0m 0s.",
+					"description": "The record at its committed offset is deleted by retention in 2d 0h 0m 0s: a consumer that goes down now loses records " +
+						"before the downtime the policy promises to survive ends. The consumer is lagging (or its records carry old timestamps): " +
+						"let it catch up, or raise the topic's retention.ms.",
+					"runbook_url": b.runbook(headroom),
+				},
+			}),
+		},
+		{
+			alert: violated, what: "seed 003 before the loss: Violated by " + empty + " only, Deny",
+			series: emptyGroup, evals: b.silent(violated),
+		},
+		{
+			alert: nearing, what: "seed 003 before the loss: Violated by " + empty + " only, Deny", fires: true,
+			series: emptyGroup,
+			evals: b.firing(nearing, b.pre, promAlert{
+				ExpLabels: policyLabels("severity", "warning", "consumer_group", caseGroup),
+				ExpAnnotations: map[string]string{
+					"summary": who + " has had no members for long: its committed offsets expire in 2d 0h 0m 0s, sooner than its recoveryWindow of 3d 0h 0m 0s.",
+					"description": "Kafka deletes a classic group's committed offsets offsets.retention.minutes after the group became Empty; " +
+						"a consumer started after that resumes wherever auto.offset.reset says and skips what it never read. " +
+						"Start a consumer of the group before then (a member stops the clock).",
+					"runbook_url": b.runbook(nearing),
+				},
+			}),
+		},
+		{
+			alert: violated, what: "seed 000: Violated by " + lowRoom + ", then records lost beside it, Deny", fires: true,
+			series: lost,
+			evals: b.firing(violated, lossAt, promAlert{
+				ExpLabels: policyLabels("severity", "critical", "consumer_group", caseGroup, "enforcement", "Deny"),
+				ExpAnnotations: map[string]string{
+					"summary":     who + " has lost, or can lose, records to retention: CommittedOffsetExpired.",
+					"description": "Rollouts of its consumers are refused until the proof holds again. kubectl describe crp -n " + caseNS + " " + casePolicy + " names each violation with its numbers.",
+					"runbook_url": b.runbook(violated),
+				},
+			}),
+		},
+	}...)
 }
 
 // decisions are the webhook's decision counters: every kind and decision

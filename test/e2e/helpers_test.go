@@ -3,9 +3,11 @@ package e2e
 import (
 	"context"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -281,4 +285,70 @@ func waitMetric(t *testing.T, want float64, name string, labels ...string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// warningsSeen collects the warnings the API server returns (admission
+// warnings among them), as kubectl prints them.
+type warningsSeen struct {
+	mu sync.Mutex
+	ws []string
+}
+
+func (w *warningsSeen) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ws = append(w.ws, text)
+}
+
+// withWarnings runs a request as the admin, through a client that keeps
+// the API server's warnings, and returns them with its answer.
+func withWarnings(t *testing.T, do func(cs kubernetes.Interface) error) ([]string, error) {
+	t.Helper()
+	seen := &warningsSeen{}
+	cfg := rest.CopyConfig(stk.Env.Config)
+	cfg.WarningHandler = seen
+	cs, err := kubernetes.NewForConfig(cfg)
+	must(t, err)
+	err = do(cs)
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	return slices.Clone(seen.ws), err
+}
+
+// rolloutWarned is rollout through withWarnings.
+func rolloutWarned(t *testing.T, ns, name, tag string) ([]string, error) {
+	t.Helper()
+	return withWarnings(t, func(cs kubernetes.Interface) error {
+		d, err := cs.AppsV1().Deployments(ns).Get(bg(t), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].Image = strings.Split(d.Spec.Template.Spec.Containers[0].Image, ":")[0] + ":" + tag
+		_, err = cs.AppsV1().Deployments(ns).Update(bg(t), d, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// scaleWarned is scale through withWarnings.
+func scaleWarned(t *testing.T, ns, name string, replicas int32) ([]string, error) {
+	t.Helper()
+	return withWarnings(t, func(cs kubernetes.Interface) error {
+		s := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: autoscalingv1.ScaleSpec{Replicas: replicas}}
+		_, err := cs.AppsV1().Deployments(ns).UpdateScale(bg(t), name, s, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// allowedAtRisk asserts that a rollout was allowed with the warning of a
+// proof Violated by risks only (nothing lost yet), naming the risk.
+func allowedAtRisk(t *testing.T, what string, ws []string, err error, policy, proofID, risk string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: the API server refused it, want it allowed with a warning (Violated by risks only): %v", what, err)
+	}
+	all := strings.Join(ws, "\n")
+	t.Logf("%s: warnings:\n%s", what, all)
+	contains(t, what+"'s warnings", all,
+		"retention-guard: "+policy+" is Violated (proof "+proofID+") by risks only, nothing lost yet: allowed",
+		"retention-guard: "+policy+": "+risk)
 }

@@ -179,9 +179,13 @@ func TestSeed003ExpiredGroupOffsetsBlockTheBatchRun(t *testing.T) {
 // group is Empty; Kafka deletes its committed offsets
 // offsets.retention.minutes (7 days) later. The policy promises to survive
 // 7 days down, so from the first minute the time left is shorter than
-// its window: RetentionGuardEmptyGroupNearingOffsetsRetention fires (the
-// warning seed 003's team never got in its 8 green days), and resolves
-// when the next run joins the group (a member stops the clock).
+// its window: the proof is Violated by that risk only
+// (EmptyGroupOffsetsExpireBeforeWindow, nothing lost yet: the 8 green days
+// seed 003's team had), RetentionGuardEmptyGroupNearingOffsetsRetention
+// fires and the critical RetentionGuardPolicyViolated stays quiet.
+// Starting the consumer (a scale from zero) is the way out: allowed with
+// a warning. The alert resolves when the run joins the group (a member
+// stops the clock).
 func TestSeed003EmptyGroupWarnsBeforeItsOffsetsExpire(t *testing.T) {
 	ctx := bg(t)
 	const ns, topic, group = "batch", "settle-batch", "settle-batch"
@@ -197,16 +201,22 @@ func TestSeed003EmptyGroupWarnsBeforeItsOffsetsExpire(t *testing.T) {
 	waitPolicy(t, key, 30*time.Second, "Proven while a member runs", func(p *rgv1.ConsumerRetentionPolicy) bool {
 		return proven(p) && p.Status.Proof.GroupState == "Stable"
 	})
+	// The batch consumer's Deployment, scaled to zero between runs.
+	deployment(t, ns, "settle-batch", "settle-batch", 0)
 
 	emptySince := time.Now()
 	run.Leave()
-	p = waitPolicy(t, key, 30*time.Second, "Empty, on the GroupEmpty clock", func(p *rgv1.ConsumerRetentionPolicy) bool {
+	p = waitPolicy(t, key, 30*time.Second, "Empty, on the GroupEmpty clock: Violated by the expiry only", func(p *rgv1.ConsumerRetentionPolicy) bool {
 		ps := p.Status.Proof
-		return proven(p) && ps.GroupState == "Empty" && ps.OffsetExpiry != nil && ps.OffsetExpiry.Clock == rgv1.ExpiryClockGroupEmpty &&
+		return verdict(p) == "Violated" && ready(p).Reason == "EmptyGroupOffsetsExpireBeforeWindow" &&
+			ps.GroupState == "Empty" && ps.OffsetExpiry != nil && ps.OffsetExpiry.Clock == rgv1.ExpiryClockGroupEmpty &&
 			ps.OffsetExpiry.SoonestAt != nil
 	})
-	t.Logf("group Empty since %s or earlier; offsets expire at %s; warnings: %q", p.Status.Proof.GroupEmptySince,
-		p.Status.Proof.OffsetExpiry.SoonestAt, p.Status.Proof.Warnings)
+	t.Logf("group Empty since %s or earlier; offsets expire at %s; proof %s; warnings: %q", p.Status.Proof.GroupEmptySince,
+		p.Status.Proof.OffsetExpiry.SoonestAt, p.Status.Proof.ProofID, p.Status.Proof.Warnings)
+	if p.Status.Proof.ExpiredRecords != 0 || len(p.Status.Proof.Violations) != 1 {
+		t.Errorf("before the loss want one violation and nothing expired: %s", describe(p))
+	}
 	policyAlert := map[string]string{"namespace": ns, "policy": group}
 	a := waitFiring(t, "RetentionGuardEmptyGroupNearingOffsetsRetention", policyAlert, emptySince)
 	alertLabels(t, a, map[string]string{"consumer_group": group, "severity": "warning"})
@@ -218,11 +228,15 @@ func TestSeed003EmptyGroupWarnsBeforeItsOffsetsExpire(t *testing.T) {
 	}
 	for _, quiet := range []string{"RetentionGuardGroupOffsetsExpireWithinADay", "RetentionGuardPolicyViolated", "RetentionGuardRecoveryHeadroomLow"} {
 		if slices.ContainsFunc(activeAlerts(t), func(a promv1.Alert) bool { return matches(a, quiet, policyAlert) }) {
-			t.Errorf("%s is active for a Proven group with 7 days of offsets left", quiet)
+			t.Errorf("%s is active for a group Violated only by offsets that expire in 7 days (nothing lost yet)", quiet)
 		}
 	}
 
-	// The next run starts before the offsets expire.
+	// The next run starts before the offsets expire: the scale from zero
+	// is judged live, Violated by the risk only, and allowed.
+	ws, err := scaleWarned(t, ns, "settle-batch", 1)
+	allowedAtRisk(t, "the scale from zero", ws, err, group, p.Status.Proof.ProofID, "EmptyGroupOffsetsExpireBeforeWindow")
+	waitEvent(t, p, "Warning", "RolloutWarned")
 	next, err := kafka.JoinGroup(ctx, group, topic)
 	must(t, err)
 	defer next.Leave()
@@ -235,12 +249,16 @@ func TestSeed003EmptyGroupWarnsBeforeItsOffsetsExpire(t *testing.T) {
 // Seed 000: a fan-out consumer down past its outbox topic's retention.
 // Before the loss, its headroom is below its window (the records it has
 // yet to read were backfilled with 5-day-old timestamps, and retention
-// counts from those): RetentionGuardRecoveryHeadroomLow. Then retention
-// deletes them: librdkafka with auto.offset.reset=earliest (kcat as a real
-// group member) silently resumes at the new log start, while
-// retention-guard refuses the guarded Deployment's rollout naming the
-// exact expired records and RetentionGuardPolicyViolated fires. The team
-// replays and resets the group: the proof holds and the alerts resolve.
+// counts from those): the proof is Violated by that risk only
+// (RecoveryHeadroomShorterThanWindow, nothing lost yet), so a rollout (a
+// faster consumer: the way out) is allowed with a warning,
+// RetentionGuardRecoveryHeadroomLow fires and the critical
+// RetentionGuardPolicyViolated stays quiet. Then retention deletes them:
+// librdkafka with auto.offset.reset=earliest (kcat as a real group member)
+// silently resumes at the new log start, while retention-guard refuses the
+// guarded Deployment's rollout naming the exact expired records and
+// RetentionGuardPolicyViolated fires. The team replays and resets the
+// group: the proof holds and the alerts resolve.
 func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	ctx := bg(t)
 	const ns, topic, group = "fanout", "outbox", "fanout"
@@ -255,16 +273,28 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	headroomSince := time.Now()
 	p := policy(t, ns, group, group, topic, "fanout")
 	key := client.ObjectKeyFromObject(p)
-	p = waitPolicy(t, key, 30*time.Second, "Proven", proven)
-	t.Logf("Proven with headroom %s, warnings %q", p.Status.Proof.RecoveryHeadroom, p.Status.Proof.Warnings)
+	p = waitPolicy(t, key, 30*time.Second, "Violated by the headroom only", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return verdict(p) == "Violated" && ready(p).Reason == "RecoveryHeadroomShorterThanWindow" && p.Status.ObservedGeneration == p.Generation
+	})
+	t.Logf("Violated by the headroom %s, proof %s", p.Status.Proof.RecoveryHeadroom, p.Status.Proof.ProofID)
+	if p.Status.Proof.ExpiredRecords != 0 || len(p.Status.Proof.Violations) != 1 {
+		t.Errorf("before the loss want one violation and nothing expired: %s", describe(p))
+	}
 	deployment(t, ns, "fanout", "fanout", 1)
-	must(t, rollout(t, ns, "fanout", "1.1"))
+	ws, err := rolloutWarned(t, ns, "fanout", "1.1")
+	allowedAtRisk(t, "the rollout to 1.1", ws, err, "fanout", p.Status.Proof.ProofID, "RecoveryHeadroomShorterThanWindow outbox[0]")
+	waitEvent(t, p, "Warning", "RolloutWarned")
 
 	policyAlert := map[string]string{"namespace": ns, "policy": group}
 	a := waitFiring(t, "RetentionGuardRecoveryHeadroomLow", policyAlert, headroomSince)
 	alertLabels(t, a, map[string]string{"consumer_group": group, "severity": "warning"})
 	contains(t, "the alert's summary", string(a.Annotations["summary"]),
 		"The consumer group fanout (policy fanout/fanout) has 1d 23h", "of headroom, less than its recoveryWindow of 3d 0h 0m 0s.")
+	// The warning has fired after its `for`; the critical page, with the
+	// same `for`, has not even started: nothing is lost yet.
+	if slices.ContainsFunc(activeAlerts(t), func(a promv1.Alert) bool { return matches(a, "RetentionGuardPolicyViolated", policyAlert) }) {
+		t.Errorf("RetentionGuardPolicyViolated is active for a proof Violated only by its headroom (nothing lost yet)")
+	}
 
 	// Down past retention: the oldest 75 records are deleted, 45 of
 	// them never read by the group (offsets 30..74).

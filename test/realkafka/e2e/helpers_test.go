@@ -6,9 +6,11 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +21,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -53,6 +57,14 @@ func namespace(t *testing.T, name string) {
 // allows, on the broker at bootstrap.
 func policy(t *testing.T, ns, group, topic, app, bootstrap string, window time.Duration) *rgv1.ConsumerRetentionPolicy {
 	t.Helper()
+	return policyWith(t, ns, group, topic, app, bootstrap, window, nil)
+}
+
+// policyWith is policy, with edit applied to the spec before it is
+// created.
+func policyWith(t *testing.T, ns, group, topic, app, bootstrap string, window time.Duration,
+	edit func(*rgv1.ConsumerRetentionPolicySpec)) *rgv1.ConsumerRetentionPolicy {
+	t.Helper()
 	p := &rgv1.ConsumerRetentionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: group},
 		Spec: rgv1.ConsumerRetentionPolicySpec{
@@ -65,6 +77,9 @@ func policy(t *testing.T, ns, group, topic, app, bootstrap string, window time.D
 			Kafka:          rgv1.PolicyKafka{BootstrapServers: []string{bootstrap}},
 		},
 	}
+	if edit != nil {
+		edit(&p.Spec)
+	}
 	must(t, admin().Create(bg(t), p))
 	return p
 }
@@ -73,8 +88,12 @@ func policy(t *testing.T, ns, group, topic, app, bootstrap string, window time.D
 // it: admission is what is tested) and returns the API server's answer.
 func deployment(t *testing.T, ns, name, app string, replicas int32) error {
 	t.Helper()
+	return admin().Create(bg(t), newDeployment(ns, name, app, replicas))
+}
+
+func newDeployment(ns, name, app string, replicas int32) *appsv1.Deployment {
 	labels := map[string]string{"app": app}
-	return admin().Create(bg(t), &appsv1.Deployment{
+	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
@@ -87,7 +106,7 @@ func deployment(t *testing.T, ns, name, app string, replicas int32) error {
 				}}},
 			},
 		},
-	})
+	}
 }
 
 // scale sets replicas through the scale subresource, as `kubectl scale`
@@ -224,4 +243,60 @@ func waitEvent(t *testing.T, p *rgv1.ConsumerRetentionPolicy, typ, reason string
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// warningsSeen collects the warnings the API server returns (admission
+// warnings among them), as kubectl prints them.
+type warningsSeen struct {
+	mu sync.Mutex
+	ws []string
+}
+
+func (w *warningsSeen) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ws = append(w.ws, text)
+}
+
+// withWarnings runs a request as the admin, through a client that keeps
+// the API server's warnings, and returns them with its answer.
+func withWarnings(t *testing.T, do func(cs kubernetes.Interface) error) ([]string, error) {
+	t.Helper()
+	seen := &warningsSeen{}
+	cfg := rest.CopyConfig(stk.Env.Config)
+	cfg.WarningHandler = seen
+	cs, err := kubernetes.NewForConfig(cfg)
+	must(t, err)
+	err = do(cs)
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	return slices.Clone(seen.ws), err
+}
+
+// rolloutWarned is rollout through withWarnings.
+func rolloutWarned(t *testing.T, ns, name, tag string) ([]string, error) {
+	t.Helper()
+	return withWarnings(t, func(cs kubernetes.Interface) error {
+		d, err := cs.AppsV1().Deployments(ns).Get(bg(t), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].Image = strings.Split(d.Spec.Template.Spec.Containers[0].Image, ":")[0] + ":" + tag
+		_, err = cs.AppsV1().Deployments(ns).Update(bg(t), d, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// allowedAtRisk asserts that a rollout was allowed with the warning of a
+// proof Violated by risks only (nothing lost yet), naming the risk.
+func allowedAtRisk(t *testing.T, what string, ws []string, err error, policy, proofID, risk string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: the API server refused it, want it allowed with a warning (Violated by risks only): %v", what, err)
+	}
+	all := strings.Join(ws, "\n")
+	t.Logf("%s: warnings:\n%s", what, all)
+	contains(t, what+"'s warnings", all,
+		"retention-guard: "+policy+" is Violated (proof "+proofID+") by risks only, nothing lost yet: allowed",
+		"retention-guard: "+policy+": "+risk)
 }

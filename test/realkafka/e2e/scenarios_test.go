@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
@@ -39,7 +41,14 @@ func TestSeed003BrokerExpiresTheBatchGroupsOffsets(t *testing.T) {
 	must(t, k.Produce(ctx, topic, 3, 100))
 	// Yesterday's run read everything and committed.
 	must(t, k.CommitAsMember(ctx, group, topic, map[int32]int64{0: 100, 1: 100, 2: 100}))
-	p := policy(t, ns, group, topic, "settle", b.Addrs()[0], 15*time.Second)
+	// The harness's brokers serve the consumer protocol (KIP-848), so they
+	// may convert this classic group and expire its offsets per commit
+	// (issue 22): the guard must date the commits, which only
+	// __consumer_offsets does exactly (the records' CreateTime bounds
+	// nothing on 3.9: message.timestamp.after.max.ms is unbounded).
+	p := policyWith(t, ns, group, topic, "settle", b.Addrs()[0], 15*time.Second, func(s *rgv1.ConsumerRetentionPolicySpec) {
+		s.Kafka.ReadOffsetsTopic = true
+	})
 	key := client.ObjectKeyFromObject(p)
 	must(t, deployment(t, ns, "settle", "settle", 0))
 
@@ -100,11 +109,14 @@ func TestSeed003BrokerExpiresTheBatchGroupsOffsets(t *testing.T) {
 
 // Seed 000 on the broker (the newest line, the stack's): a fan-out
 // consumer committed offset 30 of its outbox topic, whose records 30..74
-// are a backfill carrying their rows' five-day-old times. The proof holds
-// with 2 days of headroom (retention counts from those times), less than
-// the 72h window: a warning. Then the log start passes the committed
-// offset (DeleteRecords, as retention does): a release and a scale from
-// zero (checked live) are refused naming the 45 expired records, while
+// are a backfill carrying their rows' five-day-old times. It has 2 days of
+// headroom (retention counts from those times), less than the 72h window:
+// the proof is Violated by that risk only (RecoveryHeadroomShorterThanWindow,
+// nothing lost yet), so its start and a release (a faster consumer: the
+// way out) are allowed with a warning. Then the log start passes the
+// committed offset (DeleteRecords, as retention does): a release and a
+// scale from zero (checked live) are refused naming the 45 expired
+// records, while
 // librdkafka (kcat) with auto.offset.reset=earliest silently resumes at
 // the new log start on the same broker. After the replay and a reset the
 // consumer starts again.
@@ -119,16 +131,26 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	must(t, kafka.Commit(ctx, group, topic, map[int32]int64{0: 30}))
 	p := policy(t, ns, group, topic, "fanout", stk.BrokerAddr, 72*time.Hour)
 	key := client.ObjectKeyFromObject(p)
-	p = waitPolicy(t, key, 30*time.Second, "Proven", proven)
-	t.Logf("Proven with headroom %v, warnings %q", p.Status.Proof.RecoveryHeadroom, p.Status.Proof.Warnings)
+	p = waitPolicy(t, key, 30*time.Second, "Violated by the headroom only", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return verdict(p) == "Violated" && ready(p).Reason == "RecoveryHeadroomShorterThanWindow" && p.Status.ObservedGeneration == p.Generation
+	})
+	t.Logf("Violated by the headroom %v, proof %s: %s", p.Status.Proof.RecoveryHeadroom, p.Status.Proof.ProofID, describe(p))
 	if h := p.Status.Proof.RecoveryHeadroom; h == nil || h.Duration < 47*time.Hour || h.Duration > 49*time.Hour {
 		t.Errorf("recoveryHeadroom %v, want about 2 days (the record at 30 is 5 days old, retention 7 days)", h)
 	}
-	if !strings.Contains(strings.Join(p.Status.Proof.Warnings, "\n"), "retention deletes the record at committed offset 30 in 47h") {
-		t.Errorf("warnings %q do not say the headroom is below the window", p.Status.Proof.Warnings)
+	if vs := p.Status.Proof.Violations; len(vs) != 1 || p.Status.Proof.ExpiredRecords != 0 ||
+		!strings.Contains(vs[0].Message, "retention deletes the record at committed offset 30 in 47h") {
+		t.Errorf("want one violation saying the headroom is below the window, nothing expired: %s", describe(p))
 	}
-	must(t, deployment(t, ns, "fanout", "fanout", 1)) // a start, checked live
-	must(t, rollout(t, ns, "fanout", "1.1"))
+	// Its start (checked live) and a release: allowed with the warning.
+	ws, err := withWarnings(t, func(cs kubernetes.Interface) error {
+		_, err := cs.AppsV1().Deployments(ns).Create(bg(t), newDeployment(ns, "fanout", "fanout", 1), metav1.CreateOptions{})
+		return err
+	})
+	allowedAtRisk(t, "the start", ws, err, "fanout", p.Status.Proof.ProofID, "RecoveryHeadroomShorterThanWindow outbox[0]")
+	ws, err = rolloutWarned(t, ns, "fanout", "1.1")
+	allowedAtRisk(t, "the rollout to 1.1", ws, err, "fanout", p.Status.Proof.ProofID, "RecoveryHeadroomShorterThanWindow outbox[0]")
+	waitEvent(t, p, "Warning", "RolloutWarned")
 
 	// Down past retention: the oldest 75 records go, 45 of them never
 	// read by the group (offsets 30..74).
