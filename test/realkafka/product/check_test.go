@@ -45,11 +45,26 @@ func TestCheckSeed003EmptyGroupOffsetsExpire(t *testing.T) {
 		produceBatched(t, b, recs...)
 		b.CommitAsMember(t, group, topic, map[int32]int64{0: 100, 1: 100, 2: 100})
 		args := []string{"--group", group, "--topic", topic, "--recovery-window", "30s"}
+		// 3.x as deployed (seed 003's 3.5.1) serves classic groups only:
+		// the Empty group's offsets are on the Empty clock alone. 4.x serves
+		// the consumer protocol, so the group may be converted and its
+		// commits expire per commit too; dated by the record before them
+		// (less message.timestamp.after.max.ms, 1 h there) they would look
+		// expired under one minute of offsets retention, so the user reads
+		// the exact commit times from __consumer_offsets.
+		wantClock := "GroupEmpty"
+		if b.Dist.AtLeast(4, 0) {
+			args = append(args, "--read-offsets-topic")
+			wantClock = "LastCommit"
+		}
 
 		code, res := check(t, b, args...)
-		if code != cli.ExitProven || res.GroupState != "Empty" || res.OffsetExpiry == nil || res.OffsetExpiry.Clock != "GroupEmpty" {
-			t.Fatalf("after the run: exit %d %s %v, state %s, expiry %+v; want 0 Proven, Empty, on the GroupEmpty clock",
-				code, res.Verdict, res.reasons(), res.GroupState, res.OffsetExpiry)
+		if code != cli.ExitProven || res.GroupState != "Empty" || res.OffsetExpiry == nil || res.OffsetExpiry.Clock != wantClock {
+			t.Fatalf("after the run: exit %d %s %v, state %s, expiry %+v; want 0 Proven, Empty, on the %s clock",
+				code, res.Verdict, res.reasons(), res.GroupState, res.OffsetExpiry, wantClock)
+		}
+		if wantClock == "LastCommit" && !res.OffsetExpiry.Exact {
+			t.Errorf("expiry %+v from __consumer_offsets, want exact", res.OffsetExpiry)
 		}
 		if res.OffsetsRetention == nil || *res.OffsetsRetention != 1 {
 			t.Errorf("offsetsRetentionMinutes = %v, want the broker's 1", res.OffsetsRetention)
@@ -91,14 +106,15 @@ func TestCheckSeed003EmptyGroupOffsetsExpire(t *testing.T) {
 		if code, res := check(t, b, args...); code != cli.ExitProven {
 			t.Errorf("after the reset: exit %d %s %v, want 0 Proven", code, res.Verdict, res.reasons())
 		}
-	}, apachekafka.WithOffsetsRetention(time.Minute))
+	}, apachekafka.AsDeployed(), apachekafka.WithOffsetsRetention(time.Minute))
 }
 
 // Seed 000 with `check`, on the broker's own retention: a fan-out consumer
 // (a classic group, Empty while it is down) committed offset 30 of an outbox topic whose records carry their rows'
 // original times, five days old (a backfill). With retention.ms 7 days,
-// check proves the group and reports the headroom left (about 2 days,
-// less than its 72h window). Retention is shortened to 4 days and the
+// the records it has not read are deleted in about 2 days, less than its
+// 72h window: check fails with RecoveryHeadroomShorterThanWindow and
+// reports that headroom. Retention is shortened to 4 days and the
 // broker deletes the records (they are older): the committed offset lies
 // below the new log start, check fails with CommittedOffsetExpired and the
 // 45 records the group never read, where `auto.offset.reset=earliest`
@@ -116,10 +132,23 @@ func TestCheckSeed000RetentionPassesTheCommittedOffset(t *testing.T) {
 		produceBatched(t, b, recs...)
 		b.CommitAsMember(t, group, topic, map[int32]int64{0: 30}) // a classic group, Empty while down
 		args := []string{"--group", group, "--topic", topic, "--recovery-window", "72h"}
+		// The test is about retention, not the offsets' clock: 3.x as
+		// deployed serves classic groups only (their offsets on the Empty
+		// clock, 7 days away); 4.x may convert the group and expire its
+		// commits one by one, and the record before the commit, a 5-day-old
+		// backfill, dates it 5 days early, so the user reads the exact
+		// commit times from __consumer_offsets.
+		if b.Dist.AtLeast(4, 0) {
+			args = append(args, "--read-offsets-topic")
+		}
 
+		// The records the group has not read are deleted in about 2 days,
+		// before its 72h window ends: a consumer down that long loses
+		// them, so check refuses already (exit 1), the headroom in the facts.
 		code, res := check(t, b, args...)
-		if code != cli.ExitProven || len(res.Partitions) != 1 || res.Partitions[0].HeadroomSeconds == nil {
-			t.Fatalf("before: exit %d %s %v %+v, want 0 Proven with headroom", code, res.Verdict, res.reasons(), res.Partitions)
+		if code != cli.ExitViolated || len(res.Violations) == 0 || res.Violations[0].Reason != "RecoveryHeadroomShorterThanWindow" ||
+			len(res.Partitions) != 1 || res.Partitions[0].HeadroomSeconds == nil {
+			t.Fatalf("before: exit %d %s %v %+v, want 1 Violated RecoveryHeadroomShorterThanWindow with headroom", code, res.Verdict, res.reasons(), res.Partitions)
 		}
 		if h := time.Duration(*res.Partitions[0].HeadroomSeconds) * time.Second; h < 47*time.Hour || h > 49*time.Hour {
 			t.Errorf("headroom %s, want about 2 days (5-day-old records, 7-day retention)", h)
@@ -150,5 +179,5 @@ func TestCheckSeed000RetentionPassesTheCommittedOffset(t *testing.T) {
 		if code, res := check(t, b, args...); code != cli.ExitProven {
 			t.Errorf("after the reset: exit %d %s %v, want 0 Proven", code, res.Verdict, res.reasons())
 		}
-	})
+	}, apachekafka.AsDeployed())
 }

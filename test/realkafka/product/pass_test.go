@@ -35,7 +35,11 @@ func TestManagerPassProvesSimpleGroupsThatCommittedJustNow(t *testing.T) {
 		var targets []kafka.Target
 		for i := range topics {
 			topic := fmt.Sprintf("clicks-%d", i)
-			b.CreateTopic(t, topic, partitions, nil)
+			// Simple groups' commits are dated by the record before them
+			// less message.timestamp.after.max.ms: a 3.x user bounds it on
+			// the topic (unbounded by default before 4.0, 1 h from 4.0),
+			// or nothing dates the commit.
+			b.CreateTopic(t, topic, partitions, map[string]string{"message.timestamp.after.max.ms": "3600000"})
 			for p := range int32(partitions) {
 				recs = append(recs, records(topic, p, perPartition)...)
 			}
