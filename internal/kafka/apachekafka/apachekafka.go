@@ -268,14 +268,64 @@ func Start(t testing.TB, d Dist, opts ...Option) *Broker {
 
 // StartCluster is Start without a test: for TestMain and tools. Close stops
 // it; dir is the caller's to remove.
+//
+// The ports are the kernel's free ones when asked, and free no longer once
+// the listeners close: until the JVM binds them (seconds later, on a loaded
+// machine) another process may take one, a client's outgoing connection
+// among them (same ephemeral range). A node that then fails to bind
+// ("Address already in use" in its log) is not the broker's fault: the
+// cluster is started again on fresh ports, in a fresh folder, up to
+// startAttempts times.
 func StartCluster(d Dist, dir string, opts ...Option) (*Broker, error) {
+	var err error
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		adir := dir
+		if attempt > 1 {
+			adir = filepath.Join(dir, fmt.Sprintf("attempt-%d", attempt))
+		}
+		var b *Broker
+		var portTaken bool
+		b, portTaken, err = startCluster(d, adir, opts...)
+		if err == nil || !portTaken {
+			return b, err
+		}
+	}
+	return nil, err
+}
+
+// startAttempts bounds StartCluster's retries after a port was taken.
+const startAttempts = 3
+
+// addressInUse is what a node that could not bind its port logs.
+var addressInUse = []byte("Address already in use")
+
+func startCluster(d Dist, dir string, opts ...Option) (*Broker, bool, error) {
+	b, err := startOnce(d, dir, opts...)
+	if err == nil {
+		return b, false, nil
+	}
+	if b == nil {
+		return nil, false, err
+	}
+	taken := false
+	for _, n := range b.Nodes {
+		if n.logPath != "" && bytes.Contains(readFile(n.logPath), addressInUse) {
+			taken = true
+		}
+	}
+	return nil, taken, err
+}
+
+// startOnce starts the cluster once; on a failure after its nodes were
+// set up it returns them (closed) with the error, for their logs.
+func startOnce(d Dist, dir string, opts ...Option) (*Broker, error) {
 	c := config{nodes: 1, props: map[string]string{}}
 	for _, o := range opts {
 		o(&c)
 	}
 	b := &Broker{Dist: d, Dir: dir, cfg: c}
 	for i := range c.nodes {
-		ports, err := freePorts(2)
+		ports, err := portsFor(2)
 		if err != nil {
 			return nil, err
 		}
@@ -299,7 +349,7 @@ func StartCluster(d Dist, dir string, opts ...Option) (*Broker, error) {
 	for _, n := range b.Nodes {
 		if err := b.launch(n); err != nil {
 			b.Close()
-			return nil, err
+			return b, err
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
@@ -307,7 +357,7 @@ func StartCluster(d Dist, dir string, opts ...Option) (*Broker, error) {
 	if err := b.waitReady(ctx, b.Nodes...); err != nil {
 		tail := b.LogTail(40)
 		b.Close()
-		return nil, fmt.Errorf("apachekafka: %s did not become ready: %w\n%s", d.Version, err, tail)
+		return b, fmt.Errorf("apachekafka: %s did not become ready: %w\n%s", d.Version, err, tail)
 	}
 	return b, nil
 }
@@ -720,6 +770,9 @@ func lastLine(s string) string {
 	}
 	return last
 }
+
+// portsFor picks a node's ports (a test takes one away).
+var portsFor = freePorts
 
 // freePorts asks the kernel for n distinct free loopback ports.
 func freePorts(n int) ([]int, error) {

@@ -60,6 +60,13 @@ func waitExpired(t *testing.T, e *env, o *kafka.Observer, target kafka.Target, t
 	return obs, grave
 }
 
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
 // requireDeleted checks that the broker deleted the group (its metadata
 // tombstone) and that every describe call, and the observer, answer it as
 // unknown.
@@ -86,6 +93,10 @@ func requireDeleted(t *testing.T, e *env, o *kafka.Observer, target kafka.Target
 // goes with the others. The product reads the Empty time exactly
 // (GroupMetadataValue.currentStateTimestamp) and predicts the expiry the
 // broker then carries out; the group is deleted once its offsets are gone.
+// Where the brokers may convert the group to a consumer group (3.9 with
+// KIP-848 on, 4.x: MigrationPossible) the proof also dates every commit and
+// reports the LastCommit clock at the earlier of commit + 1m and Empty + 1m:
+// never after the broker's real expiry.
 func TestEmptyClassicGroupOffsetsExpireFromEmpty(t *testing.T) {
 	t.Parallel()
 	forEach(t, nil, func(t *testing.T, e *env) {
@@ -123,8 +134,37 @@ func TestEmptyClassicGroupOffsetsExpireFromEmpty(t *testing.T) {
 		}
 		r := proof.Evaluate(obs, policy(group, topic), obs.ObservedAt)
 		x := r.OffsetExpiry
-		if x.Clock != proof.ExpiryClockGroupEmpty || !x.HasSoonest || !x.Exact || !x.Soonest.Equal(g.EmptySince.Add(retention)) {
-			t.Fatalf("offset expiry = %+v, want the GroupEmpty clock, exactly at %v (Empty + 1m)", x, g.EmptySince.Add(retention))
+		emptyExpiry := g.EmptySince.Add(retention)
+		if obs.Group.MigrationPossible != e.V.KIP848 {
+			t.Fatalf("MigrationPossible = %v on %s, want %v (group.coordinator.rebalance.protocols includes consumer: %v)",
+				obs.Group.MigrationPossible, e.V.Name, e.V.KIP848, e.V.KIP848)
+		}
+		if !e.V.KIP848 {
+			// Classic groups only (seed 003's 3.5.1): the Empty clock, exactly.
+			if x.Clock != proof.ExpiryClockGroupEmpty || !x.HasSoonest || !x.Exact || !x.Soonest.Equal(emptyExpiry) {
+				t.Fatalf("offset expiry = %+v, want the GroupEmpty clock, exactly at %v (Empty + 1m)", x, emptyExpiry)
+			}
+		} else {
+			// The brokers may convert the group to a consumer group (KIP-848
+			// migration), after which its offsets expire per commit: the
+			// proof dates every commit (the broker's own commitTimestamp)
+			// and takes the earlier of commit + 1m and Empty + 1m, never
+			// later than the Empty clock the broker runs now.
+			recs := readOffsetsLog(t, e, group)
+			want := emptyExpiry
+			for _, p := range []int32{0, 1} {
+				rec := lastCommitRecord(recs, topic, p)
+				if rec == nil {
+					t.Fatalf("no commit record of %s/%d in %s", topic, p, kafkatest.OffsetsTopic)
+				}
+				if po := partition(t, obs, topic, p); !po.LastCommit.Equal(rec.CommitTimestamp) {
+					t.Fatalf("%s/%d last commit %v, want the broker's record's %v", topic, p, po.LastCommit, rec.CommitTimestamp)
+				}
+				want = minTime(want, rec.CommitTimestamp.Add(retention))
+			}
+			if x.Clock != proof.ExpiryClockLastCommit || !x.HasSoonest || !x.Exact || !x.Soonest.Equal(want) || x.Soonest.After(emptyExpiry) {
+				t.Fatalf("offset expiry = %+v, want the LastCommit clock, exactly at %v (the earliest of each commit + 1m and Empty + 1m = %v)", x, want, emptyExpiry)
+			}
 		}
 
 		for _, p := range []int32{0, 1} {
@@ -143,7 +183,10 @@ func TestEmptyClassicGroupOffsetsExpireFromEmpty(t *testing.T) {
 // A classic consumer group that is not Empty keeps its offsets, except
 // (KIP-496) in a Stable group the offsets of topics no member subscribes
 // to, which expire per commit. The subscriptions are read from the
-// members' protocol metadata in DescribeGroups.
+// members' protocol metadata in DescribeGroups. Where migration to a
+// consumer group is possible (3.9 with KIP-848 on, 4.x) the subscribed
+// topic's commit is dated too and the soonest is the earliest commit + 1m,
+// never after the unsubscribed topic's real expiry.
 func TestStableClassicGroupExpiresOnlyUnsubscribedTopics(t *testing.T) {
 	t.Parallel()
 	forEach(t, nil, func(t *testing.T, e *env) {
@@ -184,10 +227,40 @@ func TestStableClassicGroupExpiresOnlyUnsubscribedTopics(t *testing.T) {
 		r := proof.Evaluate(obs, policy(group, orders, refunds), obs.ObservedAt)
 		x := r.OffsetExpiry
 		refundsCommit := partition(t, obs, refunds, 0).LastCommit
-		if x.Clock != proof.ExpiryClockLastCommit || x.Topic != refunds || !x.Exact || refundsCommit.IsZero() || !x.Soonest.Equal(refundsCommit.Add(retention)) {
-			t.Fatalf("offset expiry = %+v, want %s/0 per commit, exactly at %v + 1m", x, refunds, refundsCommit)
-		}
 		ordersCommit := partition(t, obs, orders, 0).LastCommit
+		recs := readOffsetsLog(t, e, group)
+		if rec := lastCommitRecord(recs, refunds, 0); rec == nil || !refundsCommit.Equal(rec.CommitTimestamp) {
+			t.Fatalf("%s/0 last commit %v, want the broker's record's (%+v)", refunds, refundsCommit, rec)
+		}
+		if obs.Group.MigrationPossible != e.V.KIP848 {
+			t.Fatalf("MigrationPossible = %v on %s, want %v (group.coordinator.rebalance.protocols includes consumer: %v)",
+				obs.Group.MigrationPossible, e.V.Name, e.V.KIP848, e.V.KIP848)
+		}
+		if !e.V.KIP848 {
+			// Classic groups only: the subscribed topic is not dated; the
+			// unsubscribed one expires per commit (KIP-496).
+			if x.Clock != proof.ExpiryClockLastCommit || x.Topic != refunds || !x.Exact || refundsCommit.IsZero() || !x.Soonest.Equal(refundsCommit.Add(retention)) {
+				t.Fatalf("offset expiry = %+v, want %s/0 per commit, exactly at %v + 1m", x, refunds, refundsCommit)
+			}
+		} else {
+			// Migration possible: every commit is dated (the subscribed
+			// topic's too, which would expire per commit once the group is
+			// converted), and the soonest is the earliest commit + 1m:
+			// never later than the unsubscribed topic's, which the broker
+			// deletes per commit now.
+			rec := lastCommitRecord(recs, orders, 0)
+			if rec == nil || !ordersCommit.Equal(rec.CommitTimestamp) {
+				t.Fatalf("%s/0 last commit %v, want the broker's record's (%+v)", orders, ordersCommit, rec)
+			}
+			want, wantTopic := refundsCommit.Add(retention), refunds
+			if o := ordersCommit.Add(retention); o.Before(want) {
+				want, wantTopic = o, orders
+			}
+			if x.Clock != proof.ExpiryClockLastCommit || x.Topic != wantTopic || !x.Exact || refundsCommit.IsZero() ||
+				!x.Soonest.Equal(want) || x.Soonest.After(refundsCommit.Add(retention)) {
+				t.Fatalf("offset expiry = %+v, want the LastCommit clock, exactly at %v (%s/0: the earlier commit + 1m)", x, want, wantTopic)
+			}
+		}
 
 		stillThere := func(obs proof.Observation) {
 			if po := partition(t, obs, orders, 0); po.Committed != 5 || obs.Group.State != proof.GroupStateStable {
