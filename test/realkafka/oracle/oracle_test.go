@@ -92,7 +92,7 @@ func TestOracle(t *testing.T) {
 				mu.Unlock()
 				t.Logf("%s\n  %s (%s)", s, o, o.took.Round(time.Second))
 				if o.kind == warnedProven {
-					t.Logf("FALSE PROVEN, WARNED — the verdict was Proven, the consumer lost records, and the proof's warnings (below the window) said it would; warnings do not decide the verdict in the product's design:\n  %s\n  reproduce: make oracle ORACLE_SEED=%d ORACLE_TRIALS=%d ORACLE_TRIAL=%d",
+					t.Errorf("FALSE PROVEN, WARNED — the verdict was Proven, the consumer lost records, and the proof's own numbers (headroom or offsets expiry below the window) said it would, which should have made it Violated:\n  %s\n  reproduce: make oracle ORACLE_SEED=%d ORACLE_TRIALS=%d ORACLE_TRIAL=%d",
 						o, s.Seed, s.Index+1, s.Index)
 				}
 				if o.kind == falseProven {

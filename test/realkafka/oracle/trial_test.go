@@ -29,9 +29,11 @@ const (
 	// warnedProven: Proven, the consumer skipped records, and the proof's
 	// own numbers said it would: every partition that lost records had a
 	// recovery headroom below the window, or the group's offsets were to
-	// expire within it (groupOffsetsExpireIn). Those are warnings in the
-	// product's design (ARCHITECTURE: "never a reason to deny on their
-	// own"), not verdicts: counted and shown, not failed on.
+	// expire within it (groupOffsetsExpireIn). Since issue 22 item 6 those
+	// numbers make the proof Violated (RecoveryHeadroomShorterThanWindow,
+	// EmptyGroupOffsetsExpireBeforeWindow), so such a Proven is a false
+	// Proven like any other: counted apart (it says which rule slipped),
+	// failed on all the same.
 	warnedProven = "false Proven, warned"
 	trueAlarm    = "true alarm"  // not Proven, and records were lost
 	falseAlarm   = "false alarm" // not Proven, and nothing was lost
