@@ -351,7 +351,7 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 
 	if t.ReadOffsetsTopic {
 		obs.OffsetsTopic = proof.OffsetsTopicRead{Requested: true, Problem: p.offsetsTopic.problem}
-		if p.offsetsTopic.problem == "" && p.offsetsTopic.commits != nil {
+		if p.offsetsTopic.problem == "" && p.offsetsTopic.groups != nil {
 			minutes, err := strconv.ParseInt(p.offsetsRetention.Value, 10, 64)
 			hasRetention := err == nil && p.offsetsRetention.Present && minutes > 0
 			p.offsetsTopic.exactTimes(&obs, time.Duration(minutes)*time.Minute, hasRetention)

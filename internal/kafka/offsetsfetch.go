@@ -1,0 +1,315 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The fetcher: the requests that read __consumer_offsets (Metadata,
+// ListOffsets, Fetch) and feed each cluster's log state (offsetslog.go).
+
+// offsetsFetchBytes bounds one partition's share of a Fetch.
+const offsetsFetchBytes = 1 << 20
+
+// offsetsLogTTL drops what a cluster read when no pass asked for it since.
+const offsetsLogTTL = 24 * time.Hour
+
+// offsetsLog is what the observer has read of __consumer_offsets, per
+// cluster.
+type offsetsLog struct {
+	mu       sync.Mutex
+	clusters map[string]*clusterOffsetsLog
+}
+
+// clusterOffsetsLog is one cluster's log state and the lock that lets one
+// pass at a time read and fold it.
+type clusterOffsetsLog struct {
+	mu       sync.Mutex // one reader at a time per cluster
+	state    *offsetsLogState
+	lastUsed time.Time
+}
+
+func (l *offsetsLog) cluster(key string, now time.Time) *clusterOffsetsLog {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.clusters == nil {
+		l.clusters = make(map[string]*clusterOffsetsLog)
+	}
+	for k, c := range l.clusters {
+		if now.Sub(c.lastUsed) > offsetsLogTTL {
+			delete(l.clusters, k)
+		}
+	}
+	c := l.clusters[key]
+	if c == nil {
+		c = &clusterOffsetsLog{state: newOffsetsLogState()}
+		l.clusters[key] = c
+	}
+	c.lastUsed = now
+	return c
+}
+
+// readOffsetsTopic reads, for the groups whose targets ask for it, the
+// commit records and group metadata from __consumer_offsets.
+func (p *pass) readOffsetsTopic(ctx context.Context) {
+	var groups []string
+	for _, t := range p.targets {
+		if t.ReadOffsetsTopic && !slices.Contains(groups, t.Group) {
+			groups = append(groups, t.Group)
+		}
+	}
+	if len(groups) == 0 {
+		return
+	}
+	slices.Sort(groups)
+	res := p.readOffsetsTopicFor(ctx, groups)
+	if res.problem != "" {
+		p.o.opts.logger.V(1).Info("exact commit times not read from __consumer_offsets; commit times are bounded instead",
+			"connection", p.conn.String(), "problem", res.problem)
+	}
+	p.offsetsTopic = res
+}
+
+func (p *pass) readOffsetsTopicFor(ctx context.Context, groups []string) offsetsTopicResult {
+	res := offsetsTopicResult{groups: make(map[string]groupRecords)}
+	// Metadata of the topic: partitions, leaders, ID.
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(offsetsTopicName)
+	req.Topics = []kmsg.MetadataRequestTopic{rt}
+	resp, err := req.RequestWith(ctx, p.cl)
+	if err != nil {
+		res.problem = "metadata of " + offsetsTopicName + ": " + describeError(err)
+		return res
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		code := kerr.UnknownTopicOrPartition.Code
+		if len(resp.Topics) == 1 {
+			code = resp.Topics[0].ErrorCode
+		}
+		res.problem = offsetsTopicDenied(kerr.ErrorForCode(code), "Metadata")
+		return res
+	}
+	mt := resp.Topics[0]
+	n := int32(len(mt.Partitions))
+	if n == 0 {
+		res.problem = offsetsTopicName + " has no partitions"
+		return res
+	}
+	leaders := make(map[int32]int32, n)
+	for _, mp := range mt.Partitions {
+		leaders[mp.Partition] = mp.Leader
+	}
+	byPartition := make(map[int32][]string)
+	for _, g := range groups {
+		pt := partitionForGroup(g, n)
+		byPartition[pt] = append(byPartition[pt], g)
+	}
+
+	cl := p.o.offsetsLog.cluster(p.conn.clusterKey(), p.now)
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	followed := make(map[int32]*offsetsLogPartition, len(byPartition))
+	byLeader := make(map[int32][]*offsetsLogPartition)
+	for pt, gs := range byPartition {
+		lp := cl.state.follow(pt, gs)
+		followed[pt] = lp
+		leader, ok := leaders[pt]
+		if !ok || leader < 0 {
+			res.problem = fmt.Sprintf("partition %d of %s has no leader", pt, offsetsTopicName)
+			return res
+		}
+		byLeader[leader] = append(byLeader[leader], lp)
+	}
+
+	// One Fetch loop per leader, each on partitions of its own.
+	var (
+		mu       sync.Mutex
+		problems []string
+		wg       sync.WaitGroup
+	)
+	for leader, lps := range byLeader {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if problem := p.catchUp(ctx, leader, mt.TopicID, lps); problem != "" {
+				mu.Lock()
+				problems = append(problems, problem)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(problems) > 0 {
+		slices.Sort(problems)
+		res.problem = problems[0]
+		return res
+	}
+	for pt, gs := range byPartition {
+		for _, g := range gs {
+			// A copy: the state is folded by the next pass while this
+			// result is still being read (exactTimes).
+			res.groups[g] = followed[pt].group(g)
+		}
+	}
+	return res
+}
+
+// catchUp fetches the partitions led by leader until each reaches the last
+// stable offset the first answer gave, or the context ends, and checks that
+// the last answer's last stable offset was its high watermark (no open
+// transaction held the reader back). It returns why it could not.
+func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, lps []*offsetsLogPartition) string {
+	byNumber := make(map[int32]*offsetsLogPartition, len(lps))
+	for _, lp := range lps {
+		byNumber[lp.partition] = lp
+		if !lp.started() {
+			start, problem := p.offsetsLogStart(ctx, lp.partition)
+			if problem != "" {
+				return problem
+			}
+			lp.startAt(start)
+		}
+	}
+	// Per partition, the first answer's last stable offset (the goal) and
+	// the last answer's high watermark and last stable offset.
+	type ends struct{ highWatermark, lastStable int64 }
+	goal := make(map[int32]int64)
+	last := make(map[int32]ends)
+	heldByTransaction := func() string {
+		for _, lp := range lps {
+			if e, ok := last[lp.partition]; ok {
+				if problem := lp.heldByTransaction(e.highWatermark, e.lastStable); problem != "" {
+					return problem
+				}
+			}
+		}
+		return ""
+	}
+	for {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxWaitMillis, req.MinBytes = 0, 0
+		req.IsolationLevel = 1 // read_committed: transactional commits once committed
+		req.SessionID, req.SessionEpoch = 0, -1
+		req.MaxBytes = offsetsFetchBytes * int32(len(lps))
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic, ft.TopicID = offsetsTopicName, topicID
+		for _, lp := range lps {
+			if g, ok := goal[lp.partition]; ok && lp.next >= g {
+				continue
+			}
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = lp.partition, lp.next, offsetsFetchBytes
+			ft.Partitions = append(ft.Partitions, fp)
+		}
+		if len(ft.Partitions) == 0 {
+			return heldByTransaction()
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Sprintf("%s not read to its end before the deadline (%d partitions left); the next observation goes on",
+				offsetsTopicName, len(ft.Partitions))
+		}
+		req.Topics = []kmsg.FetchRequestTopic{ft}
+		kresp, err := p.cl.Broker(int(leader)).Request(ctx, req)
+		if err != nil {
+			return fmt.Sprintf("Fetch of %s from broker %d: %s", offsetsTopicName, leader, describeError(err))
+		}
+		resp := kresp.(*kmsg.FetchResponse)
+		if resp.ErrorCode != 0 {
+			return offsetsTopicDenied(kerr.ErrorForCode(resp.ErrorCode), "Fetch")
+		}
+		progressed := false
+		for _, rt := range resp.Topics {
+			for i := range rt.Partitions {
+				rp := &rt.Partitions[i]
+				lp := byNumber[rp.Partition]
+				if lp == nil {
+					continue
+				}
+				switch {
+				case rp.ErrorCode == kerr.OffsetOutOfRange.Code:
+					start, problem := p.offsetsLogStart(ctx, rp.Partition)
+					if problem != "" {
+						return problem
+					}
+					lp.rewind(start)
+					progressed = true
+					continue
+				case rp.ErrorCode != 0:
+					return offsetsTopicDenied(kerr.ErrorForCode(rp.ErrorCode), "Fetch")
+				}
+				lastStable := rp.LastStableOffset
+				if lastStable < 0 { // Fetch before v4: no transactions
+					lastStable = rp.HighWatermark
+				}
+				last[rp.Partition] = ends{rp.HighWatermark, lastStable}
+				if _, ok := goal[rp.Partition]; !ok {
+					goal[rp.Partition] = lastStable
+				}
+				at := lp.next
+				advanced, err := lp.apply(rp)
+				if err != nil {
+					// A batch that cannot be decoded (CRC, compression) may
+					// hold the latest commit: skipping it would leave an
+					// older commit time read as exact.
+					return fmt.Sprintf("%s partition %d at offset %d: the records cannot be decoded (%v)",
+						offsetsTopicName, rp.Partition, at, err)
+				}
+				progressed = progressed || advanced
+			}
+		}
+		if !progressed {
+			// Nothing new below the goal (an empty answer): caught up as
+			// far as the broker serves.
+			for _, lp := range lps {
+				if g, ok := goal[lp.partition]; ok && lp.next < g {
+					return fmt.Sprintf("%s partition %d: the broker returned nothing between offset %d and %d",
+						offsetsTopicName, lp.partition, lp.next, g)
+				}
+			}
+			return heldByTransaction()
+		}
+	}
+}
+
+// offsetsLogStart asks the partition's log start.
+func (p *pass) offsetsLogStart(ctx context.Context, pt int32) (int64, string) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = offsetsTopicName
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Partition, lp.Timestamp = pt, listEarliest
+	lt.Partitions = []kmsg.ListOffsetsRequestTopicPartition{lp}
+	req.Topics = []kmsg.ListOffsetsRequestTopic{lt}
+	resp, err := req.RequestWith(ctx, p.cl)
+	if err != nil {
+		return 0, fmt.Sprintf("log start of %s partition %d: %s", offsetsTopicName, pt, describeError(err))
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.Partition != pt {
+				continue
+			}
+			if rp.ErrorCode != 0 {
+				return 0, offsetsTopicDenied(kerr.ErrorForCode(rp.ErrorCode), "ListOffsets")
+			}
+			return rp.Offset, ""
+		}
+	}
+	return 0, fmt.Sprintf("log start of %s partition %d: the broker's answer left it out", offsetsTopicName, pt)
+}
+
+// offsetsTopicDenied explains a failed request on __consumer_offsets.
+func offsetsTopicDenied(err error, api string) string {
+	if isAuthorization(err) {
+		return fmt.Sprintf("%s on %s denied (%s): the principal needs Read and Describe on topic %s",
+			api, offsetsTopicName, kerrName(err), offsetsTopicName)
+	}
+	return fmt.Sprintf("%s on %s: %s", api, offsetsTopicName, describeError(err))
+}

@@ -1,0 +1,459 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Records of __consumer_offsets, encoded as the group coordinator writes
+// them (GroupCoordinatorRecordHelpers): keys and values in kmsg's
+// encodings of Kafka's OffsetCommitKey/Value and GroupMetadataKey/Value.
+
+type logRecord struct{ key, value []byte }
+
+var commitTime0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// commitAt is a commit of offset by group on topic/partition at the
+// given time, as value version 3 (Kafka 2.1+) writes it.
+func commitAt(group, topic string, partition int32, offset int64, at time.Time) logRecord {
+	k := kmsg.NewOffsetCommitKey()
+	k.Version, k.Group, k.Topic, k.Partition = 1, group, topic, partition
+	v := kmsg.NewOffsetCommitValue()
+	v.Version, v.Offset, v.CommitTimestamp, v.LeaderEpoch = 3, offset, at.UnixMilli(), -1
+	return logRecord{k.AppendTo(nil), v.AppendTo(nil)}
+}
+
+// commitV1 is a commit with an explicit expiry (value version 1:
+// OffsetCommit v2–v4 with a retention time).
+func commitV1(group, topic string, partition int32, offset int64, at, expire time.Time) logRecord {
+	k := kmsg.NewOffsetCommitKey()
+	k.Version, k.Group, k.Topic, k.Partition = 1, group, topic, partition
+	v := kmsg.NewOffsetCommitValue()
+	v.Version, v.Offset, v.CommitTimestamp, v.ExpireTimestamp = 1, offset, at.UnixMilli(), expire.UnixMilli()
+	return logRecord{k.AppendTo(nil), v.AppendTo(nil)}
+}
+
+// commitV4 is a commit carrying the topic ID (value version 4, Kafka 4.1+).
+func commitV4(group, topic string, partition int32, offset int64, at time.Time, topicID [16]byte) logRecord {
+	k := kmsg.NewOffsetCommitKey()
+	k.Version, k.Group, k.Topic, k.Partition = 1, group, topic, partition
+	v := kmsg.NewOffsetCommitValue()
+	v.Version, v.Offset, v.CommitTimestamp, v.LeaderEpoch, v.TopicID = 4, offset, at.UnixMilli(), -1, topicID
+	return logRecord{k.AppendTo(nil), v.AppendTo(nil)}
+}
+
+// commitTombstone deletes a group's commit of topic/partition (offsets
+// expired or deleted).
+func commitTombstone(group, topic string, partition int32) logRecord {
+	k := kmsg.NewOffsetCommitKey()
+	k.Version, k.Group, k.Topic, k.Partition = 1, group, topic, partition
+	return logRecord{k.AppendTo(nil), nil}
+}
+
+// groupMeta is a classic group's metadata with members members; version
+// 3 carries currentStateTimestamp, version 1 does not.
+func groupMeta(group string, version int16, members int, stateAt time.Time) logRecord {
+	k := kmsg.NewGroupMetadataKey()
+	k.Version, k.Group = 2, group
+	v := kmsg.NewGroupMetadataValue()
+	v.Version, v.ProtocolType, v.Generation, v.CurrentStateTimestamp = version, "consumer", 3, stateAt.UnixMilli()
+	for range members {
+		m := kmsg.NewGroupMetadataValueMember()
+		m.MemberID, m.ClientID, m.ClientHost = "member", "client", "/10.0.0.1"
+		v.Members = append(v.Members, m)
+	}
+	return logRecord{k.AppendTo(nil), v.AppendTo(nil)}
+}
+
+func groupMetaTombstone(group string) logRecord {
+	k := kmsg.NewGroupMetadataKey()
+	k.Version, k.Group = 2, group
+	return logRecord{k.AppendTo(nil), nil}
+}
+
+// logBatch is a v2 record batch at firstOffset.
+type logBatch struct {
+	firstOffset     int64
+	lastOffsetDelta int32 // above len(records)-1 where compaction removed records; 0: len(records)-1
+	producerID      int64 // a transactional producer's; 0: none
+	control         bool  // a transaction marker: records hold its key
+	records         []logRecord
+}
+
+// encode lays the batch out as a broker serves it: length, CRC-32C and
+// varint records as Kafka's DefaultRecordBatch writes them.
+func (b logBatch) encode() []byte {
+	var records []byte
+	for i, r := range b.records {
+		kr := kmsg.Record{OffsetDelta: int32(i), Key: r.key, Value: r.value}
+		kr.Length = int32(len(kr.AppendTo(nil)) - 1) // everything after the (one-byte, zero) length
+		records = kr.AppendTo(records)
+	}
+	rb := kmsg.RecordBatch{
+		FirstOffset: b.firstOffset, Magic: 2, NumRecords: int32(len(b.records)),
+		LastOffsetDelta: max(b.lastOffsetDelta, int32(len(b.records)-1)),
+		ProducerID:      -1, ProducerEpoch: -1, FirstSequence: -1,
+		FirstTimestamp: commitTime0.UnixMilli(), MaxTimestamp: commitTime0.UnixMilli(),
+		Records: records,
+	}
+	if b.producerID > 0 {
+		rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = b.producerID, 0, 0
+		rb.Attributes |= 0x10 // transactional
+	}
+	if b.control {
+		rb.Attributes |= 0x20
+	}
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:12], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[17:21], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return raw
+}
+
+// abortMarker ends producer's transaction as aborted.
+func abortMarker(offset, producer int64) logBatch {
+	key := binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(nil, 0), 0) // version 0, type ABORT
+	value := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint16(nil, 0), 0)
+	return logBatch{firstOffset: offset, producerID: producer, control: true, records: []logRecord{{key, value}}}
+}
+
+// fetched is one Fetch answer for the partition: its batches, laid out one
+// after another, cut to cut bytes when cut > 0 (a partial batch at the
+// end, as a broker serves when the batch outgrows the fetch size).
+type fetched struct {
+	batches []logBatch
+	aborted []int64 // producers whose transactions were aborted, from the answer's first offset
+	cut     int
+	corrupt bool // a byte under the first batch's CRC flipped, as a disk or a proxy may
+}
+
+func (f fetched) partition(pt int32) *kmsg.FetchResponseTopicPartition {
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.Partition = pt
+	for _, b := range f.batches {
+		rp.RecordBatches = append(rp.RecordBatches, b.encode()...)
+	}
+	if f.cut > 0 {
+		rp.RecordBatches = rp.RecordBatches[:f.cut]
+	}
+	if f.corrupt {
+		rp.RecordBatches[30] ^= 0xff
+	}
+	for _, p := range f.aborted {
+		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		at.ProducerID, at.FirstOffset = p, f.batches[0].firstOffset
+		rp.AbortedTransactions = append(rp.AbortedTransactions, at)
+	}
+	return &rp
+}
+
+func batchOf(first int64, records ...logRecord) logBatch {
+	return logBatch{firstOffset: first, records: records}
+}
+
+// The log state folds what a Fetch answer serves into the latest commit
+// and metadata record per group: the time offsets.retention.minutes counts
+// from is the latest commit record's, so a record folded wrongly (an
+// aborted commit kept, a tombstone missed, a later commit lost) dates a
+// group's offsets wrongly. The next offset is past the last whole batch,
+// so nothing is read twice or skipped.
+func TestOffsetsLogFoldsRecords(t *testing.T) {
+	at := func(s int) time.Time { return commitTime0.Add(time.Duration(s) * time.Second) }
+	id := [16]byte{0xab, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xcd}
+	for _, c := range []struct {
+		name        string
+		groups      []string // followed
+		start       int64    // the log start
+		answers     []fetched
+		wantNext    int64
+		wantCommits map[string]map[topicPartition]commitRecord
+		wantMeta    map[string]groupMetadataRecord
+		wantErr     string
+	}{
+		{
+			name:   "the latest commit of a partition wins, across batches",
+			groups: []string{"flink-clicks"},
+			answers: []fetched{{batches: []logBatch{
+				batchOf(0, commitAt("flink-clicks", "clicks", 0, 10, at(1)), commitAt("flink-clicks", "clicks", 1, 7, at(1))),
+				batchOf(2, commitAt("flink-clicks", "clicks", 0, 12, at(2))),
+			}}},
+			wantNext: 3,
+			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
+				{"clicks", 0}: {offset: 12, commitTime: at(2)},
+				{"clicks", 1}: {offset: 7, commitTime: at(1)},
+			}},
+		},
+		{
+			name:   "a re-commit of the same offset moves the commit time",
+			groups: []string{"flink-clicks"},
+			answers: []fetched{
+				{batches: []logBatch{batchOf(0, commitAt("flink-clicks", "clicks", 0, 10, at(1)))}},
+				{batches: []logBatch{batchOf(1, commitAt("flink-clicks", "clicks", 0, 10, at(60)))}},
+			},
+			wantNext: 2,
+			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
+				{"clicks", 0}: {offset: 10, commitTime: at(60)},
+			}},
+		},
+		{
+			name:   "a tombstone deletes the commit",
+			groups: []string{"flink-clicks"},
+			answers: []fetched{{batches: []logBatch{
+				batchOf(0, commitAt("flink-clicks", "clicks", 0, 10, at(1)), commitAt("flink-clicks", "clicks", 1, 3, at(1))),
+				batchOf(2, commitTombstone("flink-clicks", "clicks", 0)),
+			}}},
+			wantNext: 3,
+			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
+				{"clicks", 1}: {offset: 3, commitTime: at(1)},
+			}},
+		},
+		{
+			name:   "groups not followed are not kept",
+			groups: []string{"flink-clicks"},
+			answers: []fetched{{batches: []logBatch{
+				batchOf(0, commitAt("other-job", "clicks", 0, 99, at(1)), groupMeta("other-job", 3, 0, at(1)), commitAt("flink-clicks", "clicks", 0, 4, at(2))),
+			}}},
+			wantNext: 3,
+			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
+				{"clicks", 0}: {offset: 4, commitTime: at(2)},
+			}},
+		},
+		{
+			name:   "an explicit expiry (value v1) and a topic ID (value v4) are kept",
+			groups: []string{"flink-clicks"},
+			answers: []fetched{{batches: []logBatch{
+				batchOf(0, commitV1("flink-clicks", "clicks", 0, 4, at(1), at(3600)), commitV4("flink-clicks", "views", 0, 8, at(2), id)),
+			}}},
+			wantNext: 2,
+			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
+				{"clicks", 0}: {offset: 4, commitTime: at(1), expireTime: at(3600)},
+				{"views", 0}:  {offset: 8, commitTime: at(2), topicID: id},
+			}},
+		},
+		{
+			name:   "group metadata: the latest, with its state time from v2 on",
+			groups: []string{"flink-clicks", "batch-job"},
+			answers: []fetched{{batches: []logBatch{
+				batchOf(0, groupMeta("flink-clicks", 3, 2, at(1)), groupMeta("batch-job", 1, 0, at(5))),
+				batchOf(2, groupMeta("flink-clicks", 3, 0, at(30))),
+			}}},
+			wantNext: 3,
+			wantMeta: map[string]groupMetadataRecord{
+				"flink-clicks": {protocolType: "consumer", members: 0, stateTime: at(30)},
+				"batch-job":    {protocolType: "consumer", members: 0}, // v1: no currentStateTimestamp
+			},
+		},
+		{
+			name:   "a metadata tombstone deletes the group's metadata",
+			groups: []string{"flink-clicks"},
+			answers: []fetched{{batches: []logBatch{
+				batchOf(0, groupMeta("flink-clicks", 3, 0, at(1))),
+				batchOf(1, groupMetaTombstone("flink-clicks")),
+			}}},
+			wantNext: 2,
+		},
+		{
+			name:   "an aborted transaction's commit is not folded, its marker is read past",
+			groups: []string{"flink-clicks", "eos-job"},
+			answers: []fetched{{
+				batches: []logBatch{
+					batchOf(0, commitAt("eos-job", "clicks", 0, 2, at(1))),
+					{firstOffset: 1, producerID: 7, records: []logRecord{commitAt("eos-job", "clicks", 0, 5, at(2))}},
+					abortMarker(2, 7),
+					batchOf(3, commitAt("flink-clicks", "clicks", 0, 4, at(3))),
+				},
+				aborted: []int64{7},
+			}},
+			wantNext: 4,
+			wantCommits: map[string]map[topicPartition]commitRecord{
+				"eos-job":      {{"clicks", 0}: {offset: 2, commitTime: at(1)}},
+				"flink-clicks": {{"clicks", 0}: {offset: 4, commitTime: at(3)}},
+			},
+		},
+		{
+			name:   "a compacted batch is read past its last offset, not its last record",
+			groups: []string{"flink-clicks"},
+			start:  40,
+			answers: []fetched{{batches: []logBatch{
+				{firstOffset: 40, lastOffsetDelta: 9, records: []logRecord{commitAt("flink-clicks", "clicks", 0, 4, at(1))}},
+			}}},
+			wantNext: 50,
+			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
+				{"clicks", 0}: {offset: 4, commitTime: at(1)},
+			}},
+		},
+		{
+			name:   "a partial batch at the end of an answer is read next time",
+			groups: []string{"flink-clicks"},
+			answers: []fetched{{
+				batches: []logBatch{
+					batchOf(0, commitAt("flink-clicks", "clicks", 0, 4, at(1))),
+					batchOf(1, commitAt("flink-clicks", "clicks", 0, 9, at(2))),
+				},
+				cut: len(batchOf(0, commitAt("flink-clicks", "clicks", 0, 4, at(1))).encode()) + 30,
+			}},
+			wantNext: 1,
+			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
+				{"clicks", 0}: {offset: 4, commitTime: at(1)},
+			}},
+		},
+		{
+			name:   "an answer with a batch it cannot decode folds nothing",
+			groups: []string{"flink-clicks"},
+			answers: []fetched{
+				{batches: []logBatch{batchOf(0, commitAt("flink-clicks", "clicks", 0, 4, at(1)))}},
+				{batches: []logBatch{batchOf(1, commitAt("flink-clicks", "clicks", 0, 4, at(60)))}, corrupt: true},
+			},
+			wantNext: 1,
+			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
+				{"clicks", 0}: {offset: 4, commitTime: at(1)},
+			}},
+			wantErr: "crc",
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newOffsetsLogState()
+			lp := s.follow(0, c.groups)
+			if lp.started() {
+				t.Fatal("a partition followed for the first time has a next offset before its log start is known")
+			}
+			lp.startAt(c.start)
+			var err error
+			for _, a := range c.answers {
+				if _, err = lp.apply(a.partition(0)); err != nil {
+					break
+				}
+			}
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Fatalf("apply: %v", err)
+			case c.wantErr != "" && (err == nil || !strings.Contains(strings.ToLower(err.Error()), c.wantErr)):
+				t.Fatalf("apply: error %v, want one naming %q", err, c.wantErr)
+			}
+			if lp.next != c.wantNext {
+				t.Errorf("next offset %d, want %d", lp.next, c.wantNext)
+			}
+			for _, g := range c.groups {
+				got := lp.group(g)
+				if want := c.wantCommits[g]; !sameCommits(got.commits, want) {
+					t.Errorf("commits of %s:\n got %v\nwant %v", g, got.commits, want)
+				}
+				want, wantOK := c.wantMeta[g]
+				if got.hasMeta != wantOK || got.meta.protocolType != want.protocolType ||
+					got.meta.members != want.members || !got.meta.stateTime.Equal(want.stateTime) {
+					t.Errorf("metadata of %s: %+v (%t), want %+v (%t)", g, got.meta, got.hasMeta, want, wantOK)
+				}
+			}
+		})
+	}
+}
+
+// What a pass takes from the log is a copy: the result is read
+// (exactTimes) after the cluster's lock is released, while the next pass
+// folds more records into the same state. Sharing the maps was issue 23's
+// data race, which kills the process.
+func TestOffsetsLogGroupIsACopy(t *testing.T) {
+	s := newOffsetsLogState()
+	lp := s.follow(0, []string{"flink-clicks"})
+	lp.startAt(0)
+	first := fetched{batches: []logBatch{batchOf(0, commitAt("flink-clicks", "clicks", 0, 4, commitTime0))}}
+	if _, err := lp.apply(first.partition(0)); err != nil {
+		t.Fatal(err)
+	}
+	held := lp.group("flink-clicks")
+
+	later := fetched{batches: []logBatch{batchOf(1,
+		commitAt("flink-clicks", "clicks", 0, 9, commitTime0.Add(time.Minute)),
+		commitAt("flink-clicks", "clicks", 1, 2, commitTime0.Add(time.Minute)))}}
+	if _, err := lp.apply(later.partition(0)); err != nil {
+		t.Fatal(err)
+	}
+	want := map[topicPartition]commitRecord{{"clicks", 0}: {offset: 4, commitTime: commitTime0}}
+	if !sameCommits(held.commits, want) {
+		t.Errorf("a result held across a later fold changed: %v, want %v", held.commits, want)
+	}
+	held.commits[topicPartition{"clicks", 5}] = commitRecord{offset: 1}
+	if _, ok := lp.group("flink-clicks").commits[topicPartition{"clicks", 5}]; ok {
+		t.Error("writing a result wrote the log state")
+	}
+}
+
+// A group followed for the first time may have records anywhere in the
+// partition, before what was read for the groups already followed: the
+// partition is read again from its log start, for all of them. A group
+// already followed does not rewind it (pass after pass reads only what
+// was appended), and a log start moving past the next offset
+// (OffsetOutOfRange) forgets what was folded and keeps the groups.
+func TestOffsetsLogFollowAndRewind(t *testing.T) {
+	s := newOffsetsLogState()
+	lp := s.follow(3, []string{"flink-clicks"})
+	lp.startAt(0)
+	answer := fetched{batches: []logBatch{batchOf(0,
+		commitAt("flink-clicks", "clicks", 0, 4, commitTime0),
+		commitAt("batch-job", "clicks", 0, 7, commitTime0))}}
+	if _, err := lp.apply(answer.partition(3)); err != nil {
+		t.Fatal(err)
+	}
+
+	if again := s.follow(3, []string{"flink-clicks"}); again != lp || !again.started() || again.next != 2 {
+		t.Fatalf("following the same group again: next %d (started %t), want 2", again.next, again.started())
+	}
+
+	lp = s.follow(3, []string{"batch-job"})
+	if lp.started() {
+		t.Fatalf("a new group on the partition: next %d, want the log start asked again", lp.next)
+	}
+	lp.startAt(0)
+	if _, err := lp.apply(answer.partition(3)); err != nil {
+		t.Fatal(err)
+	}
+	for g, offset := range map[string]int64{"flink-clicks": 4, "batch-job": 7} {
+		if c := lp.group(g).commits[topicPartition{"clicks", 0}]; c.offset != offset {
+			t.Errorf("after the re-read, %s's commit is %d, want %d", g, c.offset, offset)
+		}
+	}
+
+	lp.rewind(100)
+	if lp.next != 100 || len(lp.group("flink-clicks").commits) != 0 {
+		t.Errorf("after the log start moved to 100: next %d, commits %v; want 100 and none", lp.next, lp.group("flink-clicks").commits)
+	}
+	if !lp.groups["flink-clicks"] || !lp.groups["batch-job"] {
+		t.Errorf("a rewind dropped followed groups: %v", lp.groups)
+	}
+}
+
+// Read to the last stable offset is not read to the end while an open
+// transaction holds it below the high watermark: the commits after it
+// are unread, and exact times would be older than they are.
+func TestOffsetsLogHeldByTransaction(t *testing.T) {
+	for _, c := range []struct {
+		next, highWatermark, lastStable int64
+		held                            bool
+	}{
+		{next: 10, highWatermark: 10, lastStable: 10},
+		{next: 6, highWatermark: 10, lastStable: 6, held: true},
+		{next: 10, highWatermark: 10, lastStable: 6}, // the transaction ended, read past it
+	} {
+		lp := &offsetsLogPartition{partition: 2, next: c.next}
+		got := lp.heldByTransaction(c.highWatermark, c.lastStable)
+		if (got != "") != c.held {
+			t.Errorf("next %d, high watermark %d, last stable %d: %q, want held=%t", c.next, c.highWatermark, c.lastStable, got, c.held)
+		}
+		if c.held && !strings.Contains(got, "partition 2") {
+			t.Errorf("%q does not name the partition", got)
+		}
+	}
+}
+
+// sameCommits compares commit records as instants (the log's times are
+// local, the tables' UTC).
+func sameCommits(a, b map[topicPartition]commitRecord) bool {
+	return maps.EqualFunc(a, b, func(x, y commitRecord) bool {
+		return x.offset == y.offset && x.commitTime.Equal(y.commitTime) && x.expireTime.Equal(y.expireTime) && x.topicID == y.topicID
+	})
+}
