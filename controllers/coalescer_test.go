@@ -411,3 +411,61 @@ func TestCoalescerKeepsTheNewerObservation(t *testing.T) {
 	g.Expect(fresh).To(BeTrue())
 	g.Expect(obs.ObservedAt).To(Equal(liveObs.ObservedAt), "the cached observation is the one that began last (the live check's)")
 }
+
+// On a replica that does not lead, no reconciler registers anything: the
+// webhook's live checks are the only users of a connection. Concurrent
+// checks of one target still share one pass, the pooled client is kept
+// for the next check (nothing registered was unregistered), and once the
+// checks end the connection leaves nothing behind in the registry.
+func TestCoalescerLiveChecksWithoutRegistrations(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeObserver()
+	f.gate = make(chan struct{})
+	c, _ := newTestCoalescer(t, f, CoalescerOptions{})
+
+	results := make(chan error, 3)
+	for range 3 {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, err := c.ObserveNow(ctx, plainConn, target(1))
+			results <- err
+		}()
+	}
+	g.Eventually(f.started).Should(Receive())
+	g.Consistently(f.started, 50*time.Millisecond).ShouldNot(Receive(), "one live pass for three callers")
+	close(f.gate)
+	for range 3 {
+		g.Eventually(results).Should(Receive(BeNil()))
+	}
+	g.Expect(f.passCount()).To(Equal(1))
+	g.Eventually(func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.accessors)
+	}).Should(BeZero(), "a connection only live checks used is dropped once they end")
+	g.Expect(f.forgottenKeys()).To(BeEmpty(), "the client stays pooled for the next live check")
+}
+
+// A policy that changes what it observes (its topics) on the same
+// connection moves to another target of the same connection: the pooled
+// client stays, and the next pass observes the new target only.
+func TestCoalescerTargetChangeKeepsTheConnection(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeObserver()
+	c, n := newTestCoalescer(t, f, CoalescerOptions{})
+
+	c.Request(owner(1), plainConn, target(1), time.Minute)
+	g.Eventually(func() int { return n.of(owner(1)) }).Should(Equal(1))
+
+	changed := target(1)
+	changed.Topics = []string{"orders"}
+	_, _, fresh := c.Request(owner(1), plainConn, changed, time.Minute)
+	g.Expect(fresh).To(BeFalse(), "the new target was never observed")
+	g.Eventually(func() int { return n.of(owner(1)) }).Should(Equal(2))
+	g.Expect(f.pass(1)).To(Equal([]kafka.Target{normalizeTarget(changed)}), "the old target is no longer observed")
+	g.Expect(f.forgottenKeys()).To(BeEmpty(), "the connection's client was not closed")
+	obs, _, fresh := c.Request(owner(1), plainConn, changed, time.Minute)
+	g.Expect(fresh).To(BeTrue())
+	g.Expect(obs.Group.ID).To(Equal(changed.Group))
+}

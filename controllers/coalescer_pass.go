@@ -1,0 +1,195 @@
+package controllers
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// A connection's scheduler: the linger that gathers requests into one
+// pass, the pass over every registered target, and the live single flight
+// of ObserveNow. Each step holds only its accessor's lock, and notifies
+// after releasing it.
+
+// observationPass is one pass over a connection, scheduled or running.
+type observationPass struct {
+	targets  map[string]kafka.Target // set at launch: every target registered then
+	waiters  map[types.NamespacedName]struct{}
+	watchers map[ConnectionOwner]struct{} // connection owners waiting for it
+	discover *kafka.Discovery             // set at launch
+	started  time.Time                    // set at launch
+}
+
+// livePass is one ObserveNow pass, shared by its concurrent callers.
+type livePass struct {
+	done chan struct{}
+	obs  proof.Observation
+}
+
+// scheduleLocked returns the pass that will run next, creating it (and its
+// linger, when nothing runs) if needed; nil once the Coalescer is closed.
+func (a *connAccessor) scheduleLocked() *observationPass {
+	if a.next != nil {
+		return a.next
+	}
+	if a.c.ctx.Err() != nil {
+		return nil
+	}
+	a.next = &observationPass{waiters: make(map[types.NamespacedName]struct{}), watchers: make(map[ConnectionOwner]struct{})}
+	if a.running == nil {
+		a.c.wg.Add(1)
+		a.timer = time.AfterFunc(a.c.opts.Linger, func() {
+			defer a.c.wg.Done()
+			a.mu.Lock()
+			a.timer = nil
+			a.launchLocked()
+			a.mu.Unlock()
+			a.c.retireIfIdle(a)
+		})
+	}
+	return a.next
+}
+
+// launchLocked starts the scheduled pass with every target registered.
+func (a *connAccessor) launchLocked() {
+	if a.c.ctx.Err() != nil || a.retired || a.next == nil || a.running != nil {
+		return
+	}
+	p := a.next
+	a.next = nil
+	if len(a.targets) == 0 && len(a.watchers) == 0 {
+		return // the registry retires the accessor
+	}
+	p.discover = a.discoveryLocked()
+	p.started = a.c.opts.now()
+	p.targets = make(map[string]kafka.Target, len(a.targets))
+	keys := make([]string, 0, len(a.targets))
+	for tk, ts := range a.targets {
+		p.targets[tk] = ts.target
+		keys = append(keys, tk)
+	}
+	slices.Sort(keys)
+	targets := make([]kafka.Target, 0, len(keys))
+	for _, tk := range keys {
+		targets = append(targets, p.targets[tk])
+	}
+	a.running = p
+	a.c.wg.Add(1)
+	go a.runPass(p, keys, targets)
+}
+
+func (a *connAccessor) runPass(p *observationPass, keys []string, targets []kafka.Target) {
+	defer a.c.wg.Done()
+	start := a.c.opts.now()
+	ctx, cancel := context.WithTimeout(a.c.ctx, a.c.opts.PassTimeout)
+	co := a.c.observer.ObserveCluster(ctx, a.conn, kafka.ClusterRequest{Targets: targets, Discover: p.discover,
+		Deliver: func(i int, obs proof.Observation) { a.deliver(p, keys[i], obs) }})
+	cancel()
+	results := co.Observations
+
+	a.mu.Lock()
+	done := a.c.opts.now()
+	if len(results) == len(keys) {
+		for i, tk := range keys {
+			// A live check that began after this pass may have ended
+			// first: the cache keeps the observation that began last,
+			// never moving back in time.
+			if ts := a.targets[tk]; ts != nil && (!ts.has || !p.started.Before(ts.started)) {
+				ts.has, ts.obs, ts.at, ts.started = true, results[i], done, p.started
+			}
+		}
+	}
+	co.Observations = nil
+	a.cluster, a.clusterAt, a.clusterStart, a.hasView, a.discovered = co, done, p.started, true, p.discover != nil
+	a.running = nil
+	if a.next != nil {
+		// Requests that came in while this pass ran: serve them now, with
+		// one pass, without another linger.
+		a.launchLocked()
+	}
+	a.mu.Unlock()
+	a.c.retireIfIdle(a)
+
+	a.c.log.V(1).Info("observed Kafka", "connection", a.conn.String(),
+		"targets", len(targets), "discovery", p.discover != nil, "discovered", len(co.Discovered),
+		"waiting", len(p.waiters)+len(p.watchers), "took", done.Sub(start).String())
+	// p is no longer written: deliver ran inside ObserveCluster.
+	a.c.notifyPolicies(slices.Collect(maps.Keys(p.waiters)))
+	a.c.notifyWatchers(slices.Collect(maps.Keys(p.watchers)))
+}
+
+// deliver caches one target's observation as soon as the pass has it and
+// notifies the owners waiting for that target, before the pass ends: a
+// target whose business cursor is slow to read holds back no neighbour.
+func (a *connAccessor) deliver(p *observationPass, tk string, obs proof.Observation) {
+	a.mu.Lock()
+	var ready []types.NamespacedName
+	if ts := a.targets[tk]; ts != nil {
+		ts.has, ts.obs, ts.at, ts.started = true, obs, a.c.opts.now(), p.started
+		for o := range p.waiters {
+			if a.owners[o] == tk {
+				ready = append(ready, o)
+				delete(p.waiters, o) // notified once, now
+			}
+		}
+	}
+	a.mu.Unlock()
+	a.c.notifyPolicies(ready)
+}
+
+// observeLive returns the live pass of target, starting it when none runs;
+// nil when the accessor was retired (ask the registry again), and
+// ErrCoalescerClosed when the Coalescer closed meanwhile.
+func (a *connAccessor) observeLive(target kafka.Target) (*livePass, error) {
+	target = normalizeTarget(target)
+	tk := targetKey(target)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.retired {
+		return nil, nil
+	}
+	lp := a.live[tk]
+	if lp == nil {
+		if a.c.ctx.Err() != nil {
+			return nil, ErrCoalescerClosed
+		}
+		lp = &livePass{done: make(chan struct{})}
+		a.live[tk] = lp
+		a.c.wg.Add(1)
+		go a.runLive(tk, target, lp)
+	}
+	return lp, nil
+}
+
+func (a *connAccessor) runLive(tk string, target kafka.Target, lp *livePass) {
+	defer a.c.wg.Done()
+	started := a.c.opts.now()
+	ctx, cancel := context.WithTimeout(a.c.ctx, a.c.opts.PassTimeout)
+	obs := a.c.observer.ObserveCluster(ctx, a.conn, kafka.ClusterRequest{Targets: []kafka.Target{target}}).Observations
+	cancel()
+	if len(obs) == 1 {
+		lp.obs = obs[0]
+	}
+
+	a.mu.Lock()
+	delete(a.live, tk)
+	var owners []types.NamespacedName
+	if ts := a.targets[tk]; ts != nil && len(obs) == 1 && (!ts.has || !started.Before(ts.started)) {
+		ts.has, ts.obs, ts.at, ts.started = true, lp.obs, a.c.opts.now(), started
+		for o, otk := range a.owners {
+			if otk == tk {
+				owners = append(owners, o)
+			}
+		}
+	}
+	a.mu.Unlock()
+	close(lp.done)
+	a.c.retireIfIdle(a) // a live check on a connection nobody registered leaves nothing behind
+	a.c.notifyPolicies(owners)
+}
