@@ -13,29 +13,17 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/controllers"
 	"github.com/retentionguard/retention-guard/internal/certs"
 	"github.com/retentionguard/retention-guard/internal/cli"
 	"github.com/retentionguard/retention-guard/internal/cursor"
-	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/logging"
-	"github.com/retentionguard/retention-guard/internal/webhookscope"
 	"github.com/retentionguard/retention-guard/webhook"
 )
 
@@ -268,182 +256,25 @@ func runManager(ctx context.Context, o *managerOptions) error {
 	ctrl.SetLogger(logging.QuietRaces(zap.New(zap.UseFlagOptions(&o.logs.Options))))
 	log := ctrl.Log.WithName("manager")
 	setMemoryLimit(log)
+	logScope(log, o)
 
-	scheme, err := managerScheme()
+	mc, err := newManagerConfig(o)
 	if err != nil {
 		return err
 	}
-	var cfg *rest.Config
-	if o.kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
-	} else {
-		cfg, err = ctrl.GetConfig()
-	}
-	if err != nil {
-		return fmt.Errorf("finding the Kubernetes API: %w", err)
-	}
-	cfg.QPS, cfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst
-	electionID := o.leaderElectionID
-	if electionID == "" {
-		electionID = leaderElectionID
-	}
-	// No Kubernetes request without a deadline (a hung API server would
-	// hold a worker, a runnable or the start forever).
-	cfg.Wrap(withRequestTimeout(o.kubeAPITimeout))
-	if o.wrapTransport != nil {
-		cfg.Wrap(o.wrapTransport)
-	}
-	// The manager starts the webhook server once something asks for it
-	// (mgr.GetWebhookServer): only after the certificate is in place. The
-	// handler is registered on it before that (setupWebhook).
-	webhookServer := ctrlwebhook.NewServer(ctrlwebhook.Options{
-		Host:    o.webhookHost,
-		Port:    o.webhookPort,
-		CertDir: o.webhookCertDir,
-	})
-	opts := ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:        o.probeAddr,
-		LeaderElection:                o.leaderElect,
-		LeaderElectionID:              electionID,
-		LeaderElectionNamespace:       o.leaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		PprofBindAddress:              o.pprofAddr,
-		// Reconciles never wait on Kafka (the coalescer); what they read
-		// and write in Kubernetes is bounded.
-		Controller: config.Controller{ReconciliationTimeout: 2 * o.kubeAPITimeout, SkipNameValidation: &o.skipNameValidation},
-		Cache: cache.Options{
-			// Only what decisions read (controllers/cache.go).
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject:         controllers.CacheByObject(),
-		},
-		WebhookServer: webhookServer,
-	}
-	heartbeatNS := o.certs.SecretNamespace // --namespace: the manager's
-	if heartbeatNS != "" {
-		// The heartbeat Leases, and nothing else of the namespace's Leases.
-		opts.Cache.ByObject[&coordinationv1.Lease{}] = cache.ByObject{
-			Namespaces: map[string]cache.Config{heartbeatNS: {}},
-			Label:      labels.SelectorFromSet(labels.Set{controllers.HeartbeatLabel: "true"}),
-		}
-	}
-	if len(o.watchNamespaces) > 0 {
-		opts.Cache.DefaultNamespaces = make(map[string]cache.Config, len(o.watchNamespaces)+1)
-		for _, ns := range o.watchNamespaces {
-			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
-		}
-		if ns := o.certs.SecretNamespace; ns != "" {
-			// ClusterKafkaConnections' Secrets live here.
-			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	mgr, err := ctrl.NewManager(cfg, opts)
+	mgr, err := ctrl.NewManager(mc.rest, mc.manager)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-
-	if patterns := o.allowlist.Patterns(); len(patterns) == 0 {
-		log.Info("--allowed-bootstrap-servers is empty: policies and KafkaConnections may name no Kafka bootstrap server (only ClusterKafkaConnections are observed)")
-	} else {
-		log.Info("policies and KafkaConnections may name only these Kafka bootstrap servers", "patterns", patterns)
-	}
-
-	observer := kafka.NewObserver(
-		kafka.WithLogger(ctrl.Log.WithName("kafka")),
-		kafka.WithRequestHook(controllers.ObserveKafkaRequest),
-		kafka.WithTimeouts(0, o.kafkaRequestTimeout, o.kafkaRequestTimeout),
-	)
-	defer observer.Close()
-	coalescer := controllers.NewCoalescer(observer, controllers.CoalescerOptions{
-		PassTimeout: 3 * o.kafkaRequestTimeout,
-		Logger:      ctrl.Log.WithName("observations"),
-	})
-	// Every replica runs the coalescer: the webhook's live checks need it
-	// whether or not this replica leads.
-	if err := mgr.Add(coalescer); err != nil {
+	k, err := setupKafka(mgr, o)
+	if err != nil {
 		return err
 	}
-	if patterns := o.cursorHosts.Patterns(); len(patterns) == 0 {
-		log.Info("--allowed-cursor-hosts is empty: policies may name no cursor database host")
-	} else {
-		log.Info("policies may name only these cursor database hosts", "patterns", patterns)
-	}
-	cursors := cursor.NewReader(
-		cursor.WithStatementTimeout(o.cursorTimeout),
-		cursor.WithConnectTimeout(o.cursorTimeout),
-		cursor.WithLogger(ctrl.Log.WithName("cursor")),
-	)
-	defer cursors.Close()
-	resolver := &controllers.ConnectionResolver{
-		Metadata:         mgr.GetClient(),
-		Secrets:          mgr.GetAPIReader(),
-		Objects:          mgr.GetClient(),
-		Allowlist:        o.allowlist,
-		ManagerNamespace: o.certs.SecretNamespace,
-		Cursors:          cursors,
-		CursorHosts:      o.cursorHosts,
-	}
-	reconciler := &controllers.ConsumerRetentionPolicyReconciler{
-		Client:    mgr.GetClient(),
-		Resolver:  resolver,
-		Coalescer: coalescer,
-		Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
-	}
-	if heartbeatNS != "" {
-		// Statuses are written when proofs change; the leader's heartbeat
-		// Leases confirm them in between (controllers/heartbeat.go).
-		reconciler.Heartbeats = &controllers.Heartbeats{Client: mgr.GetClient(), Namespace: heartbeatNS,
-			Logger: ctrl.Log.WithName("heartbeat")}
-		if err := mgr.Add(reconciler.Heartbeats); err != nil {
-			return err
-		}
-	} else {
-		log.Info("no --namespace (or $POD_NAMESPACE): no heartbeat Leases; every check writes each policy's status")
-	}
-	if err := reconciler.SetupWithManager(ctx, mgr); err != nil {
-		return fmt.Errorf("setting up the reconciler: %w", err)
-	}
-	for _, kind := range []string{rgv1.KindClusterKafkaConnection, rgv1.KindKafkaConnection} {
-		cr := &controllers.KafkaConnectionReconciler{
-			Client:    mgr.GetClient(),
-			Resolver:  resolver,
-			Coalescer: coalescer,
-			Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
-			Kind:      kind,
-		}
-		if err := cr.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up the %s reconciler: %w", kind, err)
-		}
-	}
-	if o.certs.SecretNamespace == "" {
-		log.Info("--namespace (or $POD_NAMESPACE) is empty: ClusterKafkaConnections that reference Secrets cannot be used, " +
-			"and allowedNamespaces from: Same allows no namespace")
-	}
-
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+	defer k.close()
+	if err := setupReconcilers(ctx, mgr, mc, k); err != nil {
 		return err
 	}
-	if o.webhookEnabled {
-		var heartbeats client.Reader
-		if heartbeatNS != "" {
-			heartbeats = mgr.GetClient()
-		}
-		ready, err := setupWebhook(ctx, mgr, webhookServer, o, &controllers.LiveChecker{Resolver: resolver, Coalescer: coalescer}, heartbeats)
-		if err != nil {
-			return fmt.Errorf("setting up the webhook: %w", err)
-		}
-		// The leader keeps the webhook to the namespaces with policies.
-		scope := &webhookscope.Reconciler{ConfigurationName: o.certs.WebhookName, WebhookName: webhook.Name}
-		if err := scope.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up the webhook scope: %w", err)
-		}
-		// Ready only once the webhook serves, with its certificates and
-		// its handler's policies.
-		if err := mgr.AddReadyzCheck("webhook", ready); err != nil {
-			return err
-		}
-	} else if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	if err := setupChecks(ctx, mgr, mc, o, k); err != nil {
 		return err
 	}
 
@@ -454,31 +285,22 @@ func runManager(ctx context.Context, o *managerOptions) error {
 	return nil
 }
 
-// setupWebhook provides the serving certificate (rotated by the manager, or
-// files from cert-manager) and registers the admission handler on server
-// before the manager starts. The server itself starts only once the
-// certificate is in place (the returned readiness check asks the manager
-// for it then: it cannot start without its files). The check passes once
-// the certificate is ready, the server answers TLS and the handler's
-// policy informer has synced: a replica is never Ready while the webhook
-// path would answer 404 or without its policies.
-func setupWebhook(ctx context.Context, mgr ctrl.Manager, server ctrlwebhook.Server, o *managerOptions, live webhook.LiveChecker, heartbeats client.Reader) (healthz.Checker, error) {
-	certsReady, err := certs.Setup(mgr, o.certs)
-	if err != nil {
-		return nil, err
+// logScope says, at the start, what the flags let the manager dial and
+// read.
+func logScope(log logr.Logger, o *managerOptions) {
+	if patterns := o.allowlist.Patterns(); len(patterns) == 0 {
+		log.Info("--allowed-bootstrap-servers is empty: policies and KafkaConnections may name no Kafka bootstrap server (only ClusterKafkaConnections are observed)")
+	} else {
+		log.Info("policies and KafkaConnections may name only these Kafka bootstrap servers", "patterns", patterns)
 	}
-	opts := webhook.Options{LiveCheckTimeout: o.liveCheckTimeout, LiveChecker: live, Namespaces: o.watchNamespaces,
-		Heartbeats: heartbeats, Server: server}
-	synced, err := webhook.Setup(ctx, mgr, opts)
-	if err != nil {
-		return nil, err
+	if patterns := o.cursorHosts.Patterns(); len(patterns) == 0 {
+		log.Info("--allowed-cursor-hosts is empty: policies may name no cursor database host")
+	} else {
+		log.Info("policies may name only these cursor database hosts", "patterns", patterns)
 	}
-	serving := certs.ReadyChecker(certsReady, mgr)
-	ctrl.Log.WithName("webhook").Info("admission webhook registered", "path", webhook.Path, "port", o.webhookPort)
-	return func(req *http.Request) error {
-		if err := serving(req); err != nil {
-			return err
-		}
-		return synced(req)
-	}, nil
+	if o.certs.SecretNamespace == "" {
+		log.Info("no --namespace (or $POD_NAMESPACE): no heartbeat Leases; every check writes each policy's status")
+		log.Info("--namespace (or $POD_NAMESPACE) is empty: ClusterKafkaConnections that reference Secrets cannot be used, " +
+			"and allowedNamespaces from: Same allows no namespace")
+	}
 }

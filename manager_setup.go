@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/controllers"
+	"github.com/retentionguard/retention-guard/internal/certs"
+	"github.com/retentionguard/retention-guard/internal/cursor"
+	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/webhookscope"
+	"github.com/retentionguard/retention-guard/webhook"
+)
+
+// kafkaSide is what reaches outside the cluster: the Kafka observer, the
+// coalescer sharing its observations, the business cursor reader, and the
+// resolver that turns policies and connections into dialable connections.
+type kafkaSide struct {
+	observer  *kafka.Observer
+	coalescer *controllers.Coalescer
+	cursors   *cursor.Reader
+	resolver  *controllers.ConnectionResolver
+}
+
+func (k *kafkaSide) close() {
+	k.cursors.Close()
+	k.observer.Close()
+}
+
+// setupKafka builds the Kafka side and adds the coalescer to the manager.
+func setupKafka(mgr ctrl.Manager, o *managerOptions) (*kafkaSide, error) {
+	observer := kafka.NewObserver(
+		kafka.WithLogger(ctrl.Log.WithName("kafka")),
+		kafka.WithRequestHook(controllers.ObserveKafkaRequest),
+		kafka.WithTimeouts(0, o.kafkaRequestTimeout, o.kafkaRequestTimeout),
+	)
+	coalescer := controllers.NewCoalescer(observer, controllers.CoalescerOptions{
+		PassTimeout: 3 * o.kafkaRequestTimeout,
+		Logger:      ctrl.Log.WithName("observations"),
+	})
+	// Every replica runs the coalescer: the webhook's live checks need it
+	// whether or not this replica leads.
+	if err := mgr.Add(coalescer); err != nil {
+		observer.Close()
+		return nil, err
+	}
+	cursors := cursor.NewReader(
+		cursor.WithStatementTimeout(o.cursorTimeout),
+		cursor.WithConnectTimeout(o.cursorTimeout),
+		cursor.WithLogger(ctrl.Log.WithName("cursor")),
+	)
+	resolver := &controllers.ConnectionResolver{
+		Metadata:         mgr.GetClient(),
+		Secrets:          mgr.GetAPIReader(),
+		Objects:          mgr.GetClient(),
+		Allowlist:        o.allowlist,
+		ManagerNamespace: o.certs.SecretNamespace,
+		Cursors:          cursors,
+		CursorHosts:      o.cursorHosts,
+	}
+	return &kafkaSide{observer: observer, coalescer: coalescer, cursors: cursors, resolver: resolver}, nil
+}
+
+// setupReconcilers sets up the policy reconciler (with its heartbeats,
+// when the manager knows its namespace) and one connection reconciler per
+// connection kind.
+func setupReconcilers(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, k *kafkaSide) error {
+	reconciler := &controllers.ConsumerRetentionPolicyReconciler{
+		Client:    mgr.GetClient(),
+		Resolver:  k.resolver,
+		Coalescer: k.coalescer,
+		Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
+	}
+	if mc.heartbeatNamespace != "" {
+		// Statuses are written when proofs change; the leader's heartbeat
+		// Leases confirm them in between (controllers/heartbeat.go).
+		reconciler.Heartbeats = &controllers.Heartbeats{Client: mgr.GetClient(), Namespace: mc.heartbeatNamespace,
+			Logger: ctrl.Log.WithName("heartbeat")}
+		if err := mgr.Add(reconciler.Heartbeats); err != nil {
+			return err
+		}
+	}
+	if err := reconciler.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the reconciler: %w", err)
+	}
+	for _, kind := range []string{rgv1.KindClusterKafkaConnection, rgv1.KindKafkaConnection} {
+		cr := &controllers.KafkaConnectionReconciler{
+			Client:    mgr.GetClient(),
+			Resolver:  k.resolver,
+			Coalescer: k.coalescer,
+			Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
+			Kind:      kind,
+		}
+		if err := cr.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the %s reconciler: %w", kind, err)
+		}
+	}
+	return nil
+}
+
+// setupChecks adds the probes: /healthz always answers; /readyz waits,
+// with the webhook on, for it to serve (setupWebhooks).
+func setupChecks(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, o *managerOptions, k *kafkaSide) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if !o.webhookEnabled {
+		return mgr.AddReadyzCheck("readyz", healthz.Ping)
+	}
+	ready, err := setupWebhooks(ctx, mgr, mc, o, k)
+	if err != nil {
+		return err
+	}
+	// Ready only once the webhook serves, with its certificates and its
+	// handler's policies.
+	return mgr.AddReadyzCheck("webhook", ready)
+}
+
+// setupWebhooks sets up the admission webhook (setupWebhook) and the
+// leader's webhook scope, and returns the webhook's readiness check.
+func setupWebhooks(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, o *managerOptions, k *kafkaSide) (healthz.Checker, error) {
+	var heartbeats client.Reader
+	if mc.heartbeatNamespace != "" {
+		heartbeats = mgr.GetClient()
+	}
+	ready, err := setupWebhook(ctx, mgr, mc.webhookServer, o, &controllers.LiveChecker{Resolver: k.resolver, Coalescer: k.coalescer}, heartbeats)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the webhook: %w", err)
+	}
+	// The leader keeps the webhook to the namespaces with policies.
+	scope := &webhookscope.Reconciler{ConfigurationName: o.certs.WebhookName, WebhookName: webhook.Name}
+	if err := scope.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the webhook scope: %w", err)
+	}
+	return ready, nil
+}
+
+// setupWebhook provides the serving certificate (rotated by the manager, or
+// files from cert-manager) and registers the admission handler on server
+// before the manager starts. The server itself starts only once the
+// certificate is in place (the returned readiness check asks the manager
+// for it then: it cannot start without its files). The check passes once
+// the certificate is ready, the server answers TLS and the handler's
+// policy informer has synced: a replica is never Ready while the webhook
+// path would answer 404 or without its policies.
+func setupWebhook(ctx context.Context, mgr ctrl.Manager, server ctrlwebhook.Server, o *managerOptions, live webhook.LiveChecker, heartbeats client.Reader) (healthz.Checker, error) {
+	certsReady, err := certs.Setup(mgr, o.certs)
+	if err != nil {
+		return nil, err
+	}
+	opts := webhook.Options{LiveCheckTimeout: o.liveCheckTimeout, LiveChecker: live, Namespaces: o.watchNamespaces,
+		Heartbeats: heartbeats, Server: server}
+	synced, err := webhook.Setup(ctx, mgr, opts)
+	if err != nil {
+		return nil, err
+	}
+	serving := certs.ReadyChecker(certsReady, mgr)
+	ctrl.Log.WithName("webhook").Info("admission webhook registered", "path", webhook.Path, "port", o.webhookPort)
+	return func(req *http.Request) error {
+		if err := serving(req); err != nil {
+			return err
+		}
+		return synced(req)
+	}, nil
+}
