@@ -323,7 +323,7 @@ func findingLines(r *policyResult) (lines []string, ranks []int, omitted int) {
 	var groups []*group
 	byReason := map[string]*group{}
 	for _, f := range fs {
-		if !strings.Contains(f.Subject, "[") { // not about a partition
+		if f.Partition == nil { // not about a partition
 			groups = append(groups, &group{reason: f.Reason, members: []finding{f}})
 			continue
 		}
@@ -352,8 +352,8 @@ func findingLines(r *policyResult) (lines []string, ranks []int, omitted int) {
 		}
 		var topics []string
 		for _, f := range g.members {
-			if t, _, _ := strings.Cut(f.Subject, "["); !slices.Contains(topics, t) {
-				topics = append(topics, t)
+			if !slices.Contains(topics, f.Topic) {
+				topics = append(topics, f.Topic)
 			}
 		}
 		of := ""
@@ -419,56 +419,38 @@ func allTopicsOf(r *policyResult, topics []string) bool {
 	return true
 }
 
-// severity ranks a partition finding within its reason by the number its
-// message leads with: the records expired, or the log start below which
-// nothing proves the group read. Messages are the proof's
-// (internal/proof/inrange.go); an unrecognised one ranks lowest.
+// severity ranks a partition finding within its reason by its numbers
+// (the violation's fields, never its message): the records expired, the
+// log start below which nothing proves the group read, the position
+// beyond log end, the records a restart skips. A finding without the
+// number ranks lowest.
 func severity(f finding) int64 {
-	var after string
-	switch f.Reason {
-	case proof.ReasonCommittedOffsetExpired:
-		after = "is below log start "
-		if _, rest, ok := strings.Cut(f.Message, after); ok {
-			if _, rest, ok = strings.Cut(rest, ": "); ok {
-				return leadingInt(rest)
-			}
-		}
-		return -1
-	case proof.ReasonNoCommittedOffset:
-		after = "log start is "
-	case proof.ReasonCommittedOffsetBeyondLogEnd:
-		after = "committed offset "
-	case proof.ReasonCursorBeyondLogEnd:
-		after = "cursor "
-	case proof.ReasonCursorExpired:
-		// "cursor 140 is below log start 150 on t[7]: 10 records were ..."
-		if _, rest, ok := strings.Cut(f.Message, "]: "); ok {
-			return leadingInt(rest)
-		}
-		return -1
-	case proof.ReasonNoCursor:
-		after = "log start is "
-	case proof.ReasonGroupAheadOfCursor:
-		after = "skips "
-	default:
+	v := f.Facts
+	if v == nil {
 		return -1
 	}
-	if _, rest, ok := strings.Cut(f.Message, after); ok {
-		return leadingInt(rest)
+	n := func(p *int64) int64 {
+		if p == nil {
+			return -1
+		}
+		return *p
+	}
+	switch f.Reason {
+	case proof.ReasonCommittedOffsetExpired, proof.ReasonCursorExpired, proof.ReasonShareRecordsExpired:
+		return n(v.ExpiredRecords)
+	case proof.ReasonNoCommittedOffset, proof.ReasonNoCursor:
+		return n(v.LogStart)
+	case proof.ReasonCommittedOffsetBeyondLogEnd:
+		return n(v.Committed)
+	case proof.ReasonCursorBeyondLogEnd:
+		return n(v.Cursor)
+	case proof.ReasonGroupAheadOfCursor:
+		if v.Committed == nil || v.Cursor == nil {
+			return -1
+		}
+		return *v.Committed - *v.Cursor
 	}
 	return -1
-}
-
-func leadingInt(s string) int64 {
-	end := 0
-	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
-		end++
-	}
-	n, err := strconv.ParseInt(s[:end], 10, 64)
-	if err != nil {
-		return -1
-	}
-	return n
 }
 
 // lines calls emit with each line of the message for the given choices.
@@ -543,15 +525,16 @@ func (m *denial) render(listed, shown int, check, compact bool) string {
 // String: "Reason subject: message"; the proof's messages start with
 // their subject already ("settle-task[3]: committed offset ...").
 func (f finding) String() string {
+	subject := f.subject()
 	switch {
-	case f.Subject != "" && strings.HasPrefix(f.Message, f.Subject+":"):
+	case subject != "" && strings.HasPrefix(f.Message, subject+":"):
 		return f.Reason + " " + f.Message
-	case f.Subject != "" && strings.Contains(f.Message, f.Subject):
+	case subject != "" && strings.Contains(f.Message, subject):
 		// The message names its subject in its own words ("cursor 140 is
 		// below log start 150 on settle-task[7]: ...").
 		return f.Reason + ": " + f.Message
-	case f.Subject != "":
-		return f.Reason + " " + f.Subject + ": " + f.Message
+	case subject != "":
+		return f.Reason + " " + subject + ": " + f.Message
 	case f.Message != "":
 		return f.Reason + ": " + f.Message
 	}
@@ -633,8 +616,8 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 		switch f.Reason {
 		case proof.ReasonCommittedOffsetExpired, proof.ReasonNoCommittedOffset, proof.ReasonCommittedOffsetBeyondLogEnd:
 			offsets = true
-			if topic, _, _ := strings.Cut(f.Subject, "["); topic != "" && !slices.Contains(topics, topic) && len(topics) < 3 {
-				topics = append(topics, topic)
+			if f.Topic != "" && !slices.Contains(topics, f.Topic) && len(topics) < 3 {
+				topics = append(topics, f.Topic)
 			}
 		case proof.ReasonRetentionShorterThanWindow, proof.ReasonInfiniteRetentionNotAllowed, proof.ReasonSizeBoundedRetention,
 			proof.ReasonOffsetsRetentionShorterThanWindow:
@@ -877,8 +860,8 @@ func resultPhrase(r *policyResult) string {
 			break
 		}
 		part := f.Reason
-		if f.Subject != "" {
-			part += " " + f.Subject
+		if s := f.subject(); s != "" {
+			part += " " + s
 		}
 		parts = append(parts, part)
 	}

@@ -89,8 +89,10 @@ func TestDenyMessageOrdersFindings(t *testing.T) {
 			{Reason: "AuthorizationFailed", Topic: "audit", Message: "audit: DescribeConfigs: denied"},
 			{Reason: "RetentionShorterThanWindow", Topic: "outbox", Message: "outbox: retention.ms 3600000 (1h) is shorter"},
 			{Reason: "CommittedOffsetExpired", Topic: "outbox", Partition: ptr[int32](0),
+				Committed: ptr[int64](9), LogStart: ptr[int64](10), ExpiredRecords: ptr[int64](1),
 				Message: "outbox[0]: committed offset 9 is below log start 10: 1 record expired before this group read them"},
 			{Reason: "CommittedOffsetExpired", Topic: "outbox", Partition: ptr[int32](1),
+				Committed: ptr[int64](1200), LogStart: ptr[int64](5400), ExpiredRecords: ptr[int64](4200),
 				Message: "outbox[1]: committed offset 1200 is below log start 5400: 4200 records expired before this group read them"},
 		}}
 	p := settlePolicy(withProof(ps, time.Second))
