@@ -92,9 +92,8 @@ func (t target) overrideLines(ids string) []string {
 }
 
 // denyMessage says which policies refuse the rollout, why, with the
-// numbers, and the way out. It stays under maxMessage bytes by leaving out,
-// in this order, the `retention-guard check` hint, policies beyond the
-// first (counted), and listed findings beyond the first (counted).
+// numbers, and the way out, in at most maxMessage bytes (see
+// denial.layout).
 func denyMessage(t target, d *decision, now time.Time) string {
 	m := denial{header: clip("retention-guard refused this rollout ("+string(t.Rollout)+") of "+t.String()+":", maxLine)}
 	overridable := true
@@ -121,108 +120,7 @@ func denyMessage(t target, d *decision, now time.Time) string {
 	if overridable && len(ids) > 0 {
 		m.override = t.overrideLines(strings.Join(ids, ","))
 	}
-	// Shrink until it fits: first the `retention-guard check` hint, then
-	// whole policies beyond the first (counted), then listed findings (at
-	// most maxFindingsShown, at least one per listed policy). Commands are
-	// never cut.
-	// Findings are wrapped, never cut: before a finding is dropped, each
-	// listed one shows only its first wrapped lines (depth), marked.
-	depths := []int{0, 2, 1}
-	for shown := maxFindingsShown; shown >= 1; shown-- {
-		for _, m.depth = range depths {
-			for listed := len(m.policies); listed >= 1; listed-- {
-				for _, check := range []bool{true, false} {
-					if m.size(listed, shown, check, false) <= maxMessage {
-						return m.render(listed, shown, check, false)
-					}
-				}
-			}
-		}
-		// Before hiding a kind of problem (data loss, access,
-		// configuration) of the first policy, say the way out in words.
-		if shown == 1 || shown <= m.policies[0].distinct {
-			for _, m.depth = range depths {
-				for listed := len(m.policies); listed >= 1; listed-- {
-					if m.size(listed, shown, false, true) <= maxMessage {
-						return m.render(listed, shown, false, true)
-					}
-				}
-			}
-		}
-	}
-	// Very long names or findings: the first lines that fit, whole, and
-	// where to read the rest.
-	return m.renderFirst(maxMessage)
-}
-
-// wrapFinding wraps a finding at word boundaries into lines of at most n
-// bytes, continuation lines indented by four spaces. A word longer than a
-// line (a long topic name) gets a line of its own, whole.
-func wrapFinding(l string, n int) []string {
-	if len(l) <= n {
-		return []string{l}
-	}
-	var out []string
-	line := ""
-	for _, w := range strings.Fields(l) {
-		switch {
-		case line == "":
-			line = w
-		case len(line)+1+len(w) <= n:
-			line += " " + w
-		default:
-			out = append(out, line)
-			line = "    " + w
-		}
-	}
-	return append(out, line)
-}
-
-// renderFirst renders the compact message's lines in order while they fit
-// in limit bytes with a last line saying how many were left out and where
-// to read them; a line is never cut, except the header of a workload whose
-// name alone exceeds the limit.
-func (m *denial) renderFirst(limit int) string {
-	var all []string
-	m.lines(1, 1, false, true, func(l string) { all = append(all, l) })
-	p := m.policies[0]
-	rest := func(n int) string {
-		return "(" + proof.Plural(int64(n), "more line") + ": kubectl describe crp " + p.name + " -n " + p.namespace + ")"
-	}
-	var b strings.Builder
-	for i, l := range all {
-		tail := ""
-		if left := len(all) - i - 1; left > 0 {
-			tail = "\n" + rest(left)
-		}
-		sep := 0
-		if b.Len() > 0 {
-			sep = 1
-		}
-		if b.Len()+sep+len(l)+len(tail) > limit {
-			if b.Len() == 0 {
-				return clip(l, limit)
-			}
-			b.WriteString("\n" + rest(len(all)-i))
-			return b.String()
-		}
-		if sep == 1 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(l)
-	}
-	return b.String()
-}
-
-// denial is the denial message in parts, so that sizes can be tried
-// without rendering.
-type denial struct {
-	// depth is how many wrapped lines each finding shows; 0: all.
-	depth    int
-	header   string
-	policies []policyParts
-	moreLine func(n int) string
-	override []string
+	return m.layout(maxMessage)
 }
 
 // policyParts are one refusing policy's lines.
@@ -428,75 +326,6 @@ func severity(f finding) int64 {
 		return *v.Committed - *v.Cursor
 	}
 	return -1
-}
-
-// lines calls emit with each line of the message for the given choices.
-func (m *denial) lines(listed, shown int, check, compact bool, emit func(string)) {
-	emit(m.header)
-	for _, pp := range m.policies[:listed] {
-		for _, l := range pp.head {
-			emit(l)
-		}
-		n := min(shown, len(pp.findings))
-		for _, f := range pp.findings[:n] {
-			if m.depth > 0 && len(f) > m.depth {
-				for _, l := range f[:m.depth-1] {
-					emit(l)
-				}
-				emit(f[m.depth-1] + " (…)")
-				continue
-			}
-			for _, l := range f {
-				emit(l)
-			}
-		}
-		if more := pp.total - n; more > 0 {
-			emit(pp.moreLine(more))
-		}
-		way := pp.way
-		switch {
-		case compact:
-			way = pp.wayCompact
-		case !check:
-			way = pp.wayNoCheck
-		}
-		for _, l := range way {
-			if strings.HasPrefix(l, "  ") { // a command or a wrapped line: as is
-				emit(l)
-				continue
-			}
-			for _, wl := range wrapFinding(l, maxLine) { // prose: wrapped, never cut
-				emit(wl)
-			}
-		}
-		for _, l := range pp.refused {
-			emit(l)
-		}
-	}
-	if more := len(m.policies) - listed; more > 0 {
-		emit(m.moreLine(more))
-	}
-	for _, l := range m.override {
-		emit(l)
-	}
-}
-
-func (m *denial) size(listed, shown int, check, compact bool) int {
-	n := -1 // no newline after the last line
-	m.lines(listed, shown, check, compact, func(l string) { n += len(l) + 1 })
-	return n
-}
-
-func (m *denial) render(listed, shown int, check, compact bool) string {
-	var b strings.Builder
-	b.Grow(m.size(listed, shown, check, compact))
-	m.lines(listed, shown, check, compact, func(l string) {
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(l)
-	})
-	return b.String()
 }
 
 // String: "Reason subject: message"; the proof's messages start with

@@ -570,3 +570,41 @@ func TestFindingRankFollowsTheProof(t *testing.T) {
 		}
 	}
 }
+
+// The layout gives each listed finding the room left, in order: a first
+// finding too long for the message shows its first line, and a short one
+// after it is shown whole rather than cut like it.
+func TestDenyMessageShowsWhatFitsWhole(t *testing.T) {
+	ps := noCommittedOffset()
+	ps.Violations = append([]rgv1.ViolationStatus{{Reason: "OffsetsRetentionShorterThanWindow",
+		Message: "offsets.retention.minutes 10080 (7d) is shorter than recoveryWindow 240h (10d): an empty group's committed offsets expire before the window ends"}},
+		ps.Violations[:19]...)
+	ps.ViolationsOmitted = 5
+	p := settlePolicy(withProof(ps, 40*time.Second))
+	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	msg := denyMessage(settleTarget, &d, testNow)
+	t.Logf("%d bytes:\n%s", len(msg), msg)
+	if !strings.Contains(msg, "nothing proves the group read (…)") {
+		t.Errorf("the long first finding is not shown by its first line, marked")
+	}
+	if !strings.Contains(msg, "an empty group's committed offsets\n    expire before the window ends") {
+		t.Errorf("the short second finding is not shown whole")
+	}
+	checkMessageShape(t, msg)
+
+	// Three findings of three kinds, short enough: all three are listed,
+	// none counted.
+	ps = &rgv1.ProofStatus{Verdict: rgv1.VerdictViolated, ProofID: "12345678", Violations: []rgv1.ViolationStatus{
+		{Reason: "CommittedOffsetExpired", Topic: "settle-task", Partition: ptr[int32](0), Message: "settle-task[0]: numbers here"},
+		{Reason: "RecoveryHeadroomShorterThanWindow", Topic: "settle-task", Partition: ptr[int32](1), Message: "settle-task[1]: numbers here"},
+		{Reason: "EmptyGroupOffsetsExpireBeforeWindow", Message: "group g has been Empty since ..."},
+	}}
+	p = settlePolicy(withProof(ps, time.Second))
+	d = decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	msg = denyMessage(settleTarget, &d, testNow)
+	t.Logf("%d bytes:\n%s", len(msg), msg)
+	if n := strings.Count(msg, "\n- "); n != 3 || strings.Contains(msg, "- and ") {
+		t.Errorf("%d findings listed, want all 3 and no count", n)
+	}
+	checkMessageShape(t, msg)
+}
