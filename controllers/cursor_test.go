@@ -103,6 +103,8 @@ func TestSeed003ResumeFromCursor(t *testing.T) {
 	g.Expect(p.Status.Proof.Violations).To(ConsistOf(rgv1.ViolationStatus{
 		Reason: proof.ReasonCursorExpired, Topic: "settle-task", Partition: ptrTo(int32(1)),
 		Message: "cursor 140 is below log start 150 on settle-task[1]: 10 records were never processed and are gone — reconcile them from the source",
+		// The same numbers as data; the group has no committed offset.
+		LogStart: ptrTo(int64(150)), LogEnd: ptrTo(int64(600)), ExpiredRecords: ptrTo(int64(10)), Cursor: ptrTo(int64(140)),
 	}))
 	g.Eventually(eventWith(h.ns, "settle", proof.ReasonCursorExpired), eventually, poll).ShouldNot(BeNil())
 }
@@ -127,6 +129,8 @@ func TestGroupAheadOfCursor(t *testing.T) {
 	g.Expect(p.Status.Proof.Cursor).To(Equal(&rgv1.CursorStatus{ResumeFrom: rgv1.ResumeFromGroupOffsets, AheadRecords: 90}))
 	g.Expect(p.Status.Proof.Violations).To(HaveLen(1))
 	g.Expect(p.Status.Proof.Violations[0].Message).To(ContainSubstring("skips 90 records the business never processed"))
+	v := p.Status.Proof.Violations[0]
+	g.Expect([]*int64{v.Committed, v.Cursor}).To(Equal([]*int64{ptrTo(int64(250)), ptrTo(int64(160))}), "the positions as data")
 }
 
 // What a person must fix about the cursor's source stalls the policy with

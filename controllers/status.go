@@ -239,13 +239,18 @@ func keepCheckedAt(prev, next *rgv1.ProofStatus) *rgv1.ProofStatus {
 // some carry live figures such as the total lag), and proof — compared
 // without checkedAt; with the durations and the time measured from now
 // (recoveryHeadroom, groupOffsetsExpireIn, offsetExpiry.soonestAt, and
-// which partition is the soonest) within durationTolerance; and with the
-// durations and timestamps in violation messages and warnings masked. A
-// stopped consumer's headroom shrinks by an interval each check, a live
+// which partition is the soonest, each violation's expiresAt) within
+// durationTolerance; with violations compared by their facts (reason,
+// topic, partition and numbers, not their messages, which explain them as
+// of checkedAt); and with the durations and timestamps in warnings masked.
+// A stopped consumer's headroom shrinks by an interval each check, a live
 // one's stays about the same while its commits move its offsets' expiry
 // forward: neither is news until it moves by 1%. Anything else — a
-// verdict, a reason, a violation, expired records, a topic's
-// configuration, a group's state, a new warning — is written at once.
+// verdict, a reason, a violation or its committed offset, log start,
+// cursor or expired records, a topic's configuration, a group's state, a
+// new warning — is written at once. A violation's logEnd moves with every
+// write to the topic: it is news only when the violation is about it (a
+// position beyond log end).
 func sameFacts(cur, next rgv1.ConsumerRetentionPolicyStatus) bool {
 	if cur.ObservedGeneration != next.ObservedGeneration || !apiequality.Semantic.DeepEqual(cur.Heartbeat, next.Heartbeat) ||
 		cur.LastHandledRequestedAt != next.LastHandledRequestedAt || len(cur.Conditions) != len(next.Conditions) {
@@ -263,7 +268,7 @@ func sameFacts(cur, next rgv1.ConsumerRetentionPolicyStatus) bool {
 	}
 	if !closeDurations(a.RecoveryHeadroom, b.RecoveryHeadroom) ||
 		!closeDurations(a.GroupOffsetsExpireIn, b.GroupOffsetsExpireIn) ||
-		!closeSoonest(a, b) {
+		!closeSoonest(a, b) || !closeViolationExpiries(a, b) {
 		return false
 	}
 	return apiequality.Semantic.DeepEqual(comparableProof(a), comparableProof(b))
@@ -285,8 +290,10 @@ func refreshDue(cur, next *rgv1.ProofStatus, interval time.Duration) bool {
 	return cur != nil && next != nil && next.CheckedAt.Sub(cur.CheckedAt.Time) >= statusRefreshEvery(interval)
 }
 
-// comparableProof is p without what sameFacts compares with tolerance,
-// its durations and timestamps in text masked.
+// comparableProof is p without what sameFacts compares with tolerance or
+// not at all: its violations as their facts (no message, no expiresAt, a
+// logEnd only when the violation is about it), its warnings' durations and
+// timestamps masked.
 func comparableProof(p *rgv1.ProofStatus) *rgv1.ProofStatus {
 	c := p.DeepCopy()
 	c.CheckedAt, c.RecoveryHeadroom, c.GroupOffsetsExpireIn = metav1.Time{}, nil, nil
@@ -294,8 +301,15 @@ func comparableProof(p *rgv1.ProofStatus) *rgv1.ProofStatus {
 		c.OffsetExpiry.SoonestAt, c.OffsetExpiry.SoonestPartition = nil, ""
 	}
 	for i := range c.Violations {
-		c.Violations[i].Message = maskTimes(c.Violations[i].Message)
+		v := &c.Violations[i]
+		v.Message, v.ExpiresAt = "", nil
+		if !aboutLogEnd(v.Reason) {
+			v.LogEnd = nil
+		}
 	}
+	// Warnings are prose in the API (status.proof.warnings); the time
+	// they measure from now is compared as data above (recoveryHeadroom,
+	// groupOffsetsExpireIn), so the same figures in their text are masked.
 	for i := range c.Warnings {
 		c.Warnings[i] = maskTimes(c.Warnings[i])
 	}
@@ -305,13 +319,44 @@ func comparableProof(p *rgv1.ProofStatus) *rgv1.ProofStatus {
 	return c
 }
 
-// clockTokens are what changes in a message only because time passes:
+// aboutLogEnd: the violation's reason is a position beyond log end, so
+// its logEnd is one of its facts rather than a live figure.
+func aboutLogEnd(reason string) bool {
+	return reason == proof.ReasonCommittedOffsetBeyondLogEnd || reason == proof.ReasonCursorBeyondLogEnd
+}
+
+// clockTokens are what changes in a warning only because time passes:
 // RFC 3339 timestamps and durations as internal/proof writes them
 // ("6d23h", "3h20m0s", "250ms", "-2h").
 var clockTokens = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})|` +
 	`-?\b\d+(\.\d+)?(ms|µs|ns|d|h|m|s)(\d+(\.\d+)?(ms|µs|ns|d|h|m|s))*\b`)
 
 func maskTimes(s string) string { return clockTokens.ReplaceAllString(s, "…") }
+
+// closeViolationExpiries: the violations of both proofs (the same number:
+// comparableProof compares the rest) expire at the same times, within
+// durationTolerance of how far each was from cur's checkedAt. An expiry
+// bounded by record timestamps moves a little with each check; a commit
+// that restarts an offset's clock moves it by hours.
+func closeViolationExpiries(a, b *rgv1.ProofStatus) bool {
+	if len(a.Violations) != len(b.Violations) {
+		return false
+	}
+	for i := range a.Violations {
+		x, y := a.Violations[i].ExpiresAt, b.Violations[i].ExpiresAt
+		if x == nil || y == nil {
+			if x != y {
+				return false
+			}
+			continue
+		}
+		d := x.Sub(y.Time)
+		if max(d, -d) > durationTolerance(x.Sub(a.CheckedAt.Time)) {
+			return false
+		}
+	}
+	return true
+}
 
 // closeSoonest: the soonest offset expiry of both proofs is absent, or
 // within durationTolerance of how far it was from cur's checkedAt.

@@ -465,3 +465,99 @@ func TestComputeStatusCursor(t *testing.T) {
 	g.Expect(out.Status.Proof.Cursor).To(BeNil())
 	g.Expect(out.Status.Proof.Verdict).To(Equal(rgv1.VerdictProven))
 }
+
+// Whether a check with a heartbeat rewrites the status is decided by the
+// violations' facts (reason, topic, partition and numbers), not by their
+// messages: a number that changes is written at once; a message that
+// changes only because time passed, or because a live figure such as the
+// lag moved, is not.
+func TestViolationFactsDecideWhetherTheStatusChanged(t *testing.T) {
+	hb := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: HeartbeatLeaseName([]string{"kafka:9092"}, time.Minute)}
+	check := func(cur rgv1.ConsumerRetentionPolicyStatus, obs proof.Observation, at time.Time) rgv1.ConsumerRetentionPolicyStatus {
+		obs.ObservedAt = at
+		return computeStatus(cur, statusInput{Generation: 1, Policy: testPolicy(), Now: at, Observation: &obs, Heartbeat: hb}).Status
+	}
+	minute := statusNow.Add(time.Minute)
+	single := func(g Gomega, st rgv1.ConsumerRetentionPolicyStatus, reason string) rgv1.ViolationStatus {
+		g.Expect(st.Proof.Violations).To(HaveLen(1))
+		g.Expect(st.Proof.Violations[0].Reason).To(Equal(reason))
+		return st.Proof.Violations[0]
+	}
+
+	t.Run("a committed offset that moves below log start is written", func(t *testing.T) {
+		g := NewWithT(t)
+		first := check(rgv1.ConsumerRetentionPolicyStatus{}, obsWith([3]int64{30, 100, 10}), statusNow)
+		v := single(g, first, proof.ReasonCommittedOffsetExpired)
+		g.Expect(*v.Committed).To(Equal(int64(10)))
+		g.Expect(*v.ExpiredRecords).To(Equal(int64(20)))
+		next := check(first, obsWith([3]int64{30, 100, 20}), minute)
+		g.Expect(next.Proof.CheckedAt.Time).To(Equal(minute), "rewritten")
+		v = single(g, next, proof.ReasonCommittedOffsetExpired)
+		g.Expect(*v.Committed).To(Equal(int64(20)))
+		g.Expect(*v.ExpiredRecords).To(Equal(int64(10)))
+		// Records written to the topic move its log end, not the gap.
+		g.Expect(check(first, obsWith([3]int64{30, 150, 10}), minute)).To(Equal(first), "log end moved")
+	})
+
+	t.Run("a position beyond log end is written when log end moves", func(t *testing.T) {
+		g := NewWithT(t)
+		first := check(rgv1.ConsumerRetentionPolicyStatus{}, obsWith([3]int64{0, 100, 500}), statusNow)
+		g.Expect(*single(g, first, proof.ReasonCommittedOffsetBeyondLogEnd).LogEnd).To(Equal(int64(100)))
+		next := check(first, obsWith([3]int64{0, 120, 500}), minute)
+		g.Expect(*single(g, next, proof.ReasonCommittedOffsetBeyondLogEnd).LogEnd).To(Equal(int64(120)))
+	})
+
+	// Lagging: the record at the committed offset is deleted in an hour,
+	// inside the 3-day window; the group is 90 records behind, then 140
+	// as the producer writes on.
+	lagging := func(logEnd int64) proof.Observation {
+		o := obsWith([3]int64{0, logEnd, 10})
+		o.Topics[0].Partitions[0].CommittedTimestamp = statusNow.Add(-7*24*time.Hour + time.Hour)
+		return o
+	}
+	t.Run("a lagging group's headroom violation is not rewritten as its lag grows", func(t *testing.T) {
+		g := NewWithT(t)
+		first := check(rgv1.ConsumerRetentionPolicyStatus{}, lagging(100), statusNow)
+		v := single(g, first, proof.ReasonRecoveryHeadroomShorterThanWindow)
+		g.Expect(v.ExpiresAt.Time).To(Equal(statusNow.Add(time.Hour)))
+		g.Expect(v.Message).To(ContainSubstring("90 records behind"))
+		g.Expect(check(first, lagging(150), minute)).To(Equal(first), "the same facts a minute later")
+	})
+
+	// An old client commits offset 400 with an explicit retention time
+	// (OffsetCommit v2–v4): it expires at that time, inside the window.
+	explicit := func(expireAt time.Time) proof.Observation {
+		o := obsWith([3]int64{0, 500, 400})
+		o.Group.State = proof.GroupStateStable
+		o.Topics[0].Partitions[0].LastCommit = statusNow.Add(-time.Hour)
+		o.Topics[0].Partitions[0].ExpireAt = expireAt
+		return o
+	}
+	t.Run("an expiry that moves is written; a message that only counts down is not", func(t *testing.T) {
+		g := NewWithT(t)
+		first := check(rgv1.ConsumerRetentionPolicyStatus{}, explicit(statusNow.Add(24*time.Hour)), statusNow)
+		v := single(g, first, proof.ReasonExplicitOffsetExpiryBeforeWindow)
+		g.Expect(v.ExpiresAt.Time).To(Equal(statusNow.Add(24 * time.Hour)))
+		g.Expect(check(first, explicit(statusNow.Add(24*time.Hour)), minute)).To(Equal(first), "the same expiry a minute later")
+		// The client commits the same offset again, with a new retention
+		// time a day later: still inside the window, same reason, same
+		// offset, a new expiry.
+		next := check(first, explicit(statusNow.Add(48*time.Hour)), minute)
+		g.Expect(next.Proof.CheckedAt.Time).To(Equal(minute), "rewritten")
+		g.Expect(single(g, next, proof.ReasonExplicitOffsetExpiryBeforeWindow).ExpiresAt.Time).To(Equal(statusNow.Add(48 * time.Hour)))
+	})
+
+	t.Run("an exact commit expiry's countdown in the message is not a change", func(t *testing.T) {
+		g := NewWithT(t)
+		simple := func() proof.Observation {
+			o := obsWith([3]int64{0, 500, 400})
+			o.Group.ProtocolType = "" // a simple group: its offsets expire per commit
+			o.Topics[0].Partitions[0].LastCommit = statusNow.Add(-6 * 24 * time.Hour)
+			return o
+		}
+		first := check(rgv1.ConsumerRetentionPolicyStatus{}, simple(), statusNow)
+		v := single(g, first, proof.ReasonOffsetsExpireBeforeWindow)
+		g.Expect(v.Message).To(ContainSubstring("in 24h (1d)"))
+		g.Expect(check(first, simple(), minute)).To(Equal(first), `"in 24h (1d)" then "in 23h59m": the same expiry`)
+	})
+}

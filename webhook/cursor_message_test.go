@@ -125,3 +125,61 @@ func TestDenyMessageGroupAheadOfCursor(t *testing.T) {
 	}
 	checkMessageShape(t, msg)
 }
+
+// Several partitions share a reason: the example the denial shows is the
+// worst by the proof's numbers (status fields, not its sentences): the
+// cursor furthest below log start, the group furthest ahead of its cursor.
+func TestDenyMessageExampleIsTheWorstByTheNumbers(t *testing.T) {
+	ps := cursorProof(t, proof.ResumeFromCursor, nil, map[int64]int64{3: 149, 7: 20, 11: 140})
+	p := settlePolicy(withCursorSpec(rgv1.ResumeFromCursor), withProof(ps, 30*time.Second))
+	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	msg := denyMessage(settleTarget, &d, testNow)
+	t.Logf("%d bytes:\n%s", len(msg), msg)
+	if want := "- CursorExpired on 3 partitions of settle-task, e.g. cursor 20 is below log start 150 on settle-task[7]: 130 records"; !strings.Contains(msg, want) {
+		t.Errorf("message lacks %q", want)
+	}
+
+	committed := map[int32]int64{}
+	for p := int32(0); p < 24; p++ {
+		committed[p] = 200
+	}
+	committed[2], committed[9], committed[15] = 210, 390, 250
+	ps = cursorProof(t, proof.ResumeFromGroupOffsets, committed, nil)
+	p = settlePolicy(withCursorSpec(rgv1.ResumeFromGroupOffsets), withProof(ps, 30*time.Second))
+	d = decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	msg = denyMessage(settleTarget, &d, testNow)
+	t.Logf("%d bytes:\n%s", len(msg), msg)
+	if want := "- GroupAheadOfCursor on 3 partitions of settle-task, e.g. committed offset 390 is ahead of cursor 200 on settle-task[9]"; !strings.Contains(msg, want) {
+		t.Errorf("message lacks %q", want)
+	}
+}
+
+// A share group lost records on several partitions: the example is the
+// partition that lost the most, read from the violation's expiredRecords
+// (the message words it "at least N records expired").
+func TestDenyMessageShareExampleIsTheLargestLoss(t *testing.T) {
+	topic := proof.TopicObservation{Name: "settle-task",
+		RetentionMs:    proof.ConfigValue{Present: true, Value: "2592000000"},
+		RetentionBytes: proof.ConfigValue{Present: true, Value: "-1"},
+		CleanupPolicy:  proof.ConfigValue{Present: true, Value: "delete"}}
+	// SPSO below log start 150 with more unacknowledged records than the
+	// 450 the log holds: at least lag − 450 (at most 150 − SPSO) expired.
+	for p, spso := range []int64{100, 140, 0, 120} {
+		lag := map[int64]int64{100: 460, 140: 455, 0: 700, 120: 470}[spso]
+		topic.Partitions = append(topic.Partitions, proof.PartitionObservation{Partition: int32(p), LogStart: 150, LogEnd: 600,
+			Committed: spso, ShareLag: lag, ShareLagKnown: true})
+	}
+	obs := proof.Observation{ObservedAt: testNow,
+		OffsetsRetentionMinutes: proof.ConfigValue{Present: true, Value: "10080"},
+		Group:                   proof.GroupObservation{ID: "ledger-settle-consumer", State: "Stable", Protocol: proof.ProtocolShare},
+		Topics:                  []proof.TopicObservation{topic}}
+	pol := proof.Policy{UID: "u", GroupID: "ledger-settle-consumer", Topics: []string{"settle-task"}, RecoveryWindow: 240 * time.Hour}
+	ps := proofstatus.From(proof.Evaluate(obs, pol, testNow), obs)
+	p := settlePolicy(withProof(ps, 30*time.Second))
+	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	msg := denyMessage(settleTarget, &d, testNow)
+	t.Logf("%d bytes:\n%s", len(msg), msg)
+	if want := "- ShareRecordsExpired on 4 partitions of settle-task, e.g. settle-task[2]: "; !strings.Contains(msg, want) {
+		t.Errorf("message lacks %q", want)
+	}
+}

@@ -20,10 +20,32 @@ const OverrideAnnotation = "retentionguard.io/override-proof"
 // finding is one failing fact, from the proof or from the consumer clause.
 type finding struct {
 	Reason string
-	// Subject is what the finding is about: "settle-task[3]",
-	// "container settle", or empty.
+	// Topic and Partition say what a finding of the proof is about: a
+	// partition, a topic as a whole (Partition nil), or the group or the
+	// cluster (Topic empty).
+	Topic     string
+	Partition *int32
+	// Subject is what a finding not about a topic is about: "container
+	// settle", "group ledger-settle-consumer", or empty.
 	Subject string
 	Message string
+	// Facts are the numbers of the proof's violation (nil for a finding
+	// that is not one): findings are ranked by them, never by parsing the
+	// message.
+	Facts *rgv1.ViolationStatus
+}
+
+// subject names what the finding is about: "settle-task[3]",
+// "settle-task", "container settle", or empty.
+func (f finding) subject() string {
+	switch {
+	case f.Topic == "":
+		return f.Subject
+	case f.Partition == nil:
+		return f.Topic
+	default:
+		return f.Topic + "[" + strconv.Itoa(int(*f.Partition)) + "]"
+	}
 }
 
 // policyEval is what the handler gathered for one matching policy.
@@ -254,8 +276,9 @@ func judge(e *policyEval) policyResult {
 		if r.Verdict != rgv1.VerdictProven {
 			r.ProofID = proof.ProofID
 			r.Kafka = make([]finding, 0, len(proof.Violations))
-			for _, v := range proof.Violations {
-				r.Kafka = append(r.Kafka, finding{Reason: v.Reason, Subject: violationSubject(v), Message: v.Message})
+			for i := range proof.Violations {
+				v := &proof.Violations[i]
+				r.Kafka = append(r.Kafka, finding{Reason: v.Reason, Topic: v.Topic, Partition: v.Partition, Message: v.Message, Facts: v})
 			}
 			r.KafkaOmitted = int(proof.ViolationsOmitted)
 			if len(r.Kafka) == 0 && r.KafkaOmitted == 0 {
@@ -287,17 +310,6 @@ func readyFinding(p *rgv1.ConsumerRetentionPolicy, v rgv1.Verdict) finding {
 		}
 	}
 	return finding{Reason: string(v), Message: "the proof lists no violations; see the policy's conditions"}
-}
-
-func violationSubject(v rgv1.ViolationStatus) string {
-	switch {
-	case v.Topic == "":
-		return ""
-	case v.Partition == nil:
-		return v.Topic
-	default:
-		return v.Topic + "[" + strconv.Itoa(int(*v.Partition)) + "]"
-	}
 }
 
 // parseOverride splits the annotation's value on commas and spaces.

@@ -173,8 +173,8 @@ func TestJudgeFindings(t *testing.T) {
 		t.Errorf("findings %v, want the Ready condition's reason", r.Kafka)
 	}
 	r = judge(&policyEval{Policy: p, Proof: noCommittedOffset()})
-	if len(r.Kafka) != 20 || r.KafkaOmitted != 4 || r.Kafka[3].Subject != "settle-task[3]" {
-		t.Errorf("violations: %d listed, %d omitted, subject %q", len(r.Kafka), r.KafkaOmitted, r.Kafka[3].Subject)
+	if len(r.Kafka) != 20 || r.KafkaOmitted != 4 || r.Kafka[3].subject() != "settle-task[3]" {
+		t.Errorf("violations: %d listed, %d omitted, subject %q", len(r.Kafka), r.KafkaOmitted, r.Kafka[3].subject())
 	}
 	r = judge(&policyEval{Policy: p, Proof: proven()})
 	if len(r.Kafka) != 0 || r.ProofID != "" || r.failing() {

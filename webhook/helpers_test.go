@@ -81,7 +81,7 @@ func noCommittedOffset() *rgv1.ProofStatus {
 	}
 	for i := int32(0); i < 20; i++ {
 		p.Violations = append(p.Violations, rgv1.ViolationStatus{
-			Reason: "NoCommittedOffset", Topic: "settle-task", Partition: ptr(i),
+			Reason: "NoCommittedOffset", Topic: "settle-task", Partition: ptr(i), LogStart: ptr(int64(193927 + i)), LogEnd: ptr(int64(200000)),
 			Message: fmt.Sprintf("settle-task[%d]: no committed offset while log start is %d: nothing proves the group read "+
 				"offsets below %d before they expired (expired group offsets look exactly like this)", i, 193927+i, 193927+i),
 		})

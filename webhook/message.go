@@ -92,9 +92,8 @@ func (t target) overrideLines(ids string) []string {
 }
 
 // denyMessage says which policies refuse the rollout, why, with the
-// numbers, and the way out. It stays under maxMessage bytes by leaving out,
-// in this order, the `retention-guard check` hint, policies beyond the
-// first (counted), and listed findings beyond the first (counted).
+// numbers, and the way out, in at most maxMessage bytes (see
+// denial.layout).
 func denyMessage(t target, d *decision, now time.Time) string {
 	m := denial{header: clip("retention-guard refused this rollout ("+string(t.Rollout)+") of "+t.String()+":", maxLine)}
 	overridable := true
@@ -121,108 +120,7 @@ func denyMessage(t target, d *decision, now time.Time) string {
 	if overridable && len(ids) > 0 {
 		m.override = t.overrideLines(strings.Join(ids, ","))
 	}
-	// Shrink until it fits: first the `retention-guard check` hint, then
-	// whole policies beyond the first (counted), then listed findings (at
-	// most maxFindingsShown, at least one per listed policy). Commands are
-	// never cut.
-	// Findings are wrapped, never cut: before a finding is dropped, each
-	// listed one shows only its first wrapped lines (depth), marked.
-	depths := []int{0, 2, 1}
-	for shown := maxFindingsShown; shown >= 1; shown-- {
-		for _, m.depth = range depths {
-			for listed := len(m.policies); listed >= 1; listed-- {
-				for _, check := range []bool{true, false} {
-					if m.size(listed, shown, check, false) <= maxMessage {
-						return m.render(listed, shown, check, false)
-					}
-				}
-			}
-		}
-		// Before hiding a kind of problem (data loss, access,
-		// configuration) of the first policy, say the way out in words.
-		if shown == 1 || shown <= m.policies[0].distinct {
-			for _, m.depth = range depths {
-				for listed := len(m.policies); listed >= 1; listed-- {
-					if m.size(listed, shown, false, true) <= maxMessage {
-						return m.render(listed, shown, false, true)
-					}
-				}
-			}
-		}
-	}
-	// Very long names or findings: the first lines that fit, whole, and
-	// where to read the rest.
-	return m.renderFirst(maxMessage)
-}
-
-// wrapFinding wraps a finding at word boundaries into lines of at most n
-// bytes, continuation lines indented by four spaces. A word longer than a
-// line (a long topic name) gets a line of its own, whole.
-func wrapFinding(l string, n int) []string {
-	if len(l) <= n {
-		return []string{l}
-	}
-	var out []string
-	line := ""
-	for _, w := range strings.Fields(l) {
-		switch {
-		case line == "":
-			line = w
-		case len(line)+1+len(w) <= n:
-			line += " " + w
-		default:
-			out = append(out, line)
-			line = "    " + w
-		}
-	}
-	return append(out, line)
-}
-
-// renderFirst renders the compact message's lines in order while they fit
-// in limit bytes with a last line saying how many were left out and where
-// to read them; a line is never cut, except the header of a workload whose
-// name alone exceeds the limit.
-func (m *denial) renderFirst(limit int) string {
-	var all []string
-	m.lines(1, 1, false, true, func(l string) { all = append(all, l) })
-	p := m.policies[0]
-	rest := func(n int) string {
-		return "(" + proof.Plural(int64(n), "more line") + ": kubectl describe crp " + p.name + " -n " + p.namespace + ")"
-	}
-	var b strings.Builder
-	for i, l := range all {
-		tail := ""
-		if left := len(all) - i - 1; left > 0 {
-			tail = "\n" + rest(left)
-		}
-		sep := 0
-		if b.Len() > 0 {
-			sep = 1
-		}
-		if b.Len()+sep+len(l)+len(tail) > limit {
-			if b.Len() == 0 {
-				return clip(l, limit)
-			}
-			b.WriteString("\n" + rest(len(all)-i))
-			return b.String()
-		}
-		if sep == 1 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(l)
-	}
-	return b.String()
-}
-
-// denial is the denial message in parts, so that sizes can be tried
-// without rendering.
-type denial struct {
-	// depth is how many wrapped lines each finding shows; 0: all.
-	depth    int
-	header   string
-	policies []policyParts
-	moreLine func(n int) string
-	override []string
+	return m.layout(maxMessage)
 }
 
 // policyParts are one refusing policy's lines.
@@ -268,29 +166,6 @@ func denialParts(r *policyResult, now time.Time) policyParts {
 	return pp
 }
 
-// findingRank orders findings by what matters to the person rolling out:
-// data already lost first, then what keeps the proof from being made
-// (reachability, access), then configuration (retention, offsets
-// retention), then the rest.
-func findingRank(reason string) int {
-	switch reason {
-	case proof.ReasonCommittedOffsetExpired, proof.ReasonNoCommittedOffset, proof.ReasonCommittedOffsetBeyondLogEnd,
-		proof.ReasonCursorExpired, proof.ReasonNoCursor, proof.ReasonCursorBeyondLogEnd, proof.ReasonGroupAheadOfCursor:
-		return 0
-	case proof.ReasonBrokerUnreachable, proof.ReasonAuthenticationFailed, proof.ReasonAuthorizationFailed,
-		proof.ReasonTopicNotFound, proof.ReasonBootstrapServerNotAllowed, proof.ReasonCursorUnreadable,
-		ReasonProofMissing, ReasonProofStale, ReasonLiveCheckFailed:
-		return 1
-	case proof.ReasonGroupTypeUnknown:
-		return 1
-	case proof.ReasonRetentionShorterThanWindow, proof.ReasonInfiniteRetentionNotAllowed, proof.ReasonSizeBoundedRetention,
-		proof.ReasonRetentionUnreadable, proof.ReasonOffsetsRetentionShorterThanWindow, proof.ReasonOffsetsRetentionUnreadable,
-		proof.ReasonTombstoneRetentionShorterThanWindow, proof.ReasonOffsetsExpireBeforeWindow, proof.ReasonOffsetsMayExpireBeforeWindow:
-		return 2
-	}
-	return 3
-}
-
 // orderedFindings are the policy's findings, Kafka and consumer, ordered
 // by findingRank, data loss by proof.LossRank (the business cursor's
 // facts first: it is the authority on what was processed), stable within
@@ -323,7 +198,7 @@ func findingLines(r *policyResult) (lines []string, ranks []int, omitted int) {
 	var groups []*group
 	byReason := map[string]*group{}
 	for _, f := range fs {
-		if !strings.Contains(f.Subject, "[") { // not about a partition
+		if f.Partition == nil { // not about a partition
 			groups = append(groups, &group{reason: f.Reason, members: []finding{f}})
 			continue
 		}
@@ -352,8 +227,8 @@ func findingLines(r *policyResult) (lines []string, ranks []int, omitted int) {
 		}
 		var topics []string
 		for _, f := range g.members {
-			if t, _, _ := strings.Cut(f.Subject, "["); !slices.Contains(topics, t) {
-				topics = append(topics, t)
+			if !slices.Contains(topics, f.Topic) {
+				topics = append(topics, f.Topic)
 			}
 		}
 		of := ""
@@ -419,139 +294,53 @@ func allTopicsOf(r *policyResult, topics []string) bool {
 	return true
 }
 
-// severity ranks a partition finding within its reason by the number its
-// message leads with: the records expired, or the log start below which
-// nothing proves the group read. Messages are the proof's
-// (internal/proof/inrange.go); an unrecognised one ranks lowest.
+// severity ranks a partition finding within its reason by its numbers
+// (the violation's fields, never its message): the records expired, the
+// log start below which nothing proves the group read, the position
+// beyond log end, the records a restart skips. A finding without the
+// number ranks lowest.
 func severity(f finding) int64 {
-	var after string
-	switch f.Reason {
-	case proof.ReasonCommittedOffsetExpired:
-		after = "is below log start "
-		if _, rest, ok := strings.Cut(f.Message, after); ok {
-			if _, rest, ok = strings.Cut(rest, ": "); ok {
-				return leadingInt(rest)
-			}
-		}
-		return -1
-	case proof.ReasonNoCommittedOffset:
-		after = "log start is "
-	case proof.ReasonCommittedOffsetBeyondLogEnd:
-		after = "committed offset "
-	case proof.ReasonCursorBeyondLogEnd:
-		after = "cursor "
-	case proof.ReasonCursorExpired:
-		// "cursor 140 is below log start 150 on t[7]: 10 records were ..."
-		if _, rest, ok := strings.Cut(f.Message, "]: "); ok {
-			return leadingInt(rest)
-		}
-		return -1
-	case proof.ReasonNoCursor:
-		after = "log start is "
-	case proof.ReasonGroupAheadOfCursor:
-		after = "skips "
-	default:
+	v := f.Facts
+	if v == nil {
 		return -1
 	}
-	if _, rest, ok := strings.Cut(f.Message, after); ok {
-		return leadingInt(rest)
+	n := func(p *int64) int64 {
+		if p == nil {
+			return -1
+		}
+		return *p
+	}
+	switch f.Reason {
+	case proof.ReasonCommittedOffsetExpired, proof.ReasonCursorExpired, proof.ReasonShareRecordsExpired:
+		return n(v.ExpiredRecords)
+	case proof.ReasonNoCommittedOffset, proof.ReasonNoCursor:
+		return n(v.LogStart)
+	case proof.ReasonCommittedOffsetBeyondLogEnd:
+		return n(v.Committed)
+	case proof.ReasonCursorBeyondLogEnd:
+		return n(v.Cursor)
+	case proof.ReasonGroupAheadOfCursor:
+		if v.Committed == nil || v.Cursor == nil {
+			return -1
+		}
+		return *v.Committed - *v.Cursor
 	}
 	return -1
-}
-
-func leadingInt(s string) int64 {
-	end := 0
-	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
-		end++
-	}
-	n, err := strconv.ParseInt(s[:end], 10, 64)
-	if err != nil {
-		return -1
-	}
-	return n
-}
-
-// lines calls emit with each line of the message for the given choices.
-func (m *denial) lines(listed, shown int, check, compact bool, emit func(string)) {
-	emit(m.header)
-	for _, pp := range m.policies[:listed] {
-		for _, l := range pp.head {
-			emit(l)
-		}
-		n := min(shown, len(pp.findings))
-		for _, f := range pp.findings[:n] {
-			if m.depth > 0 && len(f) > m.depth {
-				for _, l := range f[:m.depth-1] {
-					emit(l)
-				}
-				emit(f[m.depth-1] + " (…)")
-				continue
-			}
-			for _, l := range f {
-				emit(l)
-			}
-		}
-		if more := pp.total - n; more > 0 {
-			emit(pp.moreLine(more))
-		}
-		way := pp.way
-		switch {
-		case compact:
-			way = pp.wayCompact
-		case !check:
-			way = pp.wayNoCheck
-		}
-		for _, l := range way {
-			if strings.HasPrefix(l, "  ") { // a command or a wrapped line: as is
-				emit(l)
-				continue
-			}
-			for _, wl := range wrapFinding(l, maxLine) { // prose: wrapped, never cut
-				emit(wl)
-			}
-		}
-		for _, l := range pp.refused {
-			emit(l)
-		}
-	}
-	if more := len(m.policies) - listed; more > 0 {
-		emit(m.moreLine(more))
-	}
-	for _, l := range m.override {
-		emit(l)
-	}
-}
-
-func (m *denial) size(listed, shown int, check, compact bool) int {
-	n := -1 // no newline after the last line
-	m.lines(listed, shown, check, compact, func(l string) { n += len(l) + 1 })
-	return n
-}
-
-func (m *denial) render(listed, shown int, check, compact bool) string {
-	var b strings.Builder
-	b.Grow(m.size(listed, shown, check, compact))
-	m.lines(listed, shown, check, compact, func(l string) {
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(l)
-	})
-	return b.String()
 }
 
 // String: "Reason subject: message"; the proof's messages start with
 // their subject already ("settle-task[3]: committed offset ...").
 func (f finding) String() string {
+	subject := f.subject()
 	switch {
-	case f.Subject != "" && strings.HasPrefix(f.Message, f.Subject+":"):
+	case subject != "" && strings.HasPrefix(f.Message, subject+":"):
 		return f.Reason + " " + f.Message
-	case f.Subject != "" && strings.Contains(f.Message, f.Subject):
+	case subject != "" && strings.Contains(f.Message, subject):
 		// The message names its subject in its own words ("cursor 140 is
 		// below log start 150 on settle-task[7]: ...").
 		return f.Reason + ": " + f.Message
-	case f.Subject != "":
-		return f.Reason + " " + f.Subject + ": " + f.Message
+	case subject != "":
+		return f.Reason + " " + subject + ": " + f.Message
 	case f.Message != "":
 		return f.Reason + ": " + f.Message
 	}
@@ -610,190 +399,6 @@ func summaryPhrase(r *policyResult) string {
 		s += "; the group's offsets are " + proof.Plural(c.AheadRecords, "record") + " ahead of the business cursor"
 	}
 	return s
-}
-
-// wayOut says how to make the proof hold again, chosen by the reasons the
-// proof actually lists: offsets to reset for lost data, retention to raise
-// for a retention setting that fails, the connection, credentials or ACLs
-// for a fact that could not be read. A proof that is only Unknown never
-// gets the retention advice. Commands are indented by two spaces; compact
-// leaves them out.
-func wayOut(r *policyResult, withCheck, compact bool) []string {
-	p := r.Policy
-	var offsets, retention, tombstones, commits, other bool
-	var cursorGone, cursorBeyond, cursorBehind bool // the business cursor's facts
-	var access []string                             // what to check, for the reasons listed
-	addAccess := func(what string) {
-		if !slices.Contains(access, what) {
-			access = append(access, what)
-		}
-	}
-	var topics []string // failing topics, for the reset command
-	for _, f := range r.Kafka {
-		switch f.Reason {
-		case proof.ReasonCommittedOffsetExpired, proof.ReasonNoCommittedOffset, proof.ReasonCommittedOffsetBeyondLogEnd:
-			offsets = true
-			if topic, _, _ := strings.Cut(f.Subject, "["); topic != "" && !slices.Contains(topics, topic) && len(topics) < 3 {
-				topics = append(topics, topic)
-			}
-		case proof.ReasonRetentionShorterThanWindow, proof.ReasonInfiniteRetentionNotAllowed, proof.ReasonSizeBoundedRetention,
-			proof.ReasonOffsetsRetentionShorterThanWindow:
-			retention = r.Verdict == rgv1.VerdictViolated
-		case proof.ReasonTombstoneRetentionShorterThanWindow:
-			tombstones = r.Verdict == rgv1.VerdictViolated
-		case proof.ReasonOffsetsExpireBeforeWindow, proof.ReasonOffsetsMayExpireBeforeWindow:
-			commits = true
-		case proof.ReasonCursorExpired, proof.ReasonNoCursor:
-			cursorGone = true
-		case proof.ReasonCursorBeyondLogEnd:
-			cursorBeyond = true
-		case proof.ReasonGroupAheadOfCursor:
-			cursorBehind = true
-		case proof.ReasonCursorUnreadable:
-			addAccess("the cursor database, its Secret and query (spec.cursor)")
-		case proof.ReasonBrokerUnreachable, proof.ReasonBootstrapServerNotAllowed:
-			addAccess("the bootstrap servers and network")
-		case proof.ReasonAuthenticationFailed:
-			addAccess("the credentials")
-		case proof.ReasonAuthorizationFailed, proof.ReasonRetentionUnreadable, proof.ReasonOffsetsRetentionUnreadable:
-			addAccess("the ACLs (Describe, DescribeConfigs)")
-		case proof.ReasonTopicNotFound:
-			addAccess("spec.topics")
-		default:
-			other = true
-		}
-	}
-	accessLine := "Way out: fix what keeps the proof from being made (kubectl describe crp " + p.Name + " -n " + p.Namespace + "), then retry."
-	switch {
-	case len(access) > 0 && compact:
-		accessLine = "Way out: check " + strings.Join(access, ", ") + ", then retry."
-	case len(access) > 0:
-		accessLine = "Way out: check " + strings.Join(access, ", ") + ", then retry; details: kubectl describe crp " + p.Name + " -n " + p.Namespace
-	}
-	// Something keeps the proof from being made when it is not Violated on
-	// the facts listed (Unknown, or a reason the proof did not list).
-	blocked := len(access) > 0 || other || (!offsets && !retention && !tombstones && !commits && !cursorGone && !cursorBeyond && !cursorBehind)
-	if len(topics) == 0 {
-		topics = p.Spec.Topics[:min(len(p.Spec.Topics), 3)]
-	}
-	topicFlags := ""
-	for _, t := range topics {
-		topicFlags += " --topic " + t
-	}
-	server := ""
-	switch ref := p.Spec.Kafka.ConnectionRef; {
-	case len(p.Spec.Kafka.BootstrapServers) > 0:
-		server = p.Spec.Kafka.BootstrapServers[0]
-	case ref != nil:
-		// The servers are the connection's (status.bootstrapServers).
-		server = "<" + ref.Kind + "/" + ref.Name + ">"
-	}
-	window := humanDuration(p.Spec.RecoveryWindow.Duration)
-	if compact {
-		// In words, one sentence: the way out of every kind of problem.
-		var ways []string
-		if cursorGone {
-			ways = append(ways, "reconcile from their source the records the cursor never reached")
-		}
-		if cursorBeyond {
-			ways = append(ways, "reconcile the cursor with the topic")
-		}
-		if cursorBehind || (offsets && p.Spec.Cursor != nil) {
-			ways = append(ways, "reset the group's offsets to the business cursor (or resume from it: spec.cursor.resumeFrom Cursor)")
-		} else if offsets {
-			ways = append(ways, "replay or reset the group's offsets (kafka-consumer-groups --reset-offsets)")
-		}
-		if retention {
-			ways = append(ways, "make retention.ms and offsets.retention.minutes cover recoveryWindow "+window)
-		}
-		if tombstones {
-			ways = append(ways, "raise delete.retention.ms to "+window)
-		}
-		if commits {
-			ways = append(ways, "commit the group's offsets again, raise offsets.retention.minutes or set spec.kafka.readOffsetsTopic")
-		}
-		if blocked && r.kafkaFailing() {
-			if len(access) > 0 {
-				ways = append(ways, "check "+strings.Join(access, ", "))
-			} else {
-				ways = append(ways, "fix what keeps the proof from being made (kubectl describe crp "+p.Name+" -n "+p.Namespace+")")
-			}
-		}
-		var out []string
-		if len(ways) > 0 {
-			out = wrapFinding("Way out: "+strings.Join(ways, "; ")+", then retry.", maxLine)
-		}
-		return append(out, consumerFix(r)...)
-	}
-	var out []string
-	if cursorGone {
-		out = append(out, wrapFinding("Way out: reconcile the records the business cursor never reached from their source (the topic no longer has them), "+
-			"move the cursor past them, then retry.", maxLine)...)
-	}
-	if cursorBeyond {
-		out = append(out, "Way out: reconcile the business cursor with the topic (it was truncated or recreated), then retry.")
-	}
-	switch {
-	case cursorBehind || (offsets && p.Spec.Cursor != nil):
-		// With a business cursor, earliest is the silent replay seed 003
-		// warns about: the cursor says where to resume.
-		out = append(out, wrapFinding("Way out: resume from the business cursor, not from where the group's offsets are: reset the group's offsets "+
-			"to the cursor (kafka-consumer-groups --reset-offsets --to-offset), or set spec.cursor.resumeFrom Cursor if the consumer seeks to it on start; then retry.", maxLine)...)
-	case offsets:
-		out = append(out,
-			"Way out: replay or reset the group's offsets, then retry, e.g.",
-			"  kafka-consumer-groups --bootstrap-server "+server+" --group "+p.Spec.GroupID+
-				topicFlags+" --reset-offsets --to-earliest --execute")
-	}
-	if retention {
-		out = append(out, "Way out: make retention.ms and offsets.retention.minutes cover recoveryWindow "+
-			window+" (or shorten it), then retry.")
-	}
-	if tombstones {
-		out = append(out, "Way out: raise delete.retention.ms of the compacted topic to recoveryWindow "+window+" or more, then retry.")
-	}
-	if commits {
-		out = append(out, wrapFinding("Way out: commit the group's offsets again as they are (a commit restarts their clock), raise "+
-			"offsets.retention.minutes, or let the guard read exact commit times (spec.kafka.readOffsetsTopic), then retry.", maxLine)...)
-	}
-	if blocked && r.kafkaFailing() {
-		out = append(out, accessLine)
-	}
-	if withCheck && !compact && r.kafkaFailing() {
-		cursorFlags := ""
-		if c := p.Spec.Cursor; c != nil {
-			cursorFlags = " --cursor-driver " + string(c.SQL.Driver) + " --cursor-dsn-file DSN_FILE"
-			if c.ResumeFrom == rgv1.ResumeFromCursor {
-				cursorFlags += " --resume-from cursor"
-			}
-		}
-		out = append(out, "Prove it now (exit 0 when it holds):",
-			"  retention-guard check --bootstrap-server "+server+" --group "+p.Spec.GroupID+
-				topicFlags+" --recovery-window "+humanDuration(p.Spec.RecoveryWindow.Duration)+cursorFlags)
-	}
-	return append(out, consumerFix(r)...)
-}
-
-// consumerFix is the way out of a failing consumer clause.
-func consumerFix(r *policyResult) []string {
-	if len(r.Consumer) == 0 {
-		return nil
-	}
-	c := r.Policy.Spec.Consumer
-	settings := false
-	for _, f := range r.Consumer {
-		if f.Reason != ReasonOffsetResetNotProvable {
-			settings = true
-		}
-	}
-	if !settings {
-		return []string{"Fix: a Streams group's resets are in its topology: remove spec.consumer from the policy; consumer settings cannot be overridden."}
-	}
-	fix := "Fix: set " + c.OffsetResetEnv + "=none (error for librdkafka)"
-	if c.AutoCommitEnv != "" {
-		fix += " and " + c.AutoCommitEnv + "=false"
-	}
-	return []string{fix + " in the pod template; consumer settings cannot be overridden."}
 }
 
 // warnings are the admission warnings of a rollout: failing Warn policies,
@@ -877,8 +482,8 @@ func resultPhrase(r *policyResult) string {
 			break
 		}
 		part := f.Reason
-		if f.Subject != "" {
-			part += " " + f.Subject
+		if s := f.subject(); s != "" {
+			part += " " + s
 		}
 		parts = append(parts, part)
 	}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 var settleTarget = target{Kind: "Deployment", Namespace: "settlement", Name: "settle", Rollout: rolloutScaleFromZero, User: "alice"}
@@ -89,8 +90,10 @@ func TestDenyMessageOrdersFindings(t *testing.T) {
 			{Reason: "AuthorizationFailed", Topic: "audit", Message: "audit: DescribeConfigs: denied"},
 			{Reason: "RetentionShorterThanWindow", Topic: "outbox", Message: "outbox: retention.ms 3600000 (1h) is shorter"},
 			{Reason: "CommittedOffsetExpired", Topic: "outbox", Partition: ptr[int32](0),
+				Committed: ptr[int64](9), LogStart: ptr[int64](10), ExpiredRecords: ptr[int64](1),
 				Message: "outbox[0]: committed offset 9 is below log start 10: 1 record expired before this group read them"},
 			{Reason: "CommittedOffsetExpired", Topic: "outbox", Partition: ptr[int32](1),
+				Committed: ptr[int64](1200), LogStart: ptr[int64](5400), ExpiredRecords: ptr[int64](4200),
 				Message: "outbox[1]: committed offset 1200 is below log start 5400: 4200 records expired before this group read them"},
 		}}
 	p := settlePolicy(withProof(ps, time.Second))
@@ -256,6 +259,12 @@ func TestDenyMessageWayOutByReason(t *testing.T) {
 		{"NoCommittedOffset", "retention-guard check --bootstrap-server kafka-0.kafka.kafka.svc:9093 --group ledger-settle-consumer --topic settle-task --recovery-window 240h", ""},
 		{"AuthorizationFailed", "Way out: check the ACLs (Describe, DescribeConfigs), then retry; details: kubectl describe crp ledger-settle-consumer -n settlement", "kafka-consumer-groups"},
 		{ReasonLiveCheckFailed, "fix what keeps the proof from being made", "kafka-consumer-groups"},
+		// Lost or misplaced records have a way out of their own, never
+		// "fix what keeps the proof from being made": the proof was made.
+		{"ShareRecordsExpired", "reconcile from their source the records the share group may never have acknowledged", "fix what keeps the proof"},
+		{"NoShareStartOffset", "reconcile from their source the records the share group may never have acknowledged", "fix what keeps the proof"},
+		{"CommittedOffsetOfDeletedTopic", "the topic was recreated: reset the group's offsets on it to where the business really is", "--to-earliest"},
+		{"ExplicitOffsetExpiryBeforeWindow", "commit the group's offsets again without a retention time", "fix what keeps the proof"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -514,4 +523,88 @@ func TestDenyMessageNeverCutsAViolation(t *testing.T) {
 	if !strings.Contains(msg, "0badc0de") {
 		t.Errorf("the override is missing")
 	}
+}
+
+// A risk beside a refusing violation gets its own way out too.
+func TestDenyMessageWayOutOfRisksBesideALoss(t *testing.T) {
+	ps := &rgv1.ProofStatus{Verdict: rgv1.VerdictViolated, ProofID: "12345678", Violations: []rgv1.ViolationStatus{
+		{Reason: "CommittedOffsetExpired", Topic: "settle-task", Partition: ptr[int32](0), Message: "settle-task[0]: numbers here"},
+		{Reason: "RecoveryHeadroomShorterThanWindow", Topic: "settle-task", Partition: ptr[int32](1), Message: "settle-task[1]: numbers here"},
+		{Reason: "EmptyGroupOffsetsExpireBeforeWindow", Message: "group g has been Empty since ..."},
+	}}
+	p := settlePolicy(withProof(ps, time.Second))
+	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	msg := denyMessage(settleTarget, &d, testNow)
+	t.Logf("\n%s", msg)
+	for _, want := range []string{"replay or reset the group's offsets", "let the group catch up", "start the consumer"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q", want)
+		}
+	}
+	if strings.Contains(msg, "fix what keeps the proof from being made") {
+		t.Errorf("a proof that was made is told to be made:\n%s", msg)
+	}
+	checkMessageShape(t, msg)
+}
+
+// Every loss the proof knows (proof.IsLoss) is listed first, with the
+// data-loss findings; every risk after the configuration.
+func TestFindingRankFollowsTheProof(t *testing.T) {
+	for reason := range adviceFor {
+		switch {
+		case proof.IsLoss(reason) && findingRank(reason) != int(problemLoss):
+			t.Errorf("%s is a loss ranked %d", reason, findingRank(reason))
+		case !proof.IsLoss(reason) && findingRank(reason) == int(problemLoss):
+			t.Errorf("%s ranks as a loss", reason)
+		}
+	}
+	for _, reason := range proof.RiskReasons() {
+		if findingRank(reason) != int(problemOther) {
+			t.Errorf("risk %s ranked %d", reason, findingRank(reason))
+		}
+	}
+	for _, reason := range []string{"CursorExpired", "NoCursor", "CursorBeyondLogEnd", "CommittedOffsetExpired", "ShareRecordsExpired",
+		"NoCommittedOffset", "NoShareStartOffset", "CommittedOffsetBeyondLogEnd", "CommittedOffsetOfDeletedTopic", "GroupAheadOfCursor"} {
+		if !proof.IsLoss(reason) || findingRank(reason) != int(problemLoss) {
+			t.Errorf("%s: IsLoss %v, rank %d", reason, proof.IsLoss(reason), findingRank(reason))
+		}
+	}
+}
+
+// The layout gives each listed finding the room left, in order: a first
+// finding too long for the message shows its first line, and a short one
+// after it is shown whole rather than cut like it.
+func TestDenyMessageShowsWhatFitsWhole(t *testing.T) {
+	ps := noCommittedOffset()
+	ps.Violations = append([]rgv1.ViolationStatus{{Reason: "OffsetsRetentionShorterThanWindow",
+		Message: "offsets.retention.minutes 10080 (7d) is shorter than recoveryWindow 240h (10d): an empty group's committed offsets expire before the window ends"}},
+		ps.Violations[:19]...)
+	ps.ViolationsOmitted = 5
+	p := settlePolicy(withProof(ps, 40*time.Second))
+	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	msg := denyMessage(settleTarget, &d, testNow)
+	t.Logf("%d bytes:\n%s", len(msg), msg)
+	if !strings.Contains(msg, "nothing proves the group read (…)") {
+		t.Errorf("the long first finding is not shown by its first line, marked")
+	}
+	if !strings.Contains(msg, "an empty group's committed offsets\n    expire before the window ends") {
+		t.Errorf("the short second finding is not shown whole")
+	}
+	checkMessageShape(t, msg)
+
+	// Three findings of three kinds, short enough: all three are listed,
+	// none counted.
+	ps = &rgv1.ProofStatus{Verdict: rgv1.VerdictViolated, ProofID: "12345678", Violations: []rgv1.ViolationStatus{
+		{Reason: "CommittedOffsetExpired", Topic: "settle-task", Partition: ptr[int32](0), Message: "settle-task[0]: numbers here"},
+		{Reason: "RecoveryHeadroomShorterThanWindow", Topic: "settle-task", Partition: ptr[int32](1), Message: "settle-task[1]: numbers here"},
+		{Reason: "EmptyGroupOffsetsExpireBeforeWindow", Message: "group g has been Empty since ..."},
+	}}
+	p = settlePolicy(withProof(ps, time.Second))
+	d = decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	msg = denyMessage(settleTarget, &d, testNow)
+	t.Logf("%d bytes:\n%s", len(msg), msg)
+	if n := strings.Count(msg, "\n- "); n != 3 || strings.Contains(msg, "- and ") {
+		t.Errorf("%d findings listed, want all 3 and no count", n)
+	}
+	checkMessageShape(t, msg)
 }

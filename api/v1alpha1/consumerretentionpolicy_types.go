@@ -708,6 +708,46 @@ type ViolationStatus struct {
 	Partition *int32 `json:"partition,omitempty"`
 	// message says what is wrong, with the numbers.
 	Message string `json:"message"`
+
+	// The numbers the message speaks of, as data (read these, never the
+	// message). Each is absent when it does not apply to the violation's
+	// reason or the proof does not know it: a partition without a
+	// committed offset has no committed, a violation about a topic's
+	// configuration has no offsets at all.
+
+	// committed is the group's committed offset on the partition (for a
+	// share group, its share-partition start offset).
+	// +optional
+	Committed *int64 `json:"committed,omitempty"`
+	// logStart is the partition's log start offset (low watermark).
+	// +optional
+	LogStart *int64 `json:"logStart,omitempty"`
+	// logEnd is the partition's log end offset (high watermark) when the
+	// proof was made; it moves with every write, so a change of logEnd
+	// alone does not rewrite the status, except for a position beyond log
+	// end (CommittedOffsetBeyondLogEnd, CursorBeyondLogEnd).
+	// +optional
+	LogEnd *int64 `json:"logEnd,omitempty"`
+	// expiredRecords counts the records this violation says were lost to
+	// retention before they were read (CommittedOffsetExpired,
+	// CursorExpired; ShareRecordsExpired: a lower bound); absent when it
+	// counts none.
+	// +optional
+	ExpiredRecords *int64 `json:"expiredRecords,omitempty"`
+	// cursor is the business cursor on the partition (spec.cursor), for
+	// CursorInRange violations.
+	// +optional
+	Cursor *int64 `json:"cursor,omitempty"`
+	// expiresAt is when what the violation is about expires:
+	// the record at the group's position is deleted by retention
+	// (RecoveryHeadroomShorterThanWindow), the committed offset expires
+	// (OffsetsExpireBeforeWindow exactly, OffsetsMayExpireBeforeWindow at
+	// the earliest, ExplicitOffsetExpiryBeforeWindow), the Empty group's
+	// offsets expire (EmptyGroupOffsetsExpireBeforeWindow, at the latest).
+	// Absent for other reasons and for an offset whose commit time is
+	// unknown.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
 }
 
 // ConsumerRetentionPolicy proves that a Kafka consumer group can stay down

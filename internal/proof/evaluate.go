@@ -20,6 +20,7 @@ func Evaluate(obs Observation, p Policy, now time.Time) Result {
 
 	reachable, reachableV := kafkaReachable(f)
 	offsetsRetained, offsetsRetainedV := groupOffsetsRetained(f)
+	dateOffsetExpiries(offsetsRetainedV, f)
 	inRange, inRangeV, partitions := offsetsInRange(f)
 	var cursorV []Violation
 	var cursorSum *CursorSummary

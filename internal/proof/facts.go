@@ -292,6 +292,7 @@ func compareViolations(a, b Violation) int {
 		cmp.Compare(a.LogEnd, b.LogEnd),
 		cmp.Compare(a.ExpiredRecords, b.ExpiredRecords),
 		cmp.Compare(a.Cursor, b.Cursor),
+		a.ExpiresAt.Compare(b.ExpiresAt),
 	)
 }
 

@@ -103,6 +103,8 @@ func headroomViolations(o *clauseOutcome, f *facts, partitions []PartitionResult
 		o.add(Violation{
 			Reason: ReasonRecoveryHeadroomShorterThanWindow, Topic: pr.Topic, Partition: pr.Partition, Message: m.String(),
 			Committed: NoOffset, LogStart: -1, LogEnd: -1, Cursor: NoOffset,
+			// The record's timestamp plus retention.ms: now cancels out.
+			ExpiresAt: f.now.Add(pr.Headroom),
 		})
 	}
 }

@@ -560,6 +560,15 @@ type Violation struct {
 	// Cursor is the business cursor the violation speaks of (CursorInRange
 	// violations); NoOffset otherwise.
 	Cursor int64
+	// ExpiresAt is when what the violation is about expires, for the
+	// violations about an expiry: the record at the group's position
+	// (RecoveryHeadroomShorterThanWindow: its timestamp plus retention.ms),
+	// a committed offset (OffsetsExpireBeforeWindow exactly,
+	// OffsetsMayExpireBeforeWindow at the earliest,
+	// ExplicitOffsetExpiryBeforeWindow), the group's offsets
+	// (EmptyGroupOffsetsExpireBeforeWindow: at the latest). Zero otherwise,
+	// and for an offset whose commit is not dated.
+	ExpiresAt time.Time
 }
 
 // Warning is reported and never denies on its own.

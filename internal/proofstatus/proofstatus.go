@@ -79,12 +79,7 @@ func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
 	}
 	for _, i := range listed(res.Violations) {
 		v := res.Violations[i]
-		vs := rgv1.ViolationStatus{Reason: v.Reason, Topic: v.Topic, Message: v.Message}
-		if v.Partition >= 0 {
-			p := v.Partition
-			vs.Partition = &p
-		}
-		ps.Violations = append(ps.Violations, vs)
+		ps.Violations = append(ps.Violations, violationStatus(v))
 	}
 	ps.ViolationsOmitted = int32(len(res.Violations) - len(ps.Violations))
 	for _, w := range res.Warnings {
@@ -95,6 +90,33 @@ func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
 		ps.Warnings = append(ps.Warnings, w.Message)
 	}
 	return ps
+}
+
+// violationStatus copies a violation's facts: the numbers the proof
+// marks absent (NoOffset, -1; no expired records; no expiry time) are
+// left out.
+func violationStatus(v proof.Violation) rgv1.ViolationStatus {
+	vs := rgv1.ViolationStatus{Reason: v.Reason, Topic: v.Topic, Message: v.Message}
+	if v.Partition >= 0 {
+		p := v.Partition
+		vs.Partition = &p
+	}
+	offset := func(n int64) *int64 {
+		if n < 0 {
+			return nil
+		}
+		return &n
+	}
+	vs.Committed, vs.LogStart, vs.LogEnd, vs.Cursor = offset(v.Committed), offset(v.LogStart), offset(v.LogEnd), offset(v.Cursor)
+	if v.ExpiredRecords > 0 {
+		n := v.ExpiredRecords
+		vs.ExpiredRecords = &n
+	}
+	if !v.ExpiresAt.IsZero() {
+		t := metav1.NewTime(v.ExpiresAt.UTC().Truncate(time.Second))
+		vs.ExpiresAt = &t
+	}
+	return vs
 }
 
 // listed chooses the violations status.proof lists when there are more

@@ -1,0 +1,354 @@
+package webhook
+
+import (
+	"slices"
+	"strings"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// problem is the kind of problem a reason says, in the order a denial
+// lists them: data already lost first, then what keeps the proof from
+// being made (reachability, access), then configuration (retention,
+// offsets retention), then the rest.
+type problem int
+
+const (
+	problemLoss problem = iota
+	problemAccess
+	problemConfig
+	problemOther
+)
+
+// remedy is one way out; a denial says the ways out of the reasons it
+// lists, in this order.
+type remedy int
+
+const (
+	// remedyNone: the reason has no way out of its own; something keeps the
+	// proof from being made (see blocked in wayOut).
+	remedyNone remedy = iota
+	remedyCursorGone
+	remedyCursorBeyond
+	remedyShareGone
+	// remedyResetOffsets becomes remedyResetToCursor when the policy has a
+	// business cursor: it says where to resume.
+	remedyResetOffsets
+	remedyResetToCursor
+	remedyRecreatedTopic
+	remedyRetention
+	remedyTombstones
+	remedyCommits
+	remedyExplicitExpiry
+	remedyHeadroom
+	remedyEmptyGroup
+)
+
+// advice is what a reason means for the person rolling out.
+type advice struct {
+	problem problem
+	remedy  remedy
+	// violatedOnly: the remedy applies only to a Violated proof (a
+	// retention setting that is shown to fail); an Unknown proof never
+	// gets retention advice.
+	violatedOnly bool
+	// check names what to check when the reason is a fact that could not
+	// be read.
+	check string
+}
+
+const (
+	checkNetwork = "the bootstrap servers and network"
+	checkACLs    = "the ACLs (Describe, DescribeConfigs)"
+)
+
+// adviceFor is the table from reason to advice. A reason not in it is a
+// problem of the rest, and its way out is to fix what keeps the proof from
+// being made.
+var adviceFor = map[string]advice{
+	// Data already lost or not located.
+	proof.ReasonCursorExpired:                 {problem: problemLoss, remedy: remedyCursorGone},
+	proof.ReasonNoCursor:                      {problem: problemLoss, remedy: remedyCursorGone},
+	proof.ReasonCursorBeyondLogEnd:            {problem: problemLoss, remedy: remedyCursorBeyond},
+	proof.ReasonGroupAheadOfCursor:            {problem: problemLoss, remedy: remedyResetToCursor},
+	proof.ReasonCommittedOffsetExpired:        {problem: problemLoss, remedy: remedyResetOffsets},
+	proof.ReasonNoCommittedOffset:             {problem: problemLoss, remedy: remedyResetOffsets},
+	proof.ReasonCommittedOffsetBeyondLogEnd:   {problem: problemLoss, remedy: remedyResetOffsets},
+	proof.ReasonCommittedOffsetOfDeletedTopic: {problem: problemLoss, remedy: remedyRecreatedTopic},
+	proof.ReasonShareRecordsExpired:           {problem: problemLoss, remedy: remedyShareGone},
+	proof.ReasonNoShareStartOffset:            {problem: problemLoss, remedy: remedyShareGone},
+
+	// What keeps the proof from being made.
+	proof.ReasonBrokerUnreachable:         {problem: problemAccess, check: checkNetwork},
+	proof.ReasonBootstrapServerNotAllowed: {problem: problemAccess, check: checkNetwork},
+	proof.ReasonAuthenticationFailed:      {problem: problemAccess, check: "the credentials"},
+	proof.ReasonAuthorizationFailed:       {problem: problemAccess, check: checkACLs},
+	proof.ReasonTopicNotFound:             {problem: problemAccess, check: "spec.topics"},
+	proof.ReasonCursorUnreadable:          {problem: problemAccess, check: "the cursor database, its Secret and query (spec.cursor)"},
+	proof.ReasonGroupTypeUnknown:          {problem: problemAccess},
+	ReasonProofMissing:                    {problem: problemAccess},
+	ReasonProofStale:                      {problem: problemAccess},
+	ReasonLiveCheckFailed:                 {problem: problemAccess},
+
+	// Configuration.
+	proof.ReasonRetentionShorterThanWindow:          {problem: problemConfig, remedy: remedyRetention, violatedOnly: true},
+	proof.ReasonInfiniteRetentionNotAllowed:         {problem: problemConfig, remedy: remedyRetention, violatedOnly: true},
+	proof.ReasonSizeBoundedRetention:                {problem: problemConfig, remedy: remedyRetention, violatedOnly: true},
+	proof.ReasonOffsetsRetentionShorterThanWindow:   {problem: problemConfig, remedy: remedyRetention, violatedOnly: true},
+	proof.ReasonTombstoneRetentionShorterThanWindow: {problem: problemConfig, remedy: remedyTombstones, violatedOnly: true},
+	proof.ReasonRetentionUnreadable:                 {problem: problemConfig, check: checkACLs},
+	proof.ReasonOffsetsRetentionUnreadable:          {problem: problemConfig, check: checkACLs},
+	proof.ReasonOffsetsExpireBeforeWindow:           {problem: problemConfig, remedy: remedyCommits},
+	proof.ReasonOffsetsMayExpireBeforeWindow:        {problem: problemConfig, remedy: remedyCommits},
+	proof.ReasonExplicitOffsetExpiryBeforeWindow:    {problem: problemConfig, remedy: remedyExplicitExpiry},
+
+	// Risks: nothing lost yet (listed after the rest).
+	proof.ReasonRecoveryHeadroomShorterThanWindow:   {problem: problemOther, remedy: remedyHeadroom},
+	proof.ReasonEmptyGroupOffsetsExpireBeforeWindow: {problem: problemOther, remedy: remedyEmptyGroup},
+}
+
+// findingRank orders findings by what matters to the person rolling out
+// (problem).
+func findingRank(reason string) int {
+	if a, ok := adviceFor[reason]; ok {
+		return int(a.problem)
+	}
+	return int(problemOther)
+}
+
+// way is what the texts of the ways out need to know.
+type way struct {
+	p        *rgv1.ConsumerRetentionPolicy
+	window   string // the recovery window, as people write it
+	server   string // the first bootstrap server, or the connection
+	topics   string // " --topic t" flags: the failing topics, else the policy's
+	describe string // "kubectl describe crp NAME -n NAMESPACE"
+}
+
+// wayText is a remedy's way out: full, as lines (commands indented by two
+// spaces), and in words, as one clause of a sentence.
+type wayText struct {
+	full  func(w *way) []string
+	words func(w *way) string
+}
+
+var wayTexts = map[remedy]wayText{
+	remedyCursorGone: {
+		full: func(*way) []string {
+			return wrapFinding("Way out: reconcile the records the business cursor never reached from their source (the topic no longer has them), "+
+				"move the cursor past them, then retry.", maxLine)
+		},
+		words: func(*way) string { return "reconcile from their source the records the cursor never reached" },
+	},
+	remedyCursorBeyond: {
+		full: func(*way) []string {
+			return []string{"Way out: reconcile the business cursor with the topic (it was truncated or recreated), then retry."}
+		},
+		words: func(*way) string { return "reconcile the cursor with the topic" },
+	},
+	remedyShareGone: {
+		full: func(*way) []string {
+			return wrapFinding("Way out: reconcile from their source the records the share group may never have acknowledged "+
+				"(the topic no longer has them), then retry.", maxLine)
+		},
+		words: func(*way) string { return "reconcile from their source the records the share group never acknowledged" },
+	},
+	remedyResetOffsets: {
+		full: func(w *way) []string {
+			return []string{"Way out: replay or reset the group's offsets, then retry, e.g.",
+				"  kafka-consumer-groups --bootstrap-server " + w.server + " --group " + w.p.Spec.GroupID + w.topics + " --reset-offsets --to-earliest --execute"}
+		},
+		words: func(*way) string {
+			return "replay or reset the group's offsets (kafka-consumer-groups --reset-offsets)"
+		},
+	},
+	remedyResetToCursor: {
+		// With a business cursor, earliest is the silent replay seed 003
+		// warns about: the cursor says where to resume.
+		full: func(*way) []string {
+			return wrapFinding("Way out: resume from the business cursor, not from where the group's offsets are: reset the group's offsets "+
+				"to the cursor (kafka-consumer-groups --reset-offsets --to-offset), or set spec.cursor.resumeFrom Cursor if the consumer seeks to it on start; then retry.", maxLine)
+		},
+		words: func(*way) string {
+			return "reset the group's offsets to the business cursor (or resume from it: spec.cursor.resumeFrom Cursor)"
+		},
+	},
+	remedyRecreatedTopic: {
+		full: func(*way) []string {
+			return wrapFinding("Way out: the topic was recreated: reset the group's offsets on it to where the business really is "+
+				"(kafka-consumer-groups --reset-offsets --to-offset), then retry.", maxLine)
+		},
+		words: func(*way) string {
+			return "reset the group's offsets on the recreated topic to where the business really is"
+		},
+	},
+	remedyRetention: {
+		full: func(w *way) []string {
+			return []string{"Way out: make retention.ms and offsets.retention.minutes cover recoveryWindow " + w.window + " (or shorten it), then retry."}
+		},
+		words: func(w *way) string {
+			return "make retention.ms and offsets.retention.minutes cover recoveryWindow " + w.window
+		},
+	},
+	remedyTombstones: {
+		full: func(w *way) []string {
+			return []string{"Way out: raise delete.retention.ms of the compacted topic to recoveryWindow " + w.window + " or more, then retry."}
+		},
+		words: func(w *way) string { return "raise delete.retention.ms to " + w.window },
+	},
+	remedyCommits: {
+		full: func(*way) []string {
+			return wrapFinding("Way out: commit the group's offsets again as they are (a commit restarts their clock), raise "+
+				"offsets.retention.minutes, or let the guard read exact commit times (spec.kafka.readOffsetsTopic), then retry.", maxLine)
+		},
+		words: func(*way) string {
+			return "commit the group's offsets again, raise offsets.retention.minutes or set spec.kafka.readOffsetsTopic"
+		},
+	},
+	remedyExplicitExpiry: {
+		full: func(*way) []string {
+			return wrapFinding("Way out: commit the group's offsets again without a retention time (a client on OffsetCommit v5 or later), then retry.", maxLine)
+		},
+		words: func(*way) string {
+			return "commit the group's offsets again without a retention time (OffsetCommit v5 or later)"
+		},
+	},
+	remedyHeadroom: {
+		full: func(*way) []string {
+			return []string{"Way out: let the group catch up before retention reaches its position, or raise retention.ms, then retry."}
+		},
+		words: func(*way) string { return "let the group catch up or raise retention.ms" },
+	},
+	remedyEmptyGroup: {
+		full: func(*way) []string {
+			return wrapFinding("Way out: start the consumer (a member stops the clock on the group's offsets) or raise offsets.retention.minutes, then retry.", maxLine)
+		},
+		words: func(*way) string { return "start the consumer or raise offsets.retention.minutes" },
+	},
+}
+
+// wayOut says how to make the proof hold again, chosen by the reasons the
+// proof actually lists (adviceFor): offsets to reset for lost data,
+// retention to raise for a retention setting that fails, the connection,
+// credentials or ACLs for a fact that could not be read. A proof that is
+// only Unknown never gets the retention advice. Commands are indented by
+// two spaces; compact says every way out in one sentence of words.
+func wayOut(r *policyResult, withCheck, compact bool) []string {
+	p := r.Policy
+	var remedies []remedy
+	var access []string // what to check, for the reasons listed
+	var topics []string // failing topics, for the reset command
+	other := false
+	for _, f := range r.Kafka {
+		a, ok := adviceFor[f.Reason]
+		if !ok {
+			other = true
+			continue
+		}
+		if a.check != "" && !slices.Contains(access, a.check) {
+			access = append(access, a.check)
+		}
+		rm := a.remedy
+		switch {
+		case rm == remedyNone:
+			if a.check == "" {
+				other = true
+			}
+			continue
+		case a.violatedOnly && r.Verdict != rgv1.VerdictViolated:
+			continue
+		case rm == remedyResetOffsets:
+			if f.Topic != "" && !slices.Contains(topics, f.Topic) && len(topics) < 3 {
+				topics = append(topics, f.Topic)
+			}
+			if p.Spec.Cursor != nil {
+				rm = remedyResetToCursor
+			}
+		}
+		if !slices.Contains(remedies, rm) {
+			remedies = append(remedies, rm)
+		}
+	}
+	slices.Sort(remedies)
+	// Something keeps the proof from being made when it is not Violated on
+	// the facts listed (Unknown, or a reason without a way out).
+	blocked := r.kafkaFailing() && (len(access) > 0 || other || len(remedies) == 0)
+
+	w := &way{p: p, window: humanDuration(p.Spec.RecoveryWindow.Duration), describe: "kubectl describe crp " + p.Name + " -n " + p.Namespace}
+	if len(topics) == 0 {
+		topics = p.Spec.Topics[:min(len(p.Spec.Topics), 3)]
+	}
+	for _, t := range topics {
+		w.topics += " --topic " + t
+	}
+	switch ref := p.Spec.Kafka.ConnectionRef; {
+	case len(p.Spec.Kafka.BootstrapServers) > 0:
+		w.server = p.Spec.Kafka.BootstrapServers[0]
+	case ref != nil:
+		// The servers are the connection's (status.bootstrapServers).
+		w.server = "<" + ref.Kind + "/" + ref.Name + ">"
+	}
+
+	var out []string
+	if compact {
+		var ways []string
+		for _, rm := range remedies {
+			ways = append(ways, wayTexts[rm].words(w))
+		}
+		switch {
+		case blocked && len(access) > 0:
+			ways = append(ways, "check "+strings.Join(access, ", "))
+		case blocked:
+			ways = append(ways, "fix what keeps the proof from being made ("+w.describe+")")
+		}
+		if len(ways) > 0 {
+			out = wrapFinding("Way out: "+strings.Join(ways, "; ")+", then retry.", maxLine)
+		}
+		return append(out, consumerFix(r)...)
+	}
+	for _, rm := range remedies {
+		out = append(out, wayTexts[rm].full(w)...)
+	}
+	switch {
+	case blocked && len(access) > 0:
+		out = append(out, "Way out: check "+strings.Join(access, ", ")+", then retry; details: "+w.describe)
+	case blocked:
+		out = append(out, "Way out: fix what keeps the proof from being made ("+w.describe+"), then retry.")
+	}
+	if withCheck && r.kafkaFailing() {
+		cursorFlags := ""
+		if c := p.Spec.Cursor; c != nil {
+			cursorFlags = " --cursor-driver " + string(c.SQL.Driver) + " --cursor-dsn-file DSN_FILE"
+			if c.ResumeFrom == rgv1.ResumeFromCursor {
+				cursorFlags += " --resume-from cursor"
+			}
+		}
+		out = append(out, "Prove it now (exit 0 when it holds):",
+			"  retention-guard check --bootstrap-server "+w.server+" --group "+p.Spec.GroupID+
+				w.topics+" --recovery-window "+w.window+cursorFlags)
+	}
+	return append(out, consumerFix(r)...)
+}
+
+// consumerFix is the way out of a failing consumer clause.
+func consumerFix(r *policyResult) []string {
+	if len(r.Consumer) == 0 {
+		return nil
+	}
+	c := r.Policy.Spec.Consumer
+	settings := false
+	for _, f := range r.Consumer {
+		if f.Reason != ReasonOffsetResetNotProvable {
+			settings = true
+		}
+	}
+	if !settings {
+		return []string{"Fix: a Streams group's resets are in its topology: remove spec.consumer from the policy; consumer settings cannot be overridden."}
+	}
+	fix := "Fix: set " + c.OffsetResetEnv + "=none (error for librdkafka)"
+	if c.AutoCommitEnv != "" {
+		fix += " and " + c.AutoCommitEnv + "=false"
+	}
+	return []string{fix + " in the pod template; consumer settings cannot be overridden."}
+}
