@@ -70,14 +70,51 @@ func topicConfig(t *testing.T, c *kafkatest.Cluster, topic, key string) int64 {
 	return 0
 }
 
+// Seed 003's batch group between runs, met by a manager that started
+// while it was Empty (an upgrade, a node drain): Kafka deletes its offsets
+// offsets.retention.minutes after it became Empty, and nothing the manager
+// can read says when that was. It may be any moment: Unknown, never Proven
+// (the broker-in-the-loop oracle's false Proven). The next run, seen
+// Stable and then Empty, dates the clock: Proven.
+func TestEmptyGroupSinceUnknownIsNotProven(t *testing.T) {
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "settle-task", 2, map[string]string{"retention.ms": strconv.FormatInt(sevenDaysMs, 10)})
+	c.Produce(t, "settle-task", 20)
+	c.CommitAsMember(t, "ledger-settle-consumer", "settle-task", map[int32]int64{0: 10, 1: 10})
+	h := startManager(t, harnessOptions{})
+	createPolicy(t, h.ns, "settle", "ledger-settle-consumer", []string{"settle-task"}, policyOptions{servers: c.Addrs})
+
+	g := NewWithT(t)
+	g.Eventually(verdictOf(h.ns, "settle"), eventually, poll).Should(Equal(rgv1.VerdictUnknown))
+	p := getPolicy(g, h.ns, "settle")
+	g.Expect(readyReason(g, p)).To(Equal(proof.ReasonEmptyGroupOffsetsMayExpireBeforeWindow))
+	g.Expect(p.Status.Proof.Violations).To(HaveLen(1))
+	g.Expect(p.Status.Proof.Violations[0].Message).To(ContainSubstring("since when is not known"))
+	g.Expect(p.Status.Proof.GroupEmptySince).To(BeNil())
+
+	// The batch consumer runs again (a start the webhook allows: the
+	// reason is a risk), commits and leaves.
+	c.Produce(t, "settle-task", 20) // 10 more per partition
+	cl := c.RunConsumer(t, "ledger-settle-consumer", "settle-task", map[int32]int64{0: 20, 1: 20})
+	g.Eventually(func(g Gomega) string { return getPolicy(g, h.ns, "settle").Status.Proof.GroupState }, eventually, poll).
+		Should(Equal("Stable"))
+	g.Expect(verdictOf(h.ns, "settle")(g)).To(Equal(rgv1.VerdictProven))
+	cl.Close()
+	c.WaitGroupState(t, "ledger-settle-consumer", "Empty")
+	g.Eventually(func(g Gomega) *rgv1.ProofStatus { return getPolicy(g, h.ns, "settle").Status.Proof }, eventually, poll).
+		Should(And(HaveField("GroupState", "Empty"), HaveField("Verdict", rgv1.VerdictProven), HaveField("GroupEmptySince", Not(BeNil()))))
+}
+
 // A healthy group is proven, with the numbers kfake reports.
 func TestHealthyGroupIsProven(t *testing.T) {
 	c := kafkatest.NewCluster(t)
 	c.CreateTopic(t, "orders", 3, map[string]string{"retention.ms": strconv.FormatInt(sevenDaysMs, 10)})
 	c.Produce(t, "orders", 30) // 10 per partition
-	// A consumer that joined the group committed, then left: the classic
-	// group is Empty, its offsets on the Empty clock.
-	c.CommitAsMember(t, "billing", "orders", map[int32]int64{0: 10, 1: 4, 2: 0})
+	// The group's consumer runs (a classic group, Stable): no Empty clock.
+	// (A consumer that committed and left would leave the group Empty
+	// since a time the manager never saw: Unknown, see
+	// TestEmptyGroupSinceUnknownIsNotProven.)
+	c.RunConsumer(t, "billing", "orders", map[int32]int64{0: 10, 1: 4, 2: 0})
 	h := startManager(t, harnessOptions{})
 
 	createPolicy(t, h.ns, "billing", "billing", []string{"orders"}, policyOptions{servers: c.Addrs})
@@ -106,7 +143,7 @@ func TestHealthyGroupIsProven(t *testing.T) {
 	g.Expect(ps.Topics[0].CleanupPolicy).To(Equal("delete"))
 	g.Expect(ps.OffsetsRetentionMinutes).NotTo(BeNil())
 	g.Expect(*ps.OffsetsRetentionMinutes).To(Equal(int64(10080)), "kfake's default offsets.retention.minutes")
-	g.Expect(ps.GroupState).To(Equal("Empty"))
+	g.Expect(ps.GroupState).To(Equal("Stable"))
 	g.Expect(ps.GroupProtocolType).To(Equal("consumer"))
 	g.Expect(ps.OffsetExpiry).NotTo(BeNil())
 	g.Expect(ps.OffsetExpiry.Clock).To(Equal(rgv1.ExpiryClockGroupEmpty))

@@ -116,7 +116,7 @@ func TestGroupAheadOfCursor(t *testing.T) {
 	db := pg.Get(t)
 	c := kafkatest.NewCluster(t)
 	settleTask(t, c)
-	c.CommitAsMember(t, "settle-auto", "settle-task", map[int32]int64{0: 600, 1: 250})
+	c.RunConsumer(t, "settle-auto", "settle-task", map[int32]int64{0: 600, 1: 250})
 	h := startManager(t, harnessOptions{})
 	spec := cursorDB(t, db, h.ns, "auto_cursor", db.AdminDSN(), "")
 	writeCursor(t, db, "auto_cursor", "settle-auto", map[int32]int64{0: 600, 1: 160})
@@ -219,7 +219,7 @@ func TestSlowCursorDatabaseHoldsBackNoNeighbour(t *testing.T) {
 	settleTask(t, c)
 	c.CreateTopic(t, "orders", 1, map[string]string{"retention.ms": strconv.FormatInt(sevenDaysMs, 10)})
 	c.Produce(t, "orders", 10)
-	c.CommitAsMember(t, "billing", "orders", map[int32]int64{0: 10})
+	c.RunConsumer(t, "billing", "orders", map[int32]int64{0: 10})
 
 	// The tenant's database: accepts, reads nothing, answers nothing, and
 	// counts the connections the manager gave up on (closed).

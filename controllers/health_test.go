@@ -25,7 +25,7 @@ func TestGitOpsHealthOfPolicies(t *testing.T) {
 	c := kafkatest.NewCluster(t)
 	c.CreateTopic(t, "orders", 1, map[string]string{"retention.ms": strconv.FormatInt(sevenDaysMs, 10)})
 	c.Produce(t, "orders", 5)
-	c.CommitAsMember(t, "billing", "orders", map[int32]int64{0: 5})
+	c.RunConsumer(t, "billing", "orders", map[int32]int64{0: 5})
 	// Seed 000: the committed offset 3 is below the log start once
 	// retention has run.
 	c.CreateTopic(t, "outbox", 1, map[string]string{"retention.ms": "200"})

@@ -49,7 +49,9 @@ func obsWith(parts ...[3]int64) proof.Observation {
 	return proof.Observation{
 		ObservedAt:              statusNow.Add(-1500 * time.Millisecond),
 		OffsetsRetentionMinutes: cfgValue("10080"),
-		Group: proof.GroupObservation{ID: "fanout", State: proof.GroupStateEmpty, Protocol: proof.ProtocolClassic,
+		// A running classic consumer group: no Empty clock (an Empty
+		// group the manager never saw go Empty is Unknown).
+		Group: proof.GroupObservation{ID: "fanout", State: proof.GroupStateStable, Protocol: proof.ProtocolClassic,
 			ProtocolType: proof.ProtocolTypeConsumer},
 		Topics: []proof.TopicObservation{t},
 	}
@@ -186,7 +188,7 @@ func TestComputeStatus(t *testing.T) {
 				g.Expect(*p.Topics[0].RetentionBytes).To(Equal(int64(-1)))
 				g.Expect(p.Topics[0].CleanupPolicy).To(Equal("delete"))
 				g.Expect(*p.OffsetsRetentionMinutes).To(Equal(int64(10080)))
-				g.Expect(p.GroupState).To(Equal("Empty"))
+				g.Expect(p.GroupState).To(Equal("Stable"))
 				g.Expect(p.RecoveryHeadroom).NotTo(BeNil())
 				g.Expect(p.RecoveryHeadroom.Duration).To(Equal(7*24*time.Hour), "a caught-up partition has the full retention.ms")
 			},

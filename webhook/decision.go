@@ -115,16 +115,19 @@ type policyResult struct {
 	AtRisk bool
 }
 
-// atRisk reports whether every violation of a Violated proof is a risk
-// (proof.IsRisk): records or offsets lost before the window ends if the
-// group stays down, none lost yet. Refusing a rollout then protects
+// atRisk reports whether every violation of a failing proof (Violated, or
+// Unknown because an Empty group's offsets may expire) is a risk
+// (proof.IsRisk): records or offsets lost, or maybe lost, before the window
+// ends if the group stays down, none lost yet. An Unknown proof with any
+// other violation, or none listed (a failure to read Kafka), is no risk:
+// it refuses (fail closed). Refusing a rollout then protects
 // nothing — the group loses the same records whether the rollout happens
 // or not, and a consumer that starts (scale from zero) or ships faster
 // code is what saves them — so these violations warn at admission and
 // refuse nothing; the status is Violated and the warning alerts fire all
 // the same. None may be omitted from the status.
 func atRisk(ps *rgv1.ProofStatus) bool {
-	if ps == nil || ps.Verdict != rgv1.VerdictViolated || len(ps.Violations) == 0 || ps.ViolationsOmitted > 0 {
+	if ps == nil || (ps.Verdict != rgv1.VerdictViolated && ps.Verdict != rgv1.VerdictUnknown) || len(ps.Violations) == 0 || ps.ViolationsOmitted > 0 {
 		return false
 	}
 	for _, v := range ps.Violations {

@@ -14,8 +14,9 @@ import (
 // expire before its window ends (seed 003 before the loss). The proof is
 // Violated — the group cannot be down for its window — but nothing is lost
 // yet, and the rollout (a faster consumer, the batch consumer started
-// again) is the way out: a Deny policy warns and allows it. Once a record
-// is lost (CommittedOffsetExpired beside the risk), it refuses again.
+// again) is the way out: a Deny policy warns and allows it, and so when
+// the offsets only may expire (Unknown). Once a record is lost
+// (CommittedOffsetExpired beside the risk), it refuses again.
 func TestRiskOnlyViolationsWarnAndAllow(t *testing.T) {
 	risk := func(reasons ...string) *rgv1.ProofStatus {
 		ps := &rgv1.ProofStatus{Verdict: rgv1.VerdictViolated, ProofID: "5e1f00aa"}
@@ -23,6 +24,11 @@ func TestRiskOnlyViolationsWarnAndAllow(t *testing.T) {
 			ps.Violations = append(ps.Violations, rgv1.ViolationStatus{Reason: r, Topic: "outbox", Partition: ptr(int32(0)),
 				Message: "expires in 1d23h"})
 		}
+		return ps
+	}
+	unknown := func(reasons ...string) *rgv1.ProofStatus {
+		ps := risk(reasons...)
+		ps.Verdict = rgv1.VerdictUnknown
 		return ps
 	}
 	for _, tc := range []struct {
@@ -36,6 +42,13 @@ func TestRiskOnlyViolationsWarnAndAllow(t *testing.T) {
 		{"both risks", risk(proof.ReasonRecoveryHeadroomShorterThanWindow, proof.ReasonEmptyGroupOffsetsExpireBeforeWindow), 0, outcomeWarned},
 		{"a risk and a loss", risk(proof.ReasonRecoveryHeadroomShorterThanWindow, proof.ReasonCommittedOffsetExpired), 0, outcomeDenied},
 		{"a risk and omitted violations", risk(proof.ReasonRecoveryHeadroomShorterThanWindow), 3, outcomeDenied},
+		// The oracle's case: an Empty classic group since a time nobody
+		// saw (a manager that started while the batch group was Empty).
+		// Unknown, and still a risk: refusing the batch Job that stops the
+		// clock would protect nothing.
+		{"Unknown: Empty group's offsets may expire before the window", unknown(proof.ReasonEmptyGroupOffsetsMayExpireBeforeWindow), 0, outcomeWarned},
+		{"Unknown by a risk and a missing fact", unknown(proof.ReasonEmptyGroupOffsetsMayExpireBeforeWindow, proof.ReasonOffsetsMayExpireBeforeWindow), 0, outcomeDenied},
+		{"Unknown with no violation listed (Kafka unreachable)", unknown(), 0, outcomeDenied},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.proof.ViolationsOmitted = tc.omitted
@@ -58,7 +71,7 @@ func TestRiskOnlyViolationsWarnAndAllow(t *testing.T) {
 				}
 				return
 			}
-			mustContain(t, ws, "is Violated (proof 5e1f00aa) by risks only, nothing lost yet: allowed", "outbox[0]: expires in 1d23h")
+			mustContain(t, ws, "is "+string(tc.proof.Verdict)+" (proof 5e1f00aa) by risks only, nothing lost yet: allowed", "outbox[0]: expires in 1d23h")
 		})
 	}
 

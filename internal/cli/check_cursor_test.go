@@ -137,7 +137,7 @@ func TestCheckBusinessCursor(t *testing.T) {
 			// inbox committed, the offset commit did not): a replay. (A
 			// 72h window: the brokers keep the group's offsets 7 days.)
 			base = replace(base, "240h", "72h")
-			c.CommitAsMember(t, "reporting", "settle-task", map[int32]int64{0: 570, 1: 600})
+			c.RunConsumer(t, "reporting", "settle-task", map[int32]int64{0: 570, 1: 600})
 			cursorTable(t, db, "consumer_cursor", "reporting", map[int32]int64{0: 600, 1: 600})
 			code, res, _, _ = cursorCheck(t, db, db.AdminDSN(), append(base, "--group", "reporting")...)
 			if code != ExitProven || res.Cursor == nil || res.Cursor.ReplayRecords != 30 || res.Cursor.ResumeFrom != "GroupOffsets" {

@@ -68,7 +68,7 @@ func TestScanJudgesEveryGroup(t *testing.T) {
 	}{
 		{"expired", row{"Violated", "CommittedOffsetExpired", "Empty", "classic", "", "payments", 4, false}},
 		{"offsetless", row{"Unknown", "GroupTopicsUnknown", "Stable", "classic", "consumer", "", 0, false}},
-		{"healthy", row{"Proven", "", "Empty", "classic", "consumer", "orders", 0, true}},
+		{"healthy", row{"Proven", "", "Stable", "classic", "consumer", "orders", 0, true}},
 		{"simple", row{"Proven", "", "Empty", "classic", "", "orders", 0, true}},
 	}
 	if len(got.Groups) != len(want) {
@@ -94,7 +94,7 @@ func TestScanJudgesEveryGroup(t *testing.T) {
 		"4 groups: 1 Violated, 1 Unknown, 2 Proven",
 		"GROUP", "expired     Empty   classic/simple    payments  Violated  CommittedOffsetExpired",
 		"offsetless  Stable  classic/consumer  -         Unknown   GroupTopicsUnknown",
-		"healthy     Empty   classic/consumer  orders    Proven",
+		"healthy     Stable  classic/consumer  orders    Proven",
 	} {
 		if !strings.Contains(table, line) {
 			t.Errorf("table lacks %q:\n%s", line, table)

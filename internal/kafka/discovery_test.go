@@ -47,7 +47,7 @@ func TestObserveClusterDiscovers(t *testing.T) {
 				t.Errorf("expired: committed %d, log start %d; want 2 and 6", p.Committed, p.LogStart)
 			}
 		case "healthy":
-			if d.Observation.Group.ProtocolType != "consumer" || d.Observation.Group.State != "Empty" {
+			if d.Observation.Group.ProtocolType != "consumer" || d.Observation.Group.State != "Stable" {
 				t.Errorf("healthy: %+v", d.Observation.Group)
 			}
 		case "simple":

@@ -16,8 +16,13 @@ import (
 // overstates:
 //
 //   - EmptySince: a group seen in another state at t0 and Empty at t1
-//     became Empty after t0. It is t0, the last observation that saw it in
-//     another state.
+//     became Empty after t0 and by t1. It is t0, the last observation that
+//     saw it in another state; t1 is EmptyBy, the first that saw it Empty
+//     (together they make an Empty group's offset expiry certain when even
+//     t1 + offsets.retention.minutes falls inside the window). Empty at t0
+//     as another kind of group (a simple group, protocol type "", now a
+//     classic consumer group: kcat or a console consumer read it) counts:
+//     only a member joining after t0 changes it.
 //   - CommittedAfter: a partition seen at offset a at t0 and b ≠ a at t1 was
 //     committed after t0. It is t0, the last observation that saw the old
 //     offset. A consumer that commits the same offset again is not seen, so
@@ -54,8 +59,10 @@ type memoryKey struct{ cluster, group string }
 type groupEntry struct {
 	seenState   bool
 	state       string
+	kind        string
 	stateSeenAt time.Time // the last observation that read the state
 	emptySince  time.Time // lower bound; zero unless a transition to Empty was seen
+	emptyBy     time.Time // upper bound: the observation that first saw it Empty after another state
 	lastSeen    time.Time
 	partitions  map[topicPartition]partitionEntry // by value: 120,000 of them at 5,000 groups
 }
@@ -86,12 +93,18 @@ const pruneEvery = time.Hour
 type groupFacts struct {
 	stateKnown bool
 	state      string
-	committed  map[topicPartition]int64
+	// kind is the group's protocol and protocol type ("classic/consumer",
+	// "classic/" for a simple group): a change between two Empty
+	// observations means a member joined in between (a simple group
+	// joined, a classic group migrated), a transition like any other.
+	kind      string
+	committed map[topicPartition]int64
 }
 
 // groupRecall is what the memory says after recording a pass.
 type groupRecall struct {
 	emptySince     time.Time
+	emptyBy        time.Time
 	committedAfter map[topicPartition]time.Time
 	vanished       map[topicPartition]vanishedOffset
 }
@@ -132,18 +145,19 @@ func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.T
 	if facts.stateKnown && !now.Before(e.stateSeenAt) {
 		switch {
 		case facts.state != proof.GroupStateEmpty:
-			e.emptySince = time.Time{}
-		case e.seenState && e.state != proof.GroupStateEmpty:
+			e.emptySince, e.emptyBy = time.Time{}, time.Time{}
+		case e.seenState && (e.state != proof.GroupStateEmpty || e.kind != facts.kind):
 			// Witnessed the group become Empty: after the last
-			// observation that saw it in another state.
-			e.emptySince = e.stateSeenAt
+			// observation that saw it in another state (or Empty as
+			// another kind of group: a member joined since), by this one.
+			e.emptySince, e.emptyBy = e.stateSeenAt, now
 		}
 		e.seenState = true
-		e.state = facts.state
+		e.state, e.kind = facts.state, facts.kind
 		e.stateSeenAt = now
 	}
 
-	recall := groupRecall{emptySince: e.emptySince, committedAfter: make(map[topicPartition]time.Time),
+	recall := groupRecall{emptySince: e.emptySince, emptyBy: e.emptyBy, committedAfter: make(map[topicPartition]time.Time),
 		vanished: make(map[topicPartition]vanishedOffset)}
 	for tp, c := range facts.committed {
 		pe, ok := e.partitions[tp]

@@ -31,11 +31,11 @@ func TestGroupMemory(t *testing.T) {
 		t.Fatalf("Stable, new commit: %+v, want committed after %v", r, t0)
 	}
 	r = pass(2*time.Minute, proof.GroupStateEmpty, 7)
-	if !r.emptySince.Equal(t0.Add(time.Minute)) || !r.committedAfter[tp].Equal(t0) {
-		t.Fatalf("became Empty: %+v, want Empty since the Stable observation at +1m", r)
+	if !r.emptySince.Equal(t0.Add(time.Minute)) || !r.emptyBy.Equal(t0.Add(2*time.Minute)) || !r.committedAfter[tp].Equal(t0) {
+		t.Fatalf("became Empty: %+v, want Empty since the Stable observation at +1m, by this one at +2m", r)
 	}
 	r = pass(3*time.Minute, "", 7) // state unreadable: memory unchanged
-	if !r.emptySince.Equal(t0.Add(time.Minute)) {
+	if !r.emptySince.Equal(t0.Add(time.Minute)) || !r.emptyBy.Equal(t0.Add(2*time.Minute)) {
 		t.Fatalf("state unknown: %+v", r)
 	}
 	r = pass(4*time.Minute, proof.GroupStateEmpty, proof.NoOffset) // offsets expired
@@ -143,5 +143,32 @@ func TestGroupMemoryOutOfOrderPasses(t *testing.T) {
 	}
 	if !r.emptySince.Equal(t0) {
 		t.Errorf("after the older pass: Empty since %v, want %v", r.emptySince, t0)
+	}
+}
+
+// Seed 000's fan-out group, read once with kcat: a simple group (it
+// commits without joining), Empty, becomes a classic consumer group, Empty
+// again once kcat leaves, between two checks that both read Empty. Only a
+// member joining changes the protocol type, so the group went Empty after
+// the first check: a lower bound, where otherwise its Empty clock would be
+// unknown (Unknown, EmptyGroupOffsetsMayExpireBeforeWindow).
+func TestGroupMemoryKindChangeIsATransition(t *testing.T) {
+	var m groupMemory
+	t0 := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+	pass := func(at time.Duration, kind string) groupRecall {
+		return m.record("k0:9092", "fanout", groupFacts{stateKnown: true, state: proof.GroupStateEmpty, kind: kind}, t0.Add(at))
+	}
+	if r := pass(0, "classic/"); !r.emptySince.IsZero() {
+		t.Fatalf("first sight: Empty since %v, want unknown", r.emptySince)
+	}
+	if r := pass(time.Minute, "classic/"); !r.emptySince.IsZero() {
+		t.Fatalf("Empty, same kind: Empty since %v, want unknown (no transition seen)", r.emptySince)
+	}
+	r := pass(2*time.Minute, "classic/consumer")
+	if !r.emptySince.Equal(t0.Add(time.Minute)) || !r.emptyBy.Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("Empty as a consumer group: Empty since %v by %v, want after +1m, by +2m", r.emptySince, r.emptyBy)
+	}
+	if r := pass(3*time.Minute, "classic/consumer"); !r.emptySince.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("still Empty: Empty since %v, want the bound kept", r.emptySince)
 	}
 }

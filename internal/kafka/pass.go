@@ -243,6 +243,7 @@ func (p *pass) run(ctx context.Context) {
 		p.recall[g] = p.o.memory.record(p.conn.clusterKey(), g, groupFacts{
 			stateKnown: gs.stateKnown,
 			state:      gs.state,
+			kind:       gs.protocol + "/" + gs.protocolType,
 			committed:  gs.committed,
 		}, p.now)
 	}
@@ -285,7 +286,7 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 		obs.Group.Subscribed = slices.Clone(obs.Group.Subscribed)
 	}
 	recall := p.recall[t.Group]
-	obs.Group.EmptySince = recall.emptySince
+	obs.Group.EmptySince, obs.Group.EmptyBy = recall.emptySince, recall.emptyBy
 
 	names := slices.Clone(t.Topics)
 	slices.Sort(names)

@@ -24,13 +24,15 @@ var lossReasons = []string{
 // riskReasons are the violations that say the group cannot be down for its
 // whole window from now while nothing is lost yet: the oldest record it has
 // not read expires first (a lagging group, seed 000 before the loss), or an
-// Empty classic group's offsets expire first (seed 003 before the loss).
-// Admission warns on a proof Violated only by them and refuses nothing
-// (the rollout is the way out), and the critical Violated alert leaves them
-// to their own warning alerts.
+// Empty classic group's offsets expire, or may expire, first (seed 003
+// before the loss). Admission warns on a proof failing (Violated or
+// Unknown) only by them and refuses nothing (the rollout is the way out),
+// and the critical Violated alert leaves them to their own warning alerts.
 var riskReasons = []string{
 	ReasonRecoveryHeadroomShorterThanWindow,
 	ReasonEmptyGroupOffsetsExpireBeforeWindow,
+	// Unknown rather than Violated (missingFact), a risk all the same.
+	ReasonEmptyGroupOffsetsMayExpireBeforeWindow,
 }
 
 // IsRisk reports whether reason is one of the risks (riskReasons): a
@@ -81,7 +83,7 @@ func missingFact(reason string) bool {
 	switch reason {
 	case ReasonRetentionUnreadable, ReasonOffsetsRetentionUnreadable, ReasonNotEvaluated,
 		ReasonOffsetsMayExpireBeforeWindow, ReasonGroupTypeUnknown, ReasonCursorUnreadable,
-		ReasonShareStartOffsetBelowLogStart:
+		ReasonShareStartOffsetBelowLogStart, ReasonEmptyGroupOffsetsMayExpireBeforeWindow:
 		return true
 	}
 	return false

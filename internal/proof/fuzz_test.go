@@ -764,7 +764,7 @@ func oracleHeadroom(in fuzzCase) []string {
 // oracleExplicitAndEmpty: an offset with an explicit expiry (OffsetCommit
 // v2–v4) expires then, whatever the group; an Empty classic group with a
 // protocol type and committed offsets loses them offsets.retention.minutes
-// after EmptySince.
+// after EmptySince, which may be any moment when EmptySince is unknown.
 func oracleExplicitAndEmpty(in fuzzCase, minutes int64) []string {
 	var why []string
 	deadline := in.now.Add(in.policy.RecoveryWindow)
@@ -785,9 +785,15 @@ func oracleExplicitAndEmpty(in fuzzCase, minutes int64) []string {
 	if minutes < math.MaxInt64/int64(time.Minute) {
 		retention = time.Duration(minutes) * time.Minute
 	}
-	if committed && g.Protocol == ProtocolClassic && g.ProtocolType != "" && g.State == GroupStateEmpty && !g.EmptySince.IsZero() &&
-		g.EmptySince.Add(retention).Before(deadline) {
-		why = append(why, "the Empty group's offsets expire before the window ends")
+	if committed && g.Protocol == ProtocolClassic && g.ProtocolType != "" && g.State == GroupStateEmpty {
+		switch {
+		case g.EmptySince.IsZero():
+			// Empty since a time nobody saw: the offsets may expire any
+			// moment (the broker-in-the-loop oracle's false Proven).
+			why = append(why, "the Empty group's offsets may expire any moment: since when it is Empty is unknown")
+		case g.EmptySince.Add(retention).Before(deadline):
+			why = append(why, "the Empty group's offsets expire before the window ends")
+		}
 	}
 	return why
 }

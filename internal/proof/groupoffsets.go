@@ -81,16 +81,26 @@ func groupOffsetsRetained(f *facts) (Condition, []Violation) {
 			Committed: c.committed, LogStart: -1, LogEnd: -1, Cursor: NoOffset,
 		})
 	}
-	if at, ok := emptyGroupExpiry(f); ok && at.Before(deadline) && hasCommittedOffset(f) {
-		g := f.obs.Group
-		since := g.EmptySince.UTC().Format(time.RFC3339)
-		if !g.EmptySinceExact {
-			since += " or earlier"
+	if ex, ok := emptyGroupExpiry(f); ok && hasCommittedOffset(f) {
+		switch {
+		case ex.known && !ex.latest.IsZero() && ex.latest.Before(deadline):
+			o.add(topicViolation("", ReasonEmptyGroupOffsetsExpireBeforeWindow, "",
+				"group "+groupName(f)+" has been Empty since "+ex.since()+": its committed offsets expire "+setting+" after that, at "+
+					ex.latest.UTC().Format(time.RFC3339)+" or sooner, before recoveryWindow "+FormatDuration(window)+
+					" from now ends: it cannot stay down for its window; start the consumer (a member stops the clock)"))
+		case !ex.known:
+			o.add(topicViolation("", ReasonEmptyGroupOffsetsMayExpireBeforeWindow, "",
+				"group "+groupName(f)+" is Empty, and since when is not known (the guard did not see it go Empty: a one-shot check, "+
+					"or a manager that started while it was Empty): its committed offsets expire "+setting+" after it became Empty, "+
+					"any moment from now on, possibly before recoveryWindow "+FormatDuration(window)+" ends: start the consumer "+
+					"(a member stops the clock), or let the guard read the exact time from __consumer_offsets (spec.kafka.readOffsetsTopic)"))
+		case ex.earliest.Before(deadline):
+			o.add(topicViolation("", ReasonEmptyGroupOffsetsMayExpireBeforeWindow, "",
+				"group "+groupName(f)+" has been Empty since "+ex.since()+": its committed offsets expire "+setting+" after that, "+
+					"at "+ex.earliest.UTC().Format(time.RFC3339)+" or later, possibly before recoveryWindow "+FormatDuration(window)+
+					" from now ends: start the consumer (a member stops the clock), or let the guard read the exact time from "+
+					"__consumer_offsets (spec.kafka.readOffsetsTopic)"))
 		}
-		o.add(topicViolation("", ReasonEmptyGroupOffsetsExpireBeforeWindow, "",
-			"group "+groupName(f)+" has been Empty since "+since+": its committed offsets expire "+setting+" after that, at "+
-				at.UTC().Format(time.RFC3339)+" or sooner, before recoveryWindow "+FormatDuration(window)+
-				" from now ends: it cannot stay down for its window; start the consumer (a member stops the clock)"))
 	}
 	for i := range e.commits {
 		c := &e.commits[i]
@@ -384,17 +394,55 @@ func afterMaxValue(v ConfigValue) string {
 	return quoteValue(v.Value)
 }
 
-// emptyGroupExpiry is when an Empty classic group's offsets expire:
-// offsets.retention.minutes after it became Empty (a lower bound on that
-// time gives an upper bound on this one, so a time before the deadline is
-// certain either way).
-func emptyGroupExpiry(f *facts) (time.Time, bool) {
+// emptyExpiry is when an Empty classic group's offsets expire:
+// offsets.retention.minutes after it became Empty (Kafka's
+// GroupMetadata.removeExpiredOffsets and, from 4.0,
+// ClassicGroup.offsetExpirationCondition: currentStateTimestamp + retention).
+type emptyExpiry struct {
+	// known: when the group became Empty is known exactly or bounded from
+	// below; otherwise it may have been any time before now and the
+	// offsets may expire any moment.
+	known bool
+	exact bool
+	// earliest and latest bound the expiry (equal when exact); latest is
+	// zero when only the lower bound is known.
+	earliest, latest time.Time
+	g                GroupObservation
+}
+
+// since says since when the group is Empty, as precisely as it is known.
+func (x emptyExpiry) since() string {
+	s := x.g.EmptySince.UTC().Format(time.RFC3339)
+	switch {
+	case x.exact:
+		return s
+	case !x.g.EmptyBy.IsZero():
+		return "between " + s + " and " + x.g.EmptyBy.UTC().Format(time.RFC3339)
+	}
+	return "after " + s
+}
+
+// emptyGroupExpiry reports, for an Empty classic group with readable
+// offsets.retention.minutes, when its offsets expire.
+func emptyGroupExpiry(f *facts) (emptyExpiry, bool) {
 	g := f.obs.Group
 	retention, ok := f.offsetsRetention()
-	if !ok || f.expiry.kind != kindClassic || g.State != GroupStateEmpty || g.EmptySince.IsZero() {
-		return time.Time{}, false
+	if !ok || f.expiry.kind != kindClassic || g.State != GroupStateEmpty {
+		return emptyExpiry{}, false
 	}
-	return g.EmptySince.Add(retention), true
+	x := emptyExpiry{g: g}
+	if g.EmptySince.IsZero() {
+		return x, true
+	}
+	x.known, x.exact = true, g.EmptySinceExact
+	x.earliest = g.EmptySince.Add(retention)
+	switch {
+	case x.exact:
+		x.latest = x.earliest
+	case !g.EmptyBy.IsZero():
+		x.latest = g.EmptyBy.Add(retention)
+	}
+	return x, true
 }
 
 // ExpiresPerCommit reports whether the group coordinator deletes the
@@ -493,8 +541,7 @@ func offsetExpiry(f *facts) (OffsetExpiry, *Warning) {
 	case e.kind == kindClassic:
 		out.Clock = ExpiryClockGroupEmpty
 	}
-	retention, ok := f.offsetsRetention()
-	if !ok {
+	if _, ok := f.offsetsRetention(); !ok {
 		return out, nil
 	}
 	if len(e.commits) > 0 {
@@ -512,13 +559,13 @@ func offsetExpiry(f *facts) (OffsetExpiry, *Warning) {
 			out.Topic, out.Partition = c.topic, c.partition
 		}
 	}
-	g := f.obs.Group
-	if e.kind != kindClassic || g.State != GroupStateEmpty || g.EmptySince.IsZero() {
+	ex, ok := emptyGroupExpiry(f)
+	if !ok || !ex.known {
 		return out, nil
 	}
-	at := g.EmptySince.Add(retention)
+	at := ex.earliest
 	if !out.HasSoonest || at.Before(out.Soonest) {
-		out.Soonest, out.HasSoonest, out.Exact = at, true, g.EmptySinceExact
+		out.Soonest, out.HasSoonest, out.Exact = at, true, ex.exact
 		out.Topic, out.Partition = "", -1
 	}
 	left := at.Sub(f.now)
@@ -526,18 +573,19 @@ func offsetExpiry(f *facts) (OffsetExpiry, *Warning) {
 	if left >= window {
 		return out, nil
 	}
-	since := "Empty since " + g.EmptySince.UTC().Format(time.RFC3339)
-	if !g.EmptySinceExact {
-		since = "Empty since " + g.EmptySince.UTC().Format(time.RFC3339) + " or earlier"
-	}
+	since := "Empty since " + ex.since()
 	setting := keyOffsetsRetentionMinutes + " " + itoa(f.offsetsRetentionMinutes) + " (" + formatMinutes(f.offsetsRetentionMinutes) + ")"
+	may := ""
+	if ex.latest.IsZero() || ex.latest.After(ex.earliest) {
+		may = "may "
+	}
 	var msg string
 	if left <= 0 {
-		msg = "group " + groupName(f) + " is " + since + ": its committed offsets are past " + setting +
+		msg = "group " + groupName(f) + " is " + since + ": its committed offsets " + may + "be past " + setting +
 			" and go at the coordinator's next cleanup, offsets committed since included: start the consumer now " +
 			"(a member stops the clock), or auto.offset.reset decides silently where it resumes"
 	} else {
-		msg = "group " + groupName(f) + " is " + since + ": its committed offsets expire in " + FormatDuration(left) +
+		msg = "group " + groupName(f) + " is " + since + ": its committed offsets " + may + "expire in " + FormatDuration(left) +
 			" (" + setting + "), sooner than recoveryWindow " + FormatDuration(window)
 	}
 	return out, &Warning{Type: WarningGroupOffsetsExpireIn, Message: msg, Duration: left}

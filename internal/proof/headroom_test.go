@@ -140,6 +140,13 @@ func TestGroupOffsetsExpireIn(t *testing.T) {
 		return GroupObservation{State: state, Protocol: ProtocolClassic, ProtocolType: ProtocolTypeConsumer,
 			EmptySince: emptySince, EmptySinceExact: exact}
 	}
+	// witnessed: the manager saw the group in another state at since and
+	// Empty one check later, at by.
+	witnessed := func(since, by time.Time) GroupObservation {
+		g := classic(GroupStateEmpty, since, false)
+		g.EmptyBy = by
+		return g
+	}
 	cases := []struct {
 		name        string
 		group       GroupObservation
@@ -147,15 +154,30 @@ func TestGroupOffsetsExpireIn(t *testing.T) {
 		want        time.Duration
 		wantExact   bool
 		wantWarning string // substring; "" means no warning
+		// wantReason is GroupOffsetsRetained's reason when it fails; ""
+		// means Proven.
+		wantReason string
 	}{
 		{
-			// Seed 003: the batch group has been Empty for 5 days (a lower
-			// bound: the last observation that saw it Stable).
-			name:        "seed003 classic group Empty for 5 days: 9 days left warns",
+			// Seed 003: the batch group has been Empty for 5 days; the
+			// manager saw it Stable then and Empty a minute later.
+			name:        "seed003 classic group Empty for 5 days, seen going Empty: 9 days left, Violated",
+			group:       witnessed(now.Add(-5*day), now.Add(-5*day+time.Minute)),
+			wantHas:     true,
+			want:        9 * day,
+			wantWarning: "group ledger-settle-consumer is Empty since between 2026-11-25T03:00:00Z and 2026-11-25T03:01:00Z: its committed offsets may expire in 216h (9d)",
+			wantReason:  ReasonEmptyGroupOffsetsExpireBeforeWindow,
+		},
+		{
+			// Only a lower bound: the group went Empty after that, and
+			// its offsets expire 14 days after it did: 9 days from now or
+			// later, maybe after the window. The proof cannot tell.
+			name:        "classic group Empty since after a time only: Unknown, may expire",
 			group:       classic(GroupStateEmpty, now.Add(-5*day), false),
 			wantHas:     true,
 			want:        9 * day,
-			wantWarning: "group ledger-settle-consumer is Empty since 2026-11-25T03:00:00Z or earlier: its committed offsets expire in 216h (9d)",
+			wantWarning: "group ledger-settle-consumer is Empty since after 2026-11-25T03:00:00Z: its committed offsets may expire in 216h (9d)",
+			wantReason:  ReasonEmptyGroupOffsetsMayExpireBeforeWindow,
 		},
 		{
 			name:        "exact Empty time read from __consumer_offsets",
@@ -164,6 +186,7 @@ func TestGroupOffsetsExpireIn(t *testing.T) {
 			want:        9 * day,
 			wantExact:   true,
 			wantWarning: "is Empty since 2026-11-25T03:00:00Z: its committed offsets expire in 216h (9d)",
+			wantReason:  ReasonEmptyGroupOffsetsExpireBeforeWindow,
 		},
 		{
 			name:    "classic group Empty for 1 day: 13 days left, no warning",
@@ -176,14 +199,22 @@ func TestGroupOffsetsExpireIn(t *testing.T) {
 			// group: Kafka measures them from when the group became Empty,
 			// not from the reset, and deletes them at the next cleanup.
 			name:        "seed003 classic group Empty past offsets retention: offsets reset since still go",
-			group:       classic(GroupStateEmpty, now.Add(-15*day), false),
+			group:       witnessed(now.Add(-15*day), now.Add(-15*day+time.Minute)),
 			wantHas:     true,
 			want:        -day,
 			wantWarning: "go at the coordinator's next cleanup, offsets committed since included: start the consumer now",
+			wantReason:  ReasonEmptyGroupOffsetsExpireBeforeWindow,
 		},
 		{
-			name:  "classic group Empty since an unknown time: no expiry known",
-			group: classic(GroupStateEmpty, time.Time{}, false),
+			// The broker-in-the-loop oracle's false Proven (seed 12 trial
+			// 47, seed 11 trial 170): a one-shot check of a group Empty
+			// since a time it cannot know. Kafka deletes its offsets
+			// offsets.retention.minutes after it became Empty, which may
+			// be any moment: it read Proven, and the consumer skipped
+			// every record since.
+			name:       "classic group Empty since an unknown time: Unknown, may expire any moment",
+			group:      classic(GroupStateEmpty, time.Time{}, false),
+			wantReason: ReasonEmptyGroupOffsetsMayExpireBeforeWindow,
 		},
 		{
 			name:  "stable group: no clock runs",
@@ -215,12 +246,22 @@ func TestGroupOffsetsExpireIn(t *testing.T) {
 			}
 			// Issue 22 item 6: the verdict and Ready's words agree with the
 			// warning. Offsets that expire before now + window mean the
-			// group cannot be down for its window from now: Violated.
+			// group cannot be down for its window from now: Violated;
+			// offsets that may expire then cannot be proven: Unknown.
+			// Either is a risk: nothing is lost yet.
 			wantVerdict := Proven
-			if c.wantWarning != "" {
+			switch c.wantReason {
+			case ReasonEmptyGroupOffsetsExpireBeforeWindow:
 				wantVerdict = Violated
-				if v := conditionOf(t, r, ClauseGroupOffsetsRetained); v.Reason != ReasonEmptyGroupOffsetsExpireBeforeWindow {
-					t.Errorf("GroupOffsetsRetained = %+v, want %s", v, ReasonEmptyGroupOffsetsExpireBeforeWindow)
+			case ReasonEmptyGroupOffsetsMayExpireBeforeWindow:
+				wantVerdict = Unknown
+			}
+			if c.wantReason != "" {
+				if v := conditionOf(t, r, ClauseGroupOffsetsRetained); v.Reason != c.wantReason {
+					t.Errorf("GroupOffsetsRetained = %+v, want %s", v, c.wantReason)
+				}
+				if !IsRisk(c.wantReason) {
+					t.Errorf("%s is not a risk: admission would refuse the start that saves the offsets", c.wantReason)
 				}
 			}
 			if r.Verdict != wantVerdict {

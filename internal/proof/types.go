@@ -110,6 +110,16 @@ const (
 	// its window from now (it has been down since then). Start the
 	// consumer (a member stops the clock). Violated.
 	ReasonEmptyGroupOffsetsExpireBeforeWindow = "EmptyGroupOffsetsExpireBeforeWindow"
+	// ReasonEmptyGroupOffsetsMayExpireBeforeWindow: the same, when the time the
+	// group became Empty is not known well enough to show that its offsets
+	// outlive now + recoveryWindow: not known at all (a one-shot check, a
+	// manager that started while the group was Empty, without
+	// readOffsetsTopic), or known only to be after a time from which the
+	// offsets would expire before the window ends. The offsets may expire
+	// any moment within offsets.retention.minutes: Unknown (fail closed),
+	// and a risk like the one above (nothing lost yet; a start is the way
+	// out).
+	ReasonEmptyGroupOffsetsMayExpireBeforeWindow = "EmptyGroupOffsetsMayExpireBeforeWindow"
 	// ReasonExplicitOffsetExpiryBeforeWindow: an offset was committed with
 	// an explicit retention time (OffsetCommit v2–v4 retention_time, old
 	// Sarama and kafka-go clients), read from __consumer_offsets: it
@@ -429,10 +439,16 @@ type GroupObservation struct {
 	// EmptySince is when the group became Empty (classic groups' offsets
 	// expire offsets.retention.minutes after that): exact when
 	// EmptySinceExact (read from __consumer_offsets), else a lower bound
-	// (the last observation that saw the group in another state). Zero
-	// when the group is not Empty or the time is not known.
+	// (the last observation that saw the group in another state: it
+	// became Empty after that). Zero when the group is not Empty or the
+	// time is not known (a one-shot observation of an Empty group, an
+	// observer that started while it was Empty).
 	EmptySince      time.Time
 	EmptySinceExact bool
+	// EmptyBy, with a lower-bound EmptySince, is an upper bound: the first
+	// observation that saw the group Empty after seeing it in another
+	// state (it became Empty by then). Zero when not known.
+	EmptyBy time.Time
 	// MigrationPossible: the brokers would convert this classic group to a
 	// consumer group if its members rejoined with group.protocol=consumer
 	// (a broker's group.coordinator.rebalance.protocols includes consumer:

@@ -81,16 +81,40 @@ func TestSeed003ExpiredGroupOffsetsBlockTheBatchRun(t *testing.T) {
 	namespace(t, ns)
 	must(t, kafka.CreateTopic(ctx, topic, 3, map[string]string{"retention.ms": strconv.FormatInt((30 * 24 * time.Hour).Milliseconds(), 10)}))
 	must(t, kafka.Produce(ctx, topic, 3, 100))
-	// Yesterday's run read everything and committed.
+	// Yesterday's run read everything, committed and left, before the
+	// guard was installed.
 	must(t, kafka.CommitAsMember(ctx, group, topic, map[int32]int64{0: 100, 1: 100, 2: 100}))
 	p := policy(t, ns, group, group, topic, "settle")
 	key := client.ObjectKeyFromObject(p)
 	deployment(t, ns, "settle", "settle", 0)
 
-	p = waitPolicy(t, key, 30*time.Second, "Proven", proven)
-	t.Logf("before the outage: %s", describe(p))
-	must(t, scale(t, ns, "settle", 1)) // a normal run
+	// The guard meets the group Empty since a time nothing it reads can
+	// tell: its offsets expire offsets.retention.minutes after that, maybe
+	// any moment. Unknown, not Proven (the broker-in-the-loop oracle's
+	// false Proven), and a risk: tonight's run, which stops the clock, is
+	// allowed all the same.
+	p = waitPolicy(t, key, 30*time.Second, "Unknown: Empty since a time the guard did not see", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return verdict(p) == "Unknown" && ready(p).Reason == "EmptyGroupOffsetsMayExpireBeforeWindow"
+	})
+	t.Logf("met Empty: %s", describe(p))
+	ws, err := scaleWarned(t, ns, "settle", 1) // tonight's run
+	if err != nil {
+		t.Fatalf("tonight's run was refused, want it allowed with a warning (Unknown by a risk only): %v", err)
+	}
+	contains(t, "tonight's run's warnings", strings.Join(ws, "\n"), "retention-guard: "+group+" is Unknown (proof ",
+		"by risks only, nothing lost yet: allowed", "EmptyGroupOffsetsMayExpireBeforeWindow")
+	run, err := kafka.JoinGroup(ctx, group, topic)
+	must(t, err)
+	p = waitPolicy(t, key, 30*time.Second, "Proven while the run is a member", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return proven(p) && p.Status.Proof.GroupState == "Stable"
+	})
+	run.Leave()
 	must(t, scale(t, ns, "settle", 0))
+	// Seen Stable, then Empty: the guard dates the Empty clock.
+	p = waitPolicy(t, key, 30*time.Second, "Proven, Empty since the run", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return proven(p) && p.Status.Proof.GroupState == "Empty" && p.Status.Proof.GroupEmptySince != nil
+	})
+	t.Logf("before the outage: %s", describe(p))
 
 	// Eight days down: new tasks arrive, retention deletes the oldest
 	// (the log start moves to 40, records 40..249 are still there), and

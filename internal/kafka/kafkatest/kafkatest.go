@@ -405,6 +405,24 @@ func (c *Cluster) JoinGroup(t testing.TB, group, protocol string, topics ...stri
 	}
 }
 
+// RunConsumer is a consumer that keeps running: it joins group as a
+// classic consumer of topic, commits offsets (partition to offset) as its
+// member, and stays in the group (Stable, no Empty clock running) until the
+// returned client is closed or the test ends. A healthy group is one whose
+// consumer runs: an Empty group's offsets expire offsets.retention.minutes
+// after it became Empty, a time no one-shot observation can know, so it is
+// never Proven without it (docs/concepts.md).
+func (c *Cluster) RunConsumer(t testing.TB, group, topic string, offsets map[int32]int64) *kgo.Client {
+	t.Helper()
+	cl := c.JoinGroup(t, group, Classic, topic)
+	cx, cancel := bounded()
+	defer cancel()
+	if err := CommitSync(cx, cl, topic, offsets); err != nil {
+		t.Fatalf("kafkatest: %v", err)
+	}
+	return cl
+}
+
 // CommitAsMember commits offsets for group the way a consumer that joined
 // the group does (a classic group member with the "consumer" protocol
 // type, like seed 003's batch consumer), then leaves: the group is Empty
@@ -525,8 +543,8 @@ func (c *Cluster) WaitGroupState(t testing.TB, group, state string) {
 // scan must tell apart, on topics orders and payments (one partition, 10
 // records each):
 //
-//   - healthy: a classic consumer group that committed 8 on orders as a
-//     member and left (Empty, its offsets on the Empty clock);
+//   - healthy: a classic consumer group whose running member committed 8
+//     on orders (Stable; it stays until the test ends);
 //   - expired: a simple group (commits without joining) at 2 on payments,
 //     whose records before 6 were deleted: 4 records lost;
 //   - simple: a simple group caught up on orders (10);
@@ -538,7 +556,7 @@ func (c *Cluster) SeedGroupKinds(t testing.TB) {
 	c.CreateTopic(t, "payments", 1, nil)
 	c.Produce(t, "orders", 10)
 	c.Produce(t, "payments", 10)
-	c.CommitAsMember(t, "healthy", "orders", map[int32]int64{0: 8})
+	c.RunConsumer(t, "healthy", "orders", map[int32]int64{0: 8})
 	c.CommitOffsets(t, "expired", "payments", map[int32]int64{0: 2})
 	c.DeleteRecords(t, "payments", 0, 6)
 	c.CommitOffsets(t, "simple", "orders", map[int32]int64{0: 10})

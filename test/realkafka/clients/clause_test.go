@@ -55,10 +55,12 @@ func TestPartitionAddedNeedsASeekForNone(t *testing.T) {
 				}
 			}
 
-			// The product, with spec.consumer (ResetFailsLoudly).
+			// The product, with spec.consumer (ResetFailsLoudly), reading
+			// the Empty group's Empty time from __consumer_offsets (one
+			// observation cannot know it otherwise: Unknown).
 			o := kafka.NewObserver()
 			defer o.Close()
-			obs := o.Observe(ctx, kafka.Connection{BootstrapServers: b.Addrs()}, []kafka.Target{{Group: group, Topics: []string{topic}}})[0]
+			obs := o.Observe(ctx, kafka.Connection{BootstrapServers: b.Addrs()}, []kafka.Target{{Group: group, Topics: []string{topic}, ReadOffsetsTopic: true}})[0]
 			pol := proof.Policy{UID: "issue-22", GroupID: group, Topics: []string{topic}, RecoveryWindow: 10 * time.Minute, ResetFailsLoudly: true}
 			res := proof.Evaluate(obs, pol, obs.ObservedAt)
 			if res.Verdict != proof.Proven {

@@ -96,7 +96,13 @@ func observeUntil(t *testing.T, b *apachekafka.Broker, target kafka.Target, done
 	deadline := time.Now().Add(wait)
 	for {
 		obs := observe(t, b, target)
-		if len(obs.Topics) == 1 && len(obs.Topics[0].Partitions) == 1 && done(obs.Topics[0].Partitions[0]) ||
+		// An Empty classic group's Empty time is read from its metadata
+		// record, which the coordinator appends after the state changed:
+		// an observation between the two does not have it yet.
+		g := obs.Group
+		emptyTimeRead := !target.ReadOffsetsTopic || g.State != proof.GroupStateEmpty || g.Protocol != proof.ProtocolClassic ||
+			g.ProtocolType == "" || g.EmptySinceExact
+		if len(obs.Topics) == 1 && len(obs.Topics[0].Partitions) == 1 && done(obs.Topics[0].Partitions[0]) && emptyTimeRead ||
 			time.Now().After(deadline) {
 			return obs
 		}
