@@ -46,6 +46,7 @@ func (l *LiveChecker) Check(ctx context.Context, p *rgv1.ConsumerRetentionPolicy
 	if err != nil {
 		return nil, err
 	}
+	obs = withPriorEmptyBound(obs, p.Status.Proof, p.Status.ObservedGeneration, p.Generation)
 	res := proof.Evaluate(obs, pol, obs.ObservedAt)
 	return proofStatus(obs, res), nil
 }

@@ -126,7 +126,9 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 		return statusOutcome{Status: st, Result: &res}
 
 	case in.Observation != nil:
-		res := proof.Evaluate(*in.Observation, in.Policy, in.Observation.ObservedAt)
+		obs := withPriorEmptyBound(*in.Observation, cur.Proof, cur.ObservedGeneration, in.Generation)
+		in.Observation = &obs
+		res := proof.Evaluate(obs, in.Policy, obs.ObservedAt)
 		setClauseConditions(&st.Conditions, res.Conditions, in.Generation, now)
 		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
 		if in.Policy.Cursor == nil {

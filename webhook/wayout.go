@@ -43,6 +43,7 @@ const (
 	remedyExplicitExpiry
 	remedyHeadroom
 	remedyEmptyGroup
+	remedyEmptyGroupUndated
 )
 
 // advice is what a reason means for the person rolling out.
@@ -106,6 +107,8 @@ var adviceFor = map[string]advice{
 	// Risks: nothing lost yet (listed after the rest).
 	proof.ReasonRecoveryHeadroomShorterThanWindow:   {problem: problemOther, remedy: remedyHeadroom},
 	proof.ReasonEmptyGroupOffsetsExpireBeforeWindow: {problem: problemOther, remedy: remedyEmptyGroup},
+	// Unknown: since when the group is Empty is not known well enough.
+	proof.ReasonEmptyGroupOffsetsMayExpireBeforeWindow: {problem: problemOther, remedy: remedyEmptyGroupUndated},
 }
 
 // findingRank orders findings by what matters to the person rolling out
@@ -225,6 +228,13 @@ var wayTexts = map[remedy]wayText{
 			return wrapFinding("Way out: start the consumer (a member stops the clock on the group's offsets) or raise offsets.retention.minutes, then retry.", maxLine)
 		},
 		words: func(*way) string { return "start the consumer or raise offsets.retention.minutes" },
+	},
+	remedyEmptyGroupUndated: {
+		full: func(*way) []string {
+			return wrapFinding("Way out: start the consumer (a member stops the clock on the group's offsets), or let the guard read "+
+				"when the group became Empty from __consumer_offsets (spec.kafka.readOffsetsTopic), then retry.", maxLine)
+		},
+		words: func(*way) string { return "start the consumer or set spec.kafka.readOffsetsTopic" },
 	},
 }
 

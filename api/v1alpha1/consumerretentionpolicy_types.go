@@ -516,6 +516,12 @@ type ProofStatus struct {
 	// its verdict says.
 	CheckedAt metav1.Time `json:"checkedAt"`
 
+	// clusterID is the ID of the Kafka cluster observed (its brokers'
+	// Metadata answer). What an earlier proof saw of the group (its state,
+	// groupEmptySince) counts for the next only on the same cluster.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+
 	// groupState is the consumer group's state as Kafka reports it
 	// (Empty, Stable, Dead, ...).
 	// +optional

@@ -73,6 +73,9 @@ func (p *pass) metadata(ctx context.Context) bool {
 		return false
 	}
 
+	if resp.ClusterID != nil {
+		p.clusterID = *resp.ClusterID
+	}
 	for _, b := range resp.Brokers {
 		p.brokers = append(p.brokers, b.NodeID)
 	}

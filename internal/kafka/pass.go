@@ -32,9 +32,10 @@ type pass struct {
 	failures []failure
 
 	// From metadata.
-	brokers  []int32
-	topics   map[string]*topicState
-	topicIDs map[[16]byte]string
+	clusterID string
+	brokers   []int32
+	topics    map[string]*topicState
+	topicIDs  map[[16]byte]string
 
 	// From DescribeConfigs.
 	offsetsRetention proof.ConfigValue
@@ -276,6 +277,7 @@ func (p *pass) observations() []proof.Observation {
 func (p *pass) observation(i int, t Target) proof.Observation {
 	obs := proof.Observation{
 		ObservedAt:              p.now,
+		ClusterID:               p.clusterID,
 		OffsetsRetentionMinutes: p.offsetsRetention,
 		Group:                   proof.GroupObservation{ID: t.Group},
 	}

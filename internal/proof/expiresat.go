@@ -6,7 +6,8 @@ package proof
 // retention time expires at it; an offset that expires per commit at its
 // dated commit plus offsets.retention.minutes (exact, or at the earliest
 // for a commit time bounded from below; an undated one has none); an Empty
-// classic group's offsets that long after it became Empty.
+// classic group's offsets that long after it became Empty (at the earliest,
+// when that is bounded from below; none when it is not known).
 func dateOffsetExpiries(vs []Violation, f *facts) {
 	type key struct {
 		topic     string
@@ -37,9 +38,11 @@ func dateOffsetExpiries(vs []Violation, f *facts) {
 			if c := commits[key{v.Topic, v.Partition}]; c != nil && c.known {
 				v.ExpiresAt = c.expiry
 			}
-		case ReasonEmptyGroupOffsetsExpireBeforeWindow:
-			if at, ok := emptyGroupExpiry(f); ok {
-				v.ExpiresAt = at
+		case ReasonEmptyGroupOffsetsExpireBeforeWindow, ReasonEmptyGroupOffsetsMayExpireBeforeWindow:
+			// The earliest it may expire; none when since when the group
+			// is Empty is not known at all.
+			if x, ok := emptyGroupExpiry(f); ok && x.known {
+				v.ExpiresAt = x.earliest
 			}
 		}
 	}

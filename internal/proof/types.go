@@ -359,6 +359,10 @@ type ConfigValue struct {
 type Observation struct {
 	// ObservedAt is when the observation was taken.
 	ObservedAt time.Time
+	// ClusterID is the cluster ID the brokers report (Metadata v2+);
+	// empty when none answered. Facts remembered from an earlier proof
+	// (the policy's status) hold only for the same cluster.
+	ClusterID string
 	// Failures are requests that were not answered (or denied). A non-empty
 	// list makes KafkaReachable fail.
 	Failures []Failure

@@ -26,6 +26,7 @@ func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
 		Verdict:           rgv1.Verdict(res.Verdict),
 		ProofID:           res.ProofID,
 		CheckedAt:         metav1.NewTime(obs.ObservedAt.UTC().Truncate(time.Second)),
+		ClusterID:         obs.ClusterID,
 		GroupState:        obs.Group.State,
 		GroupProtocol:     obs.Group.Protocol,
 		GroupProtocolType: obs.Group.ProtocolType,

@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -351,4 +352,15 @@ func allowedAtRisk(t *testing.T, what string, ws []string, err error, policy, pr
 	contains(t, what+"'s warnings", all,
 		"retention-guard: "+policy+" is Violated (proof "+proofID+") by risks only, nothing lost yet: allowed",
 		"retention-guard: "+policy+": "+risk)
+}
+
+// renewedAfter reports whether the heartbeat Lease hb was renewed after
+// since: the manager confirmed the unchanged proofs it names since then.
+func renewedAfter(t *testing.T, hb *rgv1.HeartbeatReference, since time.Time) bool {
+	t.Helper()
+	var l coordinationv1.Lease
+	if err := admin().Get(bg(t), client.ObjectKey{Namespace: hb.Namespace, Name: hb.Name}, &l); err != nil {
+		return false
+	}
+	return l.Spec.RenewTime != nil && l.Spec.RenewTime.After(since)
 }

@@ -512,6 +512,27 @@ func TestHealthyRolloutsPassAndAdmissionTime(t *testing.T) {
 // has re-proved it.
 func TestManagerKilledAndRestarted(t *testing.T) {
 	key := setUpHealthyOrders(t)
+	// A nightly batch group between runs, seen going Empty before the
+	// kill. The restarted manager's memory is empty: on its own it would
+	// meet the group Empty since a time it never saw (Unknown, on every
+	// upgrade); the policy's last proof dates the clock.
+	ctx := bg(t)
+	const bns, btopic, bgroup = "nightly", "nightly-tasks", "nightly-settle"
+	namespace(t, bns)
+	must(t, kafka.CreateTopic(ctx, btopic, 1, map[string]string{"retention.ms": strconv.FormatInt((30 * 24 * time.Hour).Milliseconds(), 10)}))
+	must(t, kafka.Produce(ctx, btopic, 1, 10))
+	must(t, kafka.CommitAsMember(ctx, bgroup, btopic, map[int32]int64{0: 10}))
+	bkey := client.ObjectKeyFromObject(policy(t, bns, bgroup, bgroup, btopic, "nightly"))
+	run, err := kafka.JoinGroup(ctx, bgroup, btopic) // last night's run
+	must(t, err)
+	waitPolicy(t, bkey, 30*time.Second, "Proven while the run is a member", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return proven(p) && p.Status.Proof.GroupState == "Stable"
+	})
+	run.Leave()
+	batchBefore := waitPolicy(t, bkey, 30*time.Second, "Proven, Empty since the run", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return proven(p) && p.Status.Proof.GroupState == "Empty" && p.Status.Proof.GroupEmptySince != nil
+	}).Status.Proof
+
 	p := waitPolicy(t, key, 45*time.Second, "Proven", proven)
 	checkedBefore := p.Status.Proof.CheckedAt.Time
 	hb := p.Status.Heartbeat
@@ -521,7 +542,7 @@ func TestManagerKilledAndRestarted(t *testing.T) {
 
 	killed := time.Now()
 	stk.KillManager()
-	err := rollout(t, "orders", "orders-consumer", "4.0")
+	err = rollout(t, "orders", "orders-consumer", "4.0")
 	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "workloads.retentionguard.io"`) {
 		t.Fatalf("a rollout while the manager is down: %v; want the API server to fail closed calling the webhook", err)
 	}
@@ -589,6 +610,15 @@ func TestManagerKilledAndRestarted(t *testing.T) {
 	p = waitPolicy(t, key, time.Second, "Proven", proven)
 	if !p.Status.Proof.CheckedAt.Equal(&metav1.Time{Time: checkedBefore}) {
 		t.Errorf("the unchanged proof was written again after the restart: checkedAt %s, was %s", p.Status.Proof.CheckedAt, checkedBefore)
+	}
+	// The batch group is proven by the restarted manager as before, its
+	// Empty clock dated by the last proof (the same cluster ID).
+	waitPolicy(t, bkey, 30*time.Second, "the batch group re-proved after the restart", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return p.Status.Heartbeat != nil && renewedAfter(t, p.Status.Heartbeat, start)
+	})
+	batch := waitPolicy(t, bkey, time.Second, "Proven after the restart", proven).Status.Proof
+	if batch.GroupEmptySince == nil || !batch.GroupEmptySince.Equal(batchBefore.GroupEmptySince) || batch.ClusterID == "" {
+		t.Errorf("after the restart: groupEmptySince %v, clusterID %q; want %v carried on, the cluster's ID", batch.GroupEmptySince, batch.ClusterID, batchBefore.GroupEmptySince)
 	}
 	waitResolved(t, "RetentionGuardManagerDown", managerAlert)
 	waitResolved(t, "RetentionGuardWebhookErrors", webhookAlert)

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,6 +126,8 @@ func WithKfake(opts ...kfake.Opt) Option {
 	return func(s *settings) { s.kfakeOpts = append(s.kfakeOpts, opts...) }
 }
 
+var clusterSeq atomic.Uint64
+
 // NewCluster starts a cluster, one broker unless WithBrokers says
 // otherwise, and closes it when the test ends. KIP-848 consumer group
 // heartbeats default to 100ms so groups settle quickly.
@@ -142,6 +145,9 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 	kopts := append([]kfake.Opt{
 		kfake.NumBrokers(s.brokers),
 		kfake.BrokerConfigs(s.brokerConfigs),
+		// Each cluster its own ID, as real clusters have (kfake's default
+		// is one name for all): the proof's facts carry it.
+		kfake.ClusterID("kfake-" + strconv.FormatUint(clusterSeq.Add(1), 10) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)),
 	}, s.kfakeOpts...)
 	kc, err := kfake.NewCluster(kopts...)
 	if err != nil {
