@@ -294,10 +294,13 @@ func expiryLine(obs proof.Observation, res proof.Result) string {
 	case proof.ExpiryClockGroupEmpty:
 		s = "offsets expire offsets.retention.minutes after the group becomes Empty"
 		if obs.Group.State == proof.GroupStateEmpty && !obs.Group.EmptySince.IsZero() {
-			s += " (Empty since " + obs.Group.EmptySince.UTC().Format(time.RFC3339)
+			// A bound that is not exact is a lower one: it became Empty
+			// after that.
+			s += " (Empty since "
 			if !obs.Group.EmptySinceExact {
-				s += " or earlier"
+				s += "after "
 			}
+			s += obs.Group.EmptySince.UTC().Format(time.RFC3339)
 			s += ")"
 		}
 	case proof.ExpiryClockLastCommit:

@@ -236,7 +236,7 @@ func TestSeed003EmptyGroupWarnsBeforeItsOffsetsExpire(t *testing.T) {
 			ps.GroupState == "Empty" && ps.OffsetExpiry != nil && ps.OffsetExpiry.Clock == rgv1.ExpiryClockGroupEmpty &&
 			ps.OffsetExpiry.SoonestAt != nil
 	})
-	t.Logf("group Empty since %s or earlier; offsets expire at %s; proof %s; warnings: %q", p.Status.Proof.GroupEmptySince,
+	t.Logf("group Empty since after %s; offsets expire at %s; proof %s; warnings: %q", p.Status.Proof.GroupEmptySince,
 		p.Status.Proof.OffsetExpiry.SoonestAt, p.Status.Proof.ProofID, p.Status.Proof.Warnings)
 	if p.Status.Proof.ExpiredRecords != 0 || len(p.Status.Proof.Violations) != 1 {
 		t.Errorf("before the loss want one violation and nothing expired: %s", describe(p))
