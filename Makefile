@@ -10,6 +10,7 @@ GO ?= go
 CONTROLLER_GEN := $(GO) tool controller-gen
 STATICCHECK := $(GO) tool staticcheck
 ACTIONLINT := $(GO) tool actionlint
+HELM_DOCS := $(GO) tool helm-docs
 BIN := bin/retention-guard
 # The version is the chart's appVersion: one source of truth for the binary,
 # the image tag and the chart (docs/release.md). A release tag is v$(VERSION).
@@ -130,7 +131,7 @@ build-e2e: ## Build the binaries the end-to-end suite and the demo test run (sam
 	$(GO) build -o bin/e2e/kafka-broker ./test/kafka-broker
 
 .PHONY: verify
-verify: ## Fail when generated files (CRD, RBAC, deepcopy) or formatting are out of date.
+verify: ## Fail when generated files (CRD, RBAC, deepcopy, the chart's schema and README) or formatting are out of date.
 	hack/verify.sh
 
 .PHONY: lint
@@ -174,6 +175,11 @@ manifests: ## Generate the CRD, RBAC and webhook manifests into config/ (and the
 	  output:rbac:artifacts:config=config/rbac \
 	  output:webhook:artifacts:config=config/webhook
 	hack/chart-crds.sh
+
+.PHONY: chart-docs
+chart-docs: ## Generate the chart's values.schema.json (hack/chartschema) and README.md (helm-docs, pinned in go.mod) from the comments of its values.yaml.
+	$(GO) run ./hack/chartschema -values charts/retention-guard/values.yaml -out charts/retention-guard/values.schema.json
+	$(HELM_DOCS) --chart-search-root charts/retention-guard --template-files README.md.gotmpl --sort-values-order file --skip-version-footer --log-level warning
 
 .PHONY: chart-crds
 chart-crds: ## Copy the generated CRDs, RBAC rules and webhook rules from config/ into charts/retention-guard.
