@@ -14,8 +14,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -88,7 +90,12 @@ Exit codes: 0 every check passed, 1 one failed, 64 usage error.`,
 			if err != nil {
 				return ExitError(ExitFailure, err)
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+			// SIGTERM (the pod deleted, e.g. by helm test giving up) ends
+			// the checks at once: as PID 1 the process would otherwise
+			// ignore it until the grace period ends.
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			ctx, cancel := context.WithTimeout(ctx, o.timeout)
 			defer cancel()
 			if err := runHelmTest(ctx, cmd.OutOrStdout(), cs, o, key, value); err != nil {
 				return ExitError(ExitFailure, err)

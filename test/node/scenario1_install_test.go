@@ -147,7 +147,20 @@ func TestHelmTest(t *testing.T) {
 		"helm test: the guard works")
 	t.Logf("helm test in %s:\n%s", time.Since(start).Round(100*time.Millisecond), out)
 
-	// Nothing left behind (Helm waits for each hook object's deletion).
+	noHelmTestLeftovers(t)
+	waitFor(t, "the webhook no longer called for the probe namespace", time.Minute, func() error {
+		if e := guardedExpression(t); strings.Contains(e, `"`+fullname+`-test"`) {
+			return errString("guarded-namespaces is " + e)
+		}
+		return nil
+	})
+}
+
+// noHelmTestLeftovers asserts that no object of the chart's helm test hook
+// is left (Helm waits for each one's deletion before it returns).
+func noHelmTestLeftovers(t *testing.T) {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
 	const test = fullname + "-test"
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: test}},
@@ -163,10 +176,4 @@ func TestHelmTest(t *testing.T) {
 			t.Errorf("%T %s left behind after helm test (get: %v)", o, client.ObjectKeyFromObject(o), err)
 		}
 	}
-	waitFor(t, "the webhook no longer called for the probe namespace", time.Minute, func() error {
-		if e := guardedExpression(t); strings.Contains(e, `"`+test+`"`) {
-			return errString("guarded-namespaces is " + e)
-		}
-		return nil
-	})
 }
