@@ -131,11 +131,19 @@ func runHelmTest(ctx context.Context, out io.Writer, cs kubernetes.Interface, o 
 	// replica's cache holds the policy) the dry-run is allowed: retry.
 	dep := probeDeployment(o, key, value)
 	var last string
+	reported := start
+	waiting := func(answer string) {
+		last = answer
+		if time.Since(reported) >= 10*time.Second {
+			reported = time.Now()
+			step("waiting (%s): the dry-run rollout in %s is %s", time.Since(start).Round(time.Second), o.probeNamespace, firstLines(answer, 2))
+		}
+	}
 	denial, err := poll(ctx, time.Second, func() (string, bool, error) {
 		_, err := cs.AppsV1().Deployments(o.probeNamespace).Create(ctx, dep, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		switch {
 		case err == nil:
-			last = "allowed (the webhook has not judged it against the probe policy yet)"
+			waiting("allowed (the webhook has not judged it against the probe policy yet)")
 			return "", false, nil
 		case apierrors.IsForbidden(err) && strings.Contains(err.Error(), `admission webhook "`+webhookName+`" denied the request`):
 			if !strings.Contains(err.Error(), o.probePolicy) {
@@ -144,7 +152,7 @@ func runHelmTest(ctx context.Context, out io.Writer, cs kubernetes.Interface, o 
 			return err.Error(), true, nil
 		case strings.Contains(err.Error(), "failed calling webhook"):
 			// Fail closed: the API server could not reach the webhook.
-			last = err.Error()
+			waiting("refused without the webhook's answer: " + err.Error())
 			return "", false, nil
 		default:
 			return "", false, fmt.Errorf("dry-run of Deployment %s/%s: %w", o.probeNamespace, dep.Name, err)

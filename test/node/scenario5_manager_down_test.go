@@ -75,7 +75,8 @@ func TestManagerDownBlocksOnlyGuardedNamespaces(t *testing.T) {
 	if err == nil {
 		t.Fatalf("helm test passed with the manager down:\n%s", out)
 	}
-	contains(t, "helm test with the manager down", out, "Phase:          Failed", "POD LOGS: "+fullname+"-test")
+	contains(t, "helm test with the manager down", out, "Phase:          Failed", "POD LOGS: "+fullname+"-test",
+		"waiting (", "allowed (the webhook has not judged it against the probe policy yet)")
 	t.Logf("helm test with the manager down: %v\n%s", err, tailString(out, 1500))
 	noHelmTestLeftovers(t)
 }
