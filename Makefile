@@ -10,7 +10,6 @@ GO ?= go
 CONTROLLER_GEN := $(GO) tool controller-gen
 STATICCHECK := $(GO) tool staticcheck
 ACTIONLINT := $(GO) tool actionlint
-HELM_DOCS := $(GO) tool helm-docs
 BIN := bin/retention-guard
 # The version is the chart's appVersion: one source of truth for the binary,
 # the image tag and the chart (docs/release.md). A release tag is v$(VERSION).
@@ -177,9 +176,9 @@ manifests: ## Generate the CRD, RBAC and webhook manifests into config/ (and the
 	hack/chart-crds.sh
 
 .PHONY: chart-docs
-chart-docs: ## Generate the chart's values.schema.json (hack/chartschema) and README.md (helm-docs, pinned in go.mod) from the comments of its values.yaml.
-	$(GO) run ./hack/chartschema -values charts/retention-guard/values.yaml -out charts/retention-guard/values.schema.json
-	$(HELM_DOCS) --chart-search-root charts/retention-guard --template-files README.md.gotmpl --sort-values-order file --skip-version-footer --log-level warning
+chart-docs: ## Generate the chart's values.schema.json and README.md (through README.md.gotmpl) from the comments of its values.yaml (hack/chartschema).
+	$(GO) run ./hack/chartschema -values charts/retention-guard/values.yaml -out charts/retention-guard/values.schema.json \
+		-chart charts/retention-guard/Chart.yaml -readme-template charts/retention-guard/README.md.gotmpl -readme charts/retention-guard/README.md
 
 .PHONY: chart-crds
 chart-crds: ## Copy the generated CRDs, RBAC rules and webhook rules from config/ into charts/retention-guard.

@@ -1,14 +1,18 @@
-// Command chartschema writes the chart's values.schema.json from its
-// commented values.yaml (make chart-docs; hack/verify.sh fails when the
-// committed schema is out of date).
+// Command chartschema writes the chart's values.schema.json and README.md
+// from its commented values.yaml (make chart-docs; hack/verify.sh fails
+// when either committed file is out of date). Both come from one parse of
+// values.yaml: a value's description is the same text in the schema and in
+// README.md's values table (readme.go).
 //
 // Each value's schema starts from what its default implies: its type
 // (string, boolean, integer, number, object, array), and for a mapping its
 // keys as properties with additionalProperties false (a misspelt key fails
-// the install). Its description is the helm-docs comment above it (the
-// lines from the one starting with a double dash, which helm-docs renders
-// into README.md). A `# @schema` annotation above that comment adds JSON
-// Schema keywords, as YAML, in one of two forms:
+// the install). Its description is the comment above it, from the line
+// starting with a double dash to the end of that paragraph (the helm-docs
+// convention, which the chart kept when it stopped using helm-docs). A
+// `# @default -- TEXT` line in it replaces the README's Default column; a
+// leading "(type)" replaces its Type column. A `# @schema` annotation above
+// that comment adds JSON Schema keywords, as YAML, in one of two forms:
 //
 //	# @schema {minimum: 1}
 //
@@ -46,35 +50,77 @@ import (
 func main() {
 	values := flag.String("values", "charts/retention-guard/values.yaml", "the commented values file")
 	out := flag.String("out", "charts/retention-guard/values.schema.json", "the schema to write")
+	chart := flag.String("chart", "charts/retention-guard/Chart.yaml", "the chart's Chart.yaml, for README.md")
+	tmpl := flag.String("readme-template", "charts/retention-guard/README.md.gotmpl", "the template of README.md (text/template)")
+	readme := flag.String("readme", "charts/retention-guard/README.md", "the README to write (empty: none)")
 	flag.Parse()
-	src, err := os.ReadFile(*values)
-	if err == nil {
-		var schema []byte
-		if schema, err = Generate(src); err == nil {
-			err = os.WriteFile(*out, schema, 0o644)
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "chartschema: %s: %v\n", *values, err)
+	if err := run(*values, *out, *chart, *tmpl, *readme); err != nil {
+		fmt.Fprintf(os.Stderr, "chartschema: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+func run(values, out, chart, tmpl, readme string) error {
+	src, err := os.ReadFile(values)
+	if err != nil {
+		return err
+	}
+	schema, err := Generate(src)
+	if err != nil {
+		return fmt.Errorf("%s: %w", values, err)
+	}
+	if readme == "" {
+		return os.WriteFile(out, schema, 0o644)
+	}
+	chartYAML, err := os.ReadFile(chart)
+	if err != nil {
+		return err
+	}
+	t, err := os.ReadFile(tmpl)
+	if err != nil {
+		return err
+	}
+	doc, err := Readme(t, chartYAML, src)
+	if err != nil {
+		return fmt.Errorf("%s: %w", readme, err)
+	}
+	if err := os.WriteFile(out, schema, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(readme, doc, 0o644)
+}
+
+// document is a parsed values file: its root mapping, and the annotation
+// of its header comment.
+type document struct {
+	*yaml.Node
+	ann map[string]any
+}
+
+// parse reads a values file for both outputs: the schema and README.md.
+func parse(src []byte) (document, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(src, &doc); err != nil {
+		return document{}, err
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return document{}, errors.New("the values file is not one YAML mapping")
+	}
+	c, err := parseComment(doc.HeadComment)
+	if err != nil {
+		return document{}, fmt.Errorf("the header comment: %w", err)
+	}
+	return document{&doc, c.ann}, nil
 }
 
 // Generate returns the JSON schema of the values file src, indented, keys
 // sorted, with a final newline.
 func Generate(src []byte) ([]byte, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(src, &doc); err != nil {
+	root, err := parse(src)
+	if err != nil {
 		return nil, err
 	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, errors.New("the values file is not one YAML mapping")
-	}
-	rootAnn, _, err := parseComment(doc.HeadComment)
-	if err != nil {
-		return nil, fmt.Errorf("the header comment: %w", err)
-	}
-	root, _, err := schemaOf("", doc.Content[0], rootAnn, "", true)
+	s, _, err := schemaOf("", root.Content[0], root.ann, "", true)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +128,7 @@ func Generate(src []byte) ([]byte, error) {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(root); err != nil {
+	if err := enc.Encode(s); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -99,7 +145,7 @@ func schemaOf(path string, v *yaml.Node, ann map[string]any, desc string, descri
 	}
 	described = described || desc != ""
 	if !described && (v.Kind != yaml.MappingNode || len(v.Content) == 0) {
-		return nil, false, fmt.Errorf("%s has no description: write one above it, starting with a double dash (helm-docs renders it into README.md)", where)
+		return nil, false, fmt.Errorf("%s has no description: write one above it, starting with a double dash (README.md lists it with that description)", where)
 	}
 	s = map[string]any{}
 	if r, ok := ann["required"].(bool); ok {
@@ -132,11 +178,11 @@ func schemaOf(path string, v *yaml.Node, ann map[string]any, desc string, descri
 		var req []any
 		for i := 0; i+1 < len(v.Content); i += 2 {
 			k, cv := v.Content[i], v.Content[i+1]
-			cann, cdesc, err := parseComment(k.HeadComment)
+			c, err := parseComment(k.HeadComment)
 			if err != nil {
 				return nil, false, fmt.Errorf("%s: %w", join(path, k.Value), err)
 			}
-			cs, creq, err := schemaOf(join(path, k.Value), cv, cann, cdesc, described && path != "")
+			cs, creq, err := schemaOf(join(path, k.Value), cv, c.ann, c.desc, described && path != "")
 			if err != nil {
 				return nil, false, err
 			}
@@ -254,21 +300,33 @@ func join(path, key string) string {
 
 var (
 	descStart = regexp.MustCompile(`^#\s*--\s?(.*)$`)
-	// helm-docs' own lines inside a description.
-	helmDocsTag = regexp.MustCompile(`^#\s*@(default|section|notationType|raw|ignore)\b`)
-	// helm-docs' type override at the start of a description: "(list) …".
-	helmDocsType = regexp.MustCompile(`^\((.*?)\)\s*`)
+	// A README.md Default column in place of the default's JSON.
+	defaultTag = regexp.MustCompile(`^#\s*@default\s+--\s?(.*)$`)
+	// helm-docs' other tags, which nothing here renders.
+	unsupportedTag = regexp.MustCompile(`^#\s*@(section|notationType|raw|ignore)\b`)
+	// A README.md Type column in place of the default's type, at the start
+	// of a description: "(list) …".
+	typeOverride = regexp.MustCompile(`^\((.*?)\)\s*`)
 )
 
+// comment is what a key's head comment says.
+type comment struct {
+	ann  map[string]any // the @schema annotation's keywords
+	desc string         // the description
+	// typ and def, when set, replace README.md's Type and Default columns.
+	typ, def string
+	hasDef   bool
+}
+
 // parseComment reads a key's head comment: the @schema annotation and the
-// helm-docs description (the last paragraph starting with a double dash,
-// as helm-docs reads it).
-func parseComment(c string) (map[string]any, string, error) {
+// description (the last paragraph starting with a double dash, the
+// convention helm-docs introduced).
+func parseComment(c string) (comment, error) {
+	var out comment
 	if c == "" {
-		return nil, "", nil
+		return out, nil
 	}
 	lines := strings.Split(c, "\n")
-	var ann map[string]any
 	var block []string
 	inBlock := false
 	descAt := -1
@@ -279,41 +337,41 @@ func parseComment(c string) (map[string]any, string, error) {
 			inBlock = false
 			a, err := parseAnnotation(strings.Join(block, "\n"))
 			if err != nil {
-				return nil, "", err
+				return out, err
 			}
-			if ann, err = mergeAnnotation(ann, a); err != nil {
-				return nil, "", err
+			if out.ann, err = mergeAnnotation(out.ann, a); err != nil {
+				return out, err
 			}
 		case inBlock:
 			if !strings.HasPrefix(l, "#") {
-				return nil, "", fmt.Errorf("line %q inside a # @schema block is not a comment", l)
+				return out, fmt.Errorf("line %q inside a # @schema block is not a comment", l)
 			}
 			block = append(block, strings.TrimPrefix(strings.TrimPrefix(l, "#"), " "))
 		case l == "# @schema":
 			if descAt >= 0 {
-				return nil, "", errors.New("a # @schema block after the description: helm-docs would print it in README.md; put it above the description")
+				return out, errors.New("a # @schema block after the description would be read as part of it (README.md); put it above the description")
 			}
 			inBlock, block = true, nil
 		case strings.HasPrefix(l, "# @schema "):
 			if descAt >= 0 {
-				return nil, "", errors.New("a # @schema line after the description: helm-docs would print it in README.md; put it above the description")
+				return out, errors.New("a # @schema line after the description would be read as part of it (README.md); put it above the description")
 			}
 			a, err := parseAnnotation(strings.TrimPrefix(l, "# @schema "))
 			if err != nil {
-				return nil, "", err
+				return out, err
 			}
-			if ann, err = mergeAnnotation(ann, a); err != nil {
-				return nil, "", err
+			if out.ann, err = mergeAnnotation(out.ann, a); err != nil {
+				return out, err
 			}
 		case descStart.MatchString(l):
 			descAt = i
 		}
 	}
 	if inBlock {
-		return nil, "", errors.New("a # @schema block is not closed by a second # @schema line")
+		return out, errors.New("a # @schema block is not closed by a second # @schema line")
 	}
 	if descAt < 0 {
-		return ann, "", nil
+		return out, nil
 	}
 	desc := []string{descStart.FindStringSubmatch(strings.TrimSpace(lines[descAt]))[1]}
 	for _, l := range lines[descAt+1:] {
@@ -321,21 +379,26 @@ func parseComment(c string) (map[string]any, string, error) {
 		if l == "" || !strings.HasPrefix(l, "#") {
 			break
 		}
-		if helmDocsTag.MatchString(l) {
+		if m := defaultTag.FindStringSubmatch(l); m != nil {
+			out.def, out.hasDef = strings.TrimSpace(m[1]), true
 			continue
+		}
+		if m := unsupportedTag.FindStringSubmatch(l); m != nil {
+			return out, fmt.Errorf("@%s in a description: hack/chartschema does not support it", m[1])
 		}
 		desc = append(desc, strings.TrimSpace(strings.TrimPrefix(l, "#")))
 	}
 	text := strings.TrimSpace(strings.Join(desc, " "))
-	return ann, helmDocsType.ReplaceAllString(text, ""), nil
+	if m := typeOverride.FindStringSubmatch(text); m != nil {
+		out.typ = m[1]
+		text = text[len(m[0]):]
+	}
+	out.desc = text
+	return out, nil
 }
 
 // parseAnnotation reads the JSON Schema keywords of an annotation.
 func parseAnnotation(src string) (map[string]any, error) {
-	if strings.Contains(src, " --") {
-		// helm-docs reads "# KEY -- TEXT" as the description of KEY.
-		return nil, fmt.Errorf("@schema %q: a double dash after a space would be read by helm-docs as a description", src)
-	}
 	var a map[string]any
 	if err := yaml.Unmarshal([]byte(src), &a); err != nil {
 		return nil, fmt.Errorf("@schema %q: %w", src, err)

@@ -141,7 +141,7 @@ func TestRefuses(t *testing.T) {
 		{"a value without a description", "a:\n  b: 1\n", "a.b has no description"},
 		{"an annotation below the description", "# -- A.\n# @schema {minimum: 1}\na: 1\n", "above the description"},
 		{"an unclosed block", "# @schema\n# minimum: 1\n# -- A.\na: 1\n", "not closed"},
-		{"a double dash inside an annotation", "# @schema {description: a -- b}\n# -- A.\na: 1\n", "double dash"},
+		{"a helm-docs tag nothing renders", "# -- A.\n# @section -- S\na: 1\n", "@section"},
 		{"a null default", "# -- A.\na: null\n", "no JSON type"},
 		{"a keyword twice", "# @schema {minimum: 1}\n# @schema {minimum: 2}\n# -- A.\na: 1\n", "given twice"},
 	} {
