@@ -130,7 +130,7 @@ build-e2e: ## Build the binaries the end-to-end suite and the demo test run (sam
 	$(GO) build -o bin/e2e/kafka-broker ./test/kafka-broker
 
 .PHONY: verify
-verify: ## Fail when generated files (CRD, RBAC, deepcopy) or formatting are out of date.
+verify: ## Fail when generated files (CRD, RBAC, deepcopy, the chart's schema and README) or formatting are out of date.
 	hack/verify.sh
 
 .PHONY: lint
@@ -174,6 +174,11 @@ manifests: ## Generate the CRD, RBAC and webhook manifests into config/ (and the
 	  output:rbac:artifacts:config=config/rbac \
 	  output:webhook:artifacts:config=config/webhook
 	hack/chart-crds.sh
+
+.PHONY: chart-docs
+chart-docs: ## Generate the chart's values.schema.json and README.md (through README.md.gotmpl) from the comments of its values.yaml (hack/chartschema).
+	$(GO) run ./hack/chartschema -values charts/retention-guard/values.yaml -out charts/retention-guard/values.schema.json \
+		-chart charts/retention-guard/Chart.yaml -readme-template charts/retention-guard/README.md.gotmpl -readme charts/retention-guard/README.md
 
 .PHONY: chart-crds
 chart-crds: ## Copy the generated CRDs, RBAC rules and webhook rules from config/ into charts/retention-guard.

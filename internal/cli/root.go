@@ -89,7 +89,7 @@ offsets retention cover the longest downtime it must survive.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w\nRun '%s --help' for usage", err, c.CommandPath())}
 	})
-	root.AddCommand(newVersionCommand(), newCheckCommand(), newScanCommand())
+	root.AddCommand(newVersionCommand(), newCheckCommand(), newScanCommand(), newHelmTestCommand())
 	root.AddCommand(commands...)
 	return root
 }

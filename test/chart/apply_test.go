@@ -95,6 +95,11 @@ func TestChartAppliesToTheAPIServer(t *testing.T) {
 			if len(m.objs) < 10 {
 				t.Fatalf("only %d objects rendered", len(m.objs))
 			}
+			// The helm test hook's probe namespace is created before the
+			// objects in it (Helm creates hooks in weight order).
+			for _, ns := range m.all("Namespace") {
+				ensureNamespace(t, ns.GetName())
+			}
 			dryRunApply(t, m.objs)
 		})
 	}

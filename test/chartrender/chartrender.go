@@ -60,13 +60,35 @@ func Objects(files map[string]string) ([]*unstructured.Unstructured, error) {
 	return objs, nil
 }
 
-// Render renders the chart and decodes its objects.
+// Render renders the chart and decodes the objects `helm install`
+// creates: all but the test hooks (helm.sh/hook: test), which only `helm
+// test` creates (Objects of Files keeps them).
 func Render(chartDir string, vals map[string]any) ([]*unstructured.Unstructured, error) {
 	files, err := Files(chartDir, vals)
 	if err != nil {
 		return nil, fmt.Errorf("rendering the chart: %w", err)
 	}
-	return Objects(files)
+	objs, err := Objects(files)
+	if err != nil {
+		return nil, err
+	}
+	installed := objs[:0]
+	for _, o := range objs {
+		if !IsTestHook(o) {
+			installed = append(installed, o)
+		}
+	}
+	return installed, nil
+}
+
+// IsTestHook reports whether o is one of the chart's `helm test` objects.
+func IsTestHook(o *unstructured.Unstructured) bool {
+	for _, e := range strings.Split(o.GetAnnotations()["helm.sh/hook"], ",") {
+		if strings.TrimSpace(e) == "test" || strings.TrimSpace(e) == "test-success" {
+			return true
+		}
+	}
+	return false
 }
 
 // Decode reads every non-empty YAML or JSON document in s.

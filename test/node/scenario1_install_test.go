@@ -11,6 +11,9 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/retentionguard/retention-guard/internal/webhookscope"
@@ -119,3 +122,58 @@ func waitGuarded(t *testing.T, ns string) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// Scenario 1b: helm test on the installed release passes — the chart's
+// test hook (retention-guard helm-test in the manager's image) saw the
+// webhook refuse a dry-run rollout its probe policy selects, answer an
+// AdmissionReview through the Service over TLS checked against the
+// caBundle, and the metrics answer — and leaves nothing behind: the probe
+// namespace and policy, the pod, its ServiceAccount and RBAC are gone, and
+// the webhook is again called for no namespace the probe added.
+func TestHelmTest(t *testing.T) {
+	installed(t)
+	ctx := ctxFor(t, 5*time.Minute)
+	start := time.Now()
+	out, err := helm(ctx, "test", release, "--namespace", releaseNS, "--logs", "--timeout", "3m")
+	must(t, err)
+	report.add("helm test (probe policy created, dry-run refused by the webhook, Service and metrics checked, hook objects deleted)", time.Since(start))
+	contains(t, "helm test", out, "Phase:          Succeeded",
+		"ok: a dry-run rollout of Deployment "+fullname+"-test/"+fullname+"-test-probe-consumer",
+		"is refused by the webhook, naming the probe policy",
+		"retention-guard refused this rollout",
+		"ok: the webhook answers through Service "+releaseNS+"/"+fullname+"-webhook",
+		"TLS verified for "+fullname+"-webhook."+releaseNS+".svc",
+		"ok: the manager's metrics answer through Service",
+		"helm test: the guard works")
+	t.Logf("helm test in %s:\n%s", time.Since(start).Round(100*time.Millisecond), out)
+
+	noHelmTestLeftovers(t)
+	waitFor(t, "the webhook no longer called for the probe namespace", time.Minute, func() error {
+		if e := guardedExpression(t); strings.Contains(e, `"`+fullname+`-test"`) {
+			return errString("guarded-namespaces is " + e)
+		}
+		return nil
+	})
+}
+
+// noHelmTestLeftovers asserts that no object of the chart's helm test hook
+// is left (Helm waits for each one's deletion before it returns).
+func noHelmTestLeftovers(t *testing.T) {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	const test = fullname + "-test"
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: test}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNS, Name: test}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNS, Name: test}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNS, Name: test}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNS, Name: test}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: test}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: test}},
+	} {
+		err := admin().Get(ctx, client.ObjectKeyFromObject(o), o)
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s left behind after helm test (get: %v)", o, client.ObjectKeyFromObject(o), err)
+		}
+	}
+}

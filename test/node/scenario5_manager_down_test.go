@@ -16,7 +16,7 @@ import (
 // is refused — fail closed — while scaling down still works; a namespace
 // without policies (ingress, monitoring, ...) rolls out freely and its
 // pods run. The issue found every namespace blocked before the webhook
-// was kept to the namespaces with policies.
+// was kept to the namespaces with policies. helm test fails, and cleans up.
 func TestManagerDownBlocksOnlyGuardedNamespaces(t *testing.T) {
 	installed(t)
 	ctx := ctxFor(t, 5*time.Minute)
@@ -67,6 +67,18 @@ func TestManagerDownBlocksOnlyGuardedNamespaces(t *testing.T) {
 		t.Fatalf("a rollout in %s (no policy) with the manager down was refused: %v", free, err)
 	}
 	runningPod(t, free, "ingress")
+
+	// helm test fails while the guard does not work (no leader adds the
+	// probe's namespace to the webhook's scope, no replica judges), and
+	// leaves nothing behind either.
+	out, err := helm(ctx, "test", release, "--namespace", releaseNS, "--logs", "--timeout", "30s")
+	if err == nil {
+		t.Fatalf("helm test passed with the manager down:\n%s", out)
+	}
+	contains(t, "helm test with the manager down", out, "Phase:          Failed", "POD LOGS: "+fullname+"-test",
+		"waiting (", "allowed (the webhook has not judged it against the probe policy yet)")
+	t.Logf("helm test with the manager down: %v\n%s", err, tailString(out, 1500))
+	noHelmTestLeftovers(t)
 }
 
 // pauseDeployment runs the pause program: a workload that is not a
