@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 
+	batchv1 "k8s.io/api/batch/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -130,7 +132,16 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, o *
 	if mc.heartbeatNamespace != "" {
 		heartbeats = mgr.GetClient()
 	}
-	ready, err := setupWebhook(ctx, mgr, mc.webhookServer, o, &controllers.LiveChecker{Resolver: k.resolver, Coalescer: k.coalescer}, heartbeats)
+	// Live checks list the CronJobs a policy selects from the cache, as
+	// the reconciler does: the informer is created now and starts with
+	// the cache, so that on a replica that does not lead (the reconciler's
+	// watch never starts it there) the first live check does not wait for
+	// its sync.
+	if _, err := mgr.GetCache().GetInformer(ctx, &batchv1.CronJob{}, cache.BlockUntilSynced(false)); err != nil {
+		return nil, fmt.Errorf("setting up the webhook: informer for CronJobs: %w", err)
+	}
+	live := &controllers.LiveChecker{Resolver: k.resolver, Coalescer: k.coalescer, CronJobs: mgr.GetClient()}
+	ready, err := setupWebhook(ctx, mgr, mc.webhookServer, o, live, heartbeats)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the webhook: %w", err)
 	}

@@ -56,10 +56,10 @@ func stripPolicy(in any) (any, error) {
 	return in, nil
 }
 
-// reduceCronJob keeps what the reconciler reads of a CronJob: its
-// identity, generation (the watch's predicate), schedule, time zone,
-// suspension, starting deadline and the pod labels of its job template
-// (policiesForCronJob, cronJobs).
+// reduceCronJob keeps what the reconciler and the live check read of a
+// CronJob: its identity, generation (the watch's predicate), schedule,
+// time zone, suspension, starting deadline and the pod labels of its job
+// template (policiesForCronJob, selectedCronJobs).
 func reduceCronJob(in any) (any, error) {
 	cj, ok := in.(*batchv1.CronJob)
 	if !ok {

@@ -255,13 +255,15 @@ func selects(p *rgv1.ConsumerRetentionPolicy, cj *batchv1.CronJob) bool {
 	return sel.Matches(labels.Set(cj.Spec.JobTemplate.Spec.Template.Labels))
 }
 
-// cronJobs returns the CronJobs in the policy's namespace it selects, with
-// their schedules' longest gaps from now, sorted by name.
-func (r *ConsumerRetentionPolicyReconciler) cronJobs(ctx context.Context, p *rgv1.ConsumerRetentionPolicy, now time.Time) ([]cronJobSchedule, error) {
+// selectedCronJobs returns the CronJobs in the policy's namespace it
+// selects, with their schedules' longest gaps from now (through gaps),
+// sorted by name: what the reconciler and the live check gather for
+// assemble.Input.CronJobs.
+func selectedCronJobs(ctx context.Context, reader client.Reader, gaps *scheduleGapCache, p *rgv1.ConsumerRetentionPolicy, now time.Time) ([]cronJobSchedule, error) {
 	var list batchv1.CronJobList
 	// Read-only: no copies of the cached CronJobs (one list per policy per
 	// check).
-	if err := r.Client.List(ctx, &list, client.InNamespace(p.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := reader.List(ctx, &list, client.InNamespace(p.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing CronJobs: %w", err)
 	}
 	var out []cronJobSchedule
@@ -275,7 +277,7 @@ func (r *ConsumerRetentionPolicyReconciler) cronJobs(ctx context.Context, p *rgv
 			c.TimeZone = *cj.Spec.TimeZone
 		}
 		if !c.Suspended {
-			c.Gap, c.Err = r.gaps.gap(cj.Spec.Schedule, cj.Spec.TimeZone, cj.Spec.StartingDeadlineSeconds, now)
+			c.Gap, c.Err = gaps.gap(cj.Spec.Schedule, cj.Spec.TimeZone, cj.Spec.StartingDeadlineSeconds, now)
 		}
 		out = append(out, c)
 	}
@@ -420,7 +422,7 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 		return in, ctrl.Result{RequeueAfter: jitter(interval)}, nil
 	}
 	in.Observation = &obs
-	if in.CronJobs, err = r.cronJobs(ctx, policy, in.Now); err != nil {
+	if in.CronJobs, err = selectedCronJobs(ctx, r.Client, &r.gaps, policy, in.Now); err != nil {
 		return in, ctrl.Result{}, err
 	}
 	return in, ctrl.Result{RequeueAfter: nextCheck(interval, age)}, nil

@@ -5,18 +5,28 @@ import (
 	"errors"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
-	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/assemble"
 )
 
 // LiveChecker proves one policy against the brokers now, for the admission
 // webhook when a policy's status proof is not fresh. It shares the
 // reconciler's connection resolution and the Coalescer's clients, so a
 // live check honours --allowed-bootstrap-servers and never opens a second
-// client per cluster.
+// client per cluster; and it assembles the proof as the reconciler does
+// (assemble.Proof, with the CronJobs the policy selects), so a live proof
+// says what the status would.
 type LiveChecker struct {
 	Resolver  *ConnectionResolver
 	Coalescer *Coalescer
+	// CronJobs lists the CronJobs a policy selects, normally the manager's
+	// cached client (CronJobs are cached reduced to what the proof reads:
+	// CacheByObject); the Resolver's Objects reader when nil.
+	CronJobs client.Reader
+
+	gaps scheduleGapCache
 }
 
 // Check resolves the policy's connection and observes its target now,
@@ -24,7 +34,8 @@ type LiveChecker struct {
 // the proof in status.proof's shape. A spec problem (server not allowed,
 // Secret or key missing) is a proof too: Unknown, with the problem as its
 // KafkaReachable violation. An error means no proof could be had in time
-// (ctx ended, the Coalescer is closed, or a Secret could not be read).
+// (ctx ended, the Coalescer is closed, or a Secret or the CronJobs could
+// not be read).
 func (l *LiveChecker) Check(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) {
 	pol := proofPolicy(p)
 	conn, err := l.Resolver.Resolve(ctx, p)
@@ -46,7 +57,15 @@ func (l *LiveChecker) Check(ctx context.Context, p *rgv1.ConsumerRetentionPolicy
 	if err != nil {
 		return nil, err
 	}
-	obs = withPriorEmptyBound(obs, p.Status.Proof, p.Status.ObservedGeneration, p.Generation)
-	res := proof.Evaluate(obs, pol, obs.ObservedAt)
-	return proofStatus(obs, res), nil
+	cronJobs := l.CronJobs
+	if cronJobs == nil {
+		cronJobs = l.Resolver.objects()
+	}
+	cjs, err := selectedCronJobs(ctx, cronJobs, &l.gaps, p, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	out := assemble.Proof(assemble.Input{Policy: pol, Observation: obs, CronJobs: cjs,
+		Prior: priorProof(p.Status, p.Generation), Now: obs.ObservedAt})
+	return proofStatus(out.Observation, out.Result), nil
 }

@@ -3,12 +3,13 @@ package controllers
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/retentionguard/retention-guard/internal/assemble"
 )
 
 // A CronJob's schedule is evidence (issue #8, seed 003): a batch consumer
@@ -17,7 +18,8 @@ import (
 // the brokers' offsets.retention.minutes, the group's committed offsets
 // expire between two runs — the daily settlement consumer of seed 003 lost
 // 4,654,259 tasks exactly so. These functions foresee it from the cron
-// expression, before it happens. They are pure and table-tested.
+// expression, before it happens: they measure the gaps, and
+// internal/assemble judges them. They are pure and table-tested.
 
 // scheduleHorizon is how far ahead activations are examined: a year covers
 // every monthly and yearly pattern, both DST transitions and a leap day's
@@ -25,16 +27,9 @@ import (
 // yearly schedule shows its full gap.
 const scheduleHorizon = 366 * 24 * time.Hour
 
-// scheduleGap is the longest gap between consecutive scheduled runs.
-type scheduleGap struct {
-	// Gap is the longest time between two consecutive run starts, with
-	// startingDeadlineSeconds added (a run may start that much after its
-	// scheduled time, so two runs can start up to Gap apart).
-	Gap time.Duration
-	// After is the scheduled run that starts the longest gap (zero for
-	// an @every schedule, whose gaps are all equal).
-	After time.Time
-}
+// scheduleGap is the longest gap between consecutive scheduled runs
+// (internal/assemble judges it).
+type scheduleGap = assemble.ScheduleGap
 
 // longestScheduleGap returns the longest gap between consecutive
 // activations of a CronJob schedule over scheduleHorizon from from,
@@ -158,104 +153,9 @@ func longestGap(sched cron.Schedule, first, end time.Time) (scheduleGap, error) 
 	return longest, nil
 }
 
-// cronJobSchedule is what the status needs of one CronJob a policy
-// selects: its schedule and, unless suspended or unreadable, the longest
-// gap between its runs.
-type cronJobSchedule struct {
-	Name     string
-	Schedule string
-	// TimeZone is spec.timeZone, empty when unset.
-	TimeZone  string
-	Suspended bool
-	// Gap is set when Err is nil.
-	Gap scheduleGap
-	// Err says why the schedule cannot be read.
-	Err error
-}
-
-// describe is `settle ("0 2 * * 1", Asia/Shanghai)`.
-func (c cronJobSchedule) describe() string {
-	s := c.Name + " (" + strconv.Quote(c.Schedule)
-	if c.TimeZone != "" {
-		s += " " + c.TimeZone
-	}
-	return s + ")"
-}
-
-// cronJobWarnings are the status.proof warnings a policy's CronJobs earn.
-// Warnings only: a schedule alone never refuses a rollout (the run that
-// would lose data is refused by the proof when it comes).
-//
-//   - the longest gap between runs reaches the brokers'
-//     offsets.retention.minutes (offsetsRetentionMinutes; nil: unknown):
-//     the group's offsets expire between two runs (seed 003). Reaching it
-//     is enough: the margin left is only the run's own duration, and any
-//     late start spends it;
-//   - the longest gap reaches recoveryWindow: the planned pause between
-//     runs alone uses up the downtime the policy promises to survive, so
-//     one failed run breaks the promise;
-//   - a suspended CronJob runs nothing: once its group is empty, its
-//     offsets expire after offsets.retention.minutes, and unsuspending
-//     later restarts without a position;
-//   - a schedule that cannot be read cannot be foreseen.
-//
-// At most maxCronJobWarnings are listed, then one line counts the rest (the
-// metric retentionguard_cronjob_schedule_gap_seconds has every CronJob).
-func cronJobWarnings(cjs []cronJobSchedule, recoveryWindow time.Duration, offsetsRetentionMinutes *int64) []string {
-	var retention time.Duration
-	retentionPhrase := "offsets.retention.minutes"
-	if offsetsRetentionMinutes != nil && *offsetsRetentionMinutes > 0 {
-		retention = time.Duration(*offsetsRetentionMinutes) * time.Minute
-		retentionPhrase = "offsets.retention.minutes=" + strconv.FormatInt(*offsetsRetentionMinutes, 10) +
-			" (" + humanDuration(retention) + ")"
-	}
-	var out []string
-	for _, c := range cjs {
-		switch {
-		case c.Suspended:
-			out = append(out, "CronJob "+c.Name+" is suspended: once its group is empty, its offsets expire after "+
-				retentionPhrase+"; unsuspending later restarts without a position")
-		case c.Err != nil:
-			out = append(out, "CronJob "+c.describe()+": the schedule cannot be read, so its gaps cannot be foreseen: "+c.Err.Error())
-		default:
-			gap := "runs up to " + humanDuration(c.Gap.Gap) + " apart"
-			if retention > 0 && c.Gap.Gap >= retention {
-				out = append(out, "CronJob "+c.describe()+" "+gap+", not less than "+retentionPhrase+
-					": the group's offsets expire between two runs")
-			}
-			if recoveryWindow > 0 && c.Gap.Gap >= recoveryWindow {
-				out = append(out, "CronJob "+c.describe()+" "+gap+", not less than recoveryWindow "+
-					humanDuration(recoveryWindow)+": the pause between runs uses up the window")
-			}
-		}
-	}
-	if len(out) > maxCronJobWarnings {
-		more := len(out) - maxCronJobWarnings
-		out = append(out[:maxCronJobWarnings], "and "+strconv.Itoa(more)+
-			" more CronJob warnings (retentionguard_cronjob_schedule_gap_seconds has every selected CronJob)")
-	}
-	return out
-}
-
-// maxCronJobWarnings bounds the CronJob warnings in status.proof.warnings.
-const maxCronJobWarnings = 10
-
-// humanDuration renders whole days as "7d", else days and hours ("1d12h"),
-// else Go's form ("90m0s" → "1h30m0s").
-func humanDuration(d time.Duration) string {
-	const day = 24 * time.Hour
-	switch {
-	case d >= day && d%time.Hour == 0:
-		days, hours := d/day, (d%day)/time.Hour
-		if hours == 0 {
-			return strconv.FormatInt(int64(days), 10) + "d"
-		}
-		return strconv.FormatInt(int64(days), 10) + "d" + strconv.FormatInt(int64(hours), 10) + "h"
-	case d%time.Hour == 0:
-		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
-	}
-	return d.String()
-}
+// cronJobSchedule is what the proof needs of one CronJob a policy selects
+// (internal/assemble judges it: CronJobWarnings).
+type cronJobSchedule = assemble.CronJob
 
 // scheduleGapTTL is how long a computed longest gap is reused: the gap over
 // the next year moves little from one hour to the next, and computing it

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/assemble"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/proofstatus"
@@ -77,9 +78,11 @@ type statusOutcome struct {
 //     problem's reason, observedGeneration is current (the problem is the
 //     answer for this generation).
 //   - An observation: the proof, one condition per clause plus Ready, no
-//     Reconciling or Stalled, observedGeneration current. The selected
-//     CronJobs add their warnings (cronJobWarnings) to the proof's, judged
-//     against the offsets.retention.minutes just observed.
+//     Reconciling or Stalled, observedGeneration current. The proof is
+//     assembled as every proof is (assemble.Proof): the last proof of this
+//     generation dates an Empty group's clock, and the selected CronJobs
+//     add their warnings to the proof's, judged against the
+//     offsets.retention.minutes just observed.
 //   - Neither: when the status already holds a proof of this generation,
 //     nothing changes (a periodic re-check is on its way and the last proof
 //     stands). Otherwise the first proof of this generation is pending:
@@ -100,7 +103,8 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 				Message:   in.Problem.Message,
 			}},
 		}
-		res := proof.Evaluate(obs, in.Policy, in.Now)
+		out := assemble.Proof(assemble.Input{Policy: in.Policy, Observation: obs, Now: in.Now})
+		res := out.Result
 		// The proof's own Ready (Unknown) is replaced by Ready=False: set
 		// only the clauses, so Ready's transition time moves only when its
 		// status really changes.
@@ -118,7 +122,7 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 		}, in.Generation, now)
 		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
 		st.ObservedGeneration = in.Generation
-		st.Proof = keepCheckedAt(cur.Proof, proofStatus(obs, res))
+		st.Proof = keepCheckedAt(cur.Proof, proofStatus(out.Observation, res))
 		st.Heartbeat = nil
 		if in.HandledRequestedAt != "" {
 			st.LastHandledRequestedAt = in.HandledRequestedAt
@@ -126,9 +130,9 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 		return statusOutcome{Status: st, Result: &res}
 
 	case in.Observation != nil:
-		obs := withPriorEmptyBound(*in.Observation, cur.Proof, cur.ObservedGeneration, in.Generation)
-		in.Observation = &obs
-		res := proof.Evaluate(obs, in.Policy, obs.ObservedAt)
+		out := assemble.Proof(assemble.Input{Policy: in.Policy, Observation: *in.Observation, CronJobs: in.CronJobs,
+			Prior: priorProof(cur, in.Generation), Now: in.Observation.ObservedAt})
+		res := out.Result
 		setClauseConditions(&st.Conditions, res.Conditions, in.Generation, now)
 		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
 		if in.Policy.Cursor == nil {
@@ -142,10 +146,7 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 			meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
 		}
 		st.ObservedGeneration = in.Generation
-		st.Proof = proofStatus(*in.Observation, res)
-		for _, w := range cronJobWarnings(in.CronJobs, in.Policy.RecoveryWindow, st.Proof.OffsetsRetentionMinutes) {
-			st.Proof.Warnings = append(st.Proof.Warnings, truncate(w, maxWarningLength))
-		}
+		st.Proof = proofStatus(out.Observation, res)
 		if in.HandledRequestedAt != "" {
 			st.LastHandledRequestedAt = in.HandledRequestedAt
 		}
@@ -206,8 +207,9 @@ func setCondition(conds *[]metav1.Condition, c metav1.Condition, generation int6
 	meta.SetStatusCondition(conds, c)
 }
 
-// proofStatus renders a proof result and the observation behind it as
-// status.proof, in the shape `retention-guard check --output json` shares
+// proofStatus renders an assembled proof and the observation it was judged
+// on (assemble.Outcome) as status.proof — for the status and for a live
+// check alike — in the shape `retention-guard check --output json` shares
 // (internal/proofstatus), with warnings kept short.
 func proofStatus(obs proof.Observation, res proof.Result) *rgv1.ProofStatus {
 	ps := proofstatus.From(res, obs)

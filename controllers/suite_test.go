@@ -239,6 +239,7 @@ type harness struct {
 	writes    *writeCounter
 	observer  *countingObserver
 	coalescer *Coalescer
+	resolver  *ConnectionResolver
 	logs      *syncBuffer
 	stop      func()
 }
@@ -306,6 +307,7 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 	g.Expect(mgr.Add(h.coalescer)).To(Succeed())
 	resolver := &ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow,
 		ManagerNamespace: o.managerNamespace, Cursors: cursors, CursorHosts: cursorHosts}
+	h.resolver = resolver
 	r := &ConsumerRetentionPolicyReconciler{
 		Client:           mgr.GetClient(),
 		Resolver:         resolver,

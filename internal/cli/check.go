@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/retentionguard/retention-guard/internal/assemble"
 	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
@@ -274,9 +275,11 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		target.Cursor = cursor.Query{Reader: reader, Source: *src, Group: o.group}
 		pol.Cursor = &proof.CursorPolicy{ResumeFrom: o.resumeFromPolicy()}
 	}
-	obs := observer.Observe(ctx, conn, []kafka.Target{target})[0]
-
-	res := proof.Evaluate(obs, pol, time.Now())
+	// Assembled as the manager assembles every proof; a check knows no
+	// CronJobs and no earlier proof.
+	observed := observer.Observe(ctx, conn, []kafka.Target{target})[0]
+	proved := assemble.Proof(assemble.Input{Policy: pol, Observation: observed, Now: time.Now()})
+	obs, res := proved.Observation, proved.Result
 
 	out := cmd.OutOrStdout()
 	switch o.output {

@@ -216,6 +216,12 @@ const (
 	// needs its offsets committed at the log start before the consumer
 	// starts.
 	WarningSeekRequired = "seekRequired"
+	// WarningCronJobSchedule: a CronJob the policy selects runs (or,
+	// suspended, stops) so that the group's offsets may expire between two
+	// runs, or its pause between runs uses up the recovery window. Not
+	// Evaluate's: internal/assemble adds it from the CronJobs the manager
+	// gathered.
+	WarningCronJobSchedule = "cronJobSchedule"
 )
 
 // ConfigWarning reports whether a warning type is configuration advice

@@ -1,0 +1,124 @@
+package assemble
+
+import (
+	"strconv"
+	"time"
+)
+
+// A CronJob's schedule is evidence (issue #8, seed 003): a batch consumer
+// is down between two runs by design, so the longest gap between its
+// scheduled runs is downtime the team has planned. When that gap reaches
+// the brokers' offsets.retention.minutes, the group's committed offsets
+// expire between two runs — the daily settlement consumer of seed 003 lost
+// 4,654,259 tasks exactly so. The manager measures the gaps (controllers:
+// longestScheduleGap); CronJobWarnings judges them.
+
+// ScheduleGap is the longest gap between consecutive scheduled runs.
+type ScheduleGap struct {
+	// Gap is the longest time between two consecutive run starts, with
+	// startingDeadlineSeconds added (a run may start that much after its
+	// scheduled time, so two runs can start up to Gap apart).
+	Gap time.Duration
+	// After is the scheduled run that starts the longest gap (zero for
+	// an @every schedule, whose gaps are all equal).
+	After time.Time
+}
+
+// CronJob is what the proof needs of one CronJob a policy selects: its
+// schedule and, unless suspended or unreadable, the longest gap between its
+// runs.
+type CronJob struct {
+	Name     string
+	Schedule string
+	// TimeZone is spec.timeZone, empty when unset.
+	TimeZone  string
+	Suspended bool
+	// Gap is set when Err is nil.
+	Gap ScheduleGap
+	// Err says why the schedule cannot be read.
+	Err error
+}
+
+// describe is `settle ("0 2 * * 1", Asia/Shanghai)`.
+func (c CronJob) describe() string {
+	s := c.Name + " (" + strconv.Quote(c.Schedule)
+	if c.TimeZone != "" {
+		s += " " + c.TimeZone
+	}
+	return s + ")"
+}
+
+// CronJobWarnings are the status.proof warnings a policy's CronJobs earn.
+// Warnings only: a schedule alone never refuses a rollout (the run that
+// would lose data is refused by the proof when it comes).
+//
+//   - the longest gap between runs reaches the brokers'
+//     offsets.retention.minutes (offsetsRetentionMinutes; nil: unknown):
+//     the group's offsets expire between two runs (seed 003). Reaching it
+//     is enough: the margin left is only the run's own duration, and any
+//     late start spends it;
+//   - the longest gap reaches recoveryWindow: the planned pause between
+//     runs alone uses up the downtime the policy promises to survive, so
+//     one failed run breaks the promise;
+//   - a suspended CronJob runs nothing: once its group is empty, its
+//     offsets expire after offsets.retention.minutes, and unsuspending
+//     later restarts without a position;
+//   - a schedule that cannot be read cannot be foreseen.
+//
+// At most maxCronJobWarnings are listed, then one line counts the rest (the
+// metric retentionguard_cronjob_schedule_gap_seconds has every CronJob).
+func CronJobWarnings(cjs []CronJob, recoveryWindow time.Duration, offsetsRetentionMinutes *int64) []string {
+	var retention time.Duration
+	retentionPhrase := "offsets.retention.minutes"
+	if offsetsRetentionMinutes != nil && *offsetsRetentionMinutes > 0 {
+		retention = time.Duration(*offsetsRetentionMinutes) * time.Minute
+		retentionPhrase = "offsets.retention.minutes=" + strconv.FormatInt(*offsetsRetentionMinutes, 10) +
+			" (" + humanDuration(retention) + ")"
+	}
+	var out []string
+	for _, c := range cjs {
+		switch {
+		case c.Suspended:
+			out = append(out, "CronJob "+c.Name+" is suspended: once its group is empty, its offsets expire after "+
+				retentionPhrase+"; unsuspending later restarts without a position")
+		case c.Err != nil:
+			out = append(out, "CronJob "+c.describe()+": the schedule cannot be read, so its gaps cannot be foreseen: "+c.Err.Error())
+		default:
+			gap := "runs up to " + humanDuration(c.Gap.Gap) + " apart"
+			if retention > 0 && c.Gap.Gap >= retention {
+				out = append(out, "CronJob "+c.describe()+" "+gap+", not less than "+retentionPhrase+
+					": the group's offsets expire between two runs")
+			}
+			if recoveryWindow > 0 && c.Gap.Gap >= recoveryWindow {
+				out = append(out, "CronJob "+c.describe()+" "+gap+", not less than recoveryWindow "+
+					humanDuration(recoveryWindow)+": the pause between runs uses up the window")
+			}
+		}
+	}
+	if len(out) > maxCronJobWarnings {
+		more := len(out) - maxCronJobWarnings
+		out = append(out[:maxCronJobWarnings], "and "+strconv.Itoa(more)+
+			" more CronJob warnings (retentionguard_cronjob_schedule_gap_seconds has every selected CronJob)")
+	}
+	return out
+}
+
+// maxCronJobWarnings bounds the CronJob warnings in status.proof.warnings.
+const maxCronJobWarnings = 10
+
+// humanDuration renders whole days as "7d", else days and hours ("1d12h"),
+// else Go's form ("90m0s" → "1h30m0s").
+func humanDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d >= day && d%time.Hour == 0:
+		days, hours := d/day, (d%day)/time.Hour
+		if hours == 0 {
+			return strconv.FormatInt(int64(days), 10) + "d"
+		}
+		return strconv.FormatInt(int64(days), 10) + "d" + strconv.FormatInt(int64(hours), 10) + "h"
+	case d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	}
+	return d.String()
+}
