@@ -276,10 +276,8 @@ func (r *KafkaConnectionReconciler) interval(c connectionObject) time.Duration {
 	switch {
 	case r.intervalOverride > 0:
 		return r.intervalOverride
-	case c.spec().CheckInterval != nil && c.spec().CheckInterval.Duration > 0:
-		return c.spec().CheckInterval.Duration
 	}
-	return defaultCheckInterval
+	return c.spec().CheckIntervalOrDefault()
 }
 
 func (r *KafkaConnectionReconciler) patchStatus(ctx context.Context, before, after client.Object) error {

@@ -39,10 +39,6 @@ import (
 // its log lines.
 const ControllerName = "retention-guard"
 
-// defaultCheckInterval applies when spec.checkInterval is unset (the CRD
-// defaults it, so only objects written before the default existed lack it).
-const defaultCheckInterval = time.Minute
-
 // ConsumerRetentionPolicyReconciler keeps every ConsumerRetentionPolicy's
 // proof current: resolve the connection, observe Kafka through the
 // Coalescer, prove with internal/proof, and patch the status once.
@@ -323,11 +319,8 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 			return
 		}
 		ready := meta.FindStatusCondition(policy.Status.Conditions, proof.ClauseReady)
-		facts := policyFacts{GroupID: policy.Spec.GroupID, Enforcement: string(policy.Spec.Enforcement),
+		facts := policyFacts{GroupID: policy.Spec.GroupID, Enforcement: string(policy.Spec.EnforcementOrDefault()),
 			RecoveryWindow: in.Policy.RecoveryWindow}
-		if facts.Enforcement == "" {
-			facts.Enforcement = string(rgv1.EnforcementDeny) // the CRD's default
-		}
 		if ready != nil {
 			facts.ReadyReason = ready.Reason
 		}
@@ -455,10 +448,10 @@ func (r *ConsumerRetentionPolicyReconciler) interval(p *rgv1.ConsumerRetentionPo
 	switch {
 	case r.intervalOverride > 0:
 		return r.intervalOverride
-	case p.Spec.CheckInterval != nil && p.Spec.CheckInterval.Duration > 0:
-		return p.Spec.CheckInterval.Duration
 	}
-	return defaultCheckInterval
+	// The CRD defaults it: only objects written before the default
+	// existed lack it.
+	return p.Spec.CheckIntervalOrDefault()
 }
 
 // jitter spreads requeues by ±10% so policies created together do not

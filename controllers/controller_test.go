@@ -571,11 +571,17 @@ func TestDeletedPolicyLosesItsSeries(t *testing.T) {
 	g.Expect(seriesOf("retentionguard_policy_info", labels)).To(HaveLen(1))
 	headroom, _ := metricValue("retentionguard_recovery_headroom_seconds", labels)
 	g.Expect(headroom).To(Equal(float64(sevenDaysMs/1000)), "caught up: the full retention.ms")
+	// Absolute: the check's time plus that headroom, in unix seconds.
+	g.Expect(seriesOf("retentionguard_recovery_headroom_expiration_timestamp_seconds", labels)).To(HaveLen(1))
+	expiresAt, _ := metricValue("retentionguard_recovery_headroom_expiration_timestamp_seconds", labels)
+	g.Expect(expiresAt-float64(sevenDaysMs/1000)).To(BeNumerically("~", float64(time.Now().Unix()), 5*60),
+		"checked within the last minutes")
 
 	g.Expect(env.Client.Delete(testCtx(t), p)).To(Succeed())
 	for _, name := range []string{
 		"retentionguard_policy_verdict", "retentionguard_expired_records",
 		"retentionguard_recovery_headroom_seconds", "retentionguard_group_offsets_expiry_seconds",
+		"retentionguard_recovery_headroom_expiration_timestamp_seconds", "retentionguard_group_offsets_expiration_timestamp_seconds",
 		"retentionguard_policy_recovery_window_seconds", "retentionguard_policy_info",
 	} {
 		g.Eventually(func() int { return len(seriesOf(name, labels)) }, eventually, poll).Should(BeZero(), name)

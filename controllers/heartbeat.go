@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/freshness"
 )
 
 // A policy's status is written when its proof changes, not on every check
@@ -40,7 +41,8 @@ import (
 //     policy of a Lease itself (about one interval); meanwhile the Lease
 //     keeps the old leader's last renewTime and ages.
 //   - A manager that is down renews nothing: after 2 × checkInterval + 30s
-//     the proofs are stale (the webhook's rule is unchanged).
+//     the proofs are stale (internal/freshness: the webhook's rule, whose
+//     window each Lease's leaseDurationSeconds says, for people).
 //   - A Kafka cluster that stops answering turns its policies' proofs
 //     Unknown: a change, written, and confirmed like any other.
 
@@ -263,7 +265,7 @@ func (h *Heartbeats) write(ctx context.Context, name string, d leaseDue, cur *co
 	// A Lease keeps microseconds: compare what it can hold, or every tick
 	// would write the same time again.
 	renew := metav1.NewMicroTime(d.renew.Truncate(time.Microsecond))
-	duration := int32(freshnessWindow(d.interval).Seconds())
+	duration := int32(freshness.Window(d.interval).Seconds())
 	h.mu.Lock()
 	w, ok := h.written[name]
 	h.mu.Unlock()
@@ -334,17 +336,10 @@ func (h *Heartbeats) clock() time.Time {
 }
 
 // leaseInterval is the checkInterval a Lease was written for (its
-// annotation), one minute when unreadable.
+// annotation), the default checkInterval when unreadable.
 func leaseInterval(l *coordinationv1.Lease) time.Duration {
 	if d, err := time.ParseDuration(l.Annotations[heartbeatIntervalAnnotation]); err == nil && d > 0 {
 		return d
 	}
-	return time.Minute
-}
-
-// freshnessWindow is how long a proof of a policy with this checkInterval
-// is fresh: 2 × checkInterval + 30s (the webhook's rule; written as the
-// Lease's leaseDurationSeconds, for people).
-func freshnessWindow(interval time.Duration) time.Duration {
-	return 2*interval + 30*time.Second
+	return rgv1.DefaultCheckInterval
 }

@@ -25,10 +25,20 @@ var (
 		Help: "1 for the policy's current verdict (Proven, Violated or Unknown), 0 for the others.",
 	}, []string{"namespace", "policy", "verdict"})
 
+	recoveryHeadroomExpiration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "retentionguard_recovery_headroom_expiration_timestamp_seconds",
+		Help: "When the group's recovery headroom runs out, in unix seconds: the soonest, over partitions, of " +
+			"timestamp(record at committed offset) + retention.ms (a caught-up partition: the check's time + retention.ms). " +
+			"Alert on (this - time()): it stays right between checks.",
+	}, []string{"namespace", "policy"})
+
+	// Deprecated: recoveryHeadroomExpiration without going stale between
+	// checks. Kept one release for dashboards of users' own.
 	recoveryHeadroomSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "retentionguard_recovery_headroom_seconds",
-		Help: "How long the group could go down now without losing records: the smallest, over partitions, of " +
-			"timestamp(record at committed offset) + retention.ms - now.",
+		Help: "Deprecated, removed in a later release: use retentionguard_recovery_headroom_expiration_timestamp_seconds - time(). " +
+			"How long the group could go down, as of the last check, without losing records: the smallest, over partitions, of " +
+			"timestamp(record at committed offset) + retention.ms - the check's time.",
 	}, []string{"namespace", "policy"})
 
 	expiredRecords = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -36,18 +46,28 @@ var (
 		Help: "Records of the topic deleted by retention before the group read them (log start minus committed offset, summed over partitions).",
 	}, []string{"namespace", "policy", "topic"})
 
-	groupOffsetsExpirySeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "retentionguard_group_offsets_expiry_seconds",
-		Help: "How long until the group's soonest committed offset may expire, on the clock Kafka uses for the group, named by " +
+	groupOffsetsExpiration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "retentionguard_group_offsets_expiration_timestamp_seconds",
+		Help: "When the group's soonest committed offset may expire, in unix seconds, on the clock Kafka uses for the group, named by " +
 			"the clock label (GroupEmpty: a classic group's offsets, offsets.retention.minutes after it became Empty; " +
 			"LastCommit: simple, KIP-848 and streams groups' offsets, after each offset's last commit). " +
-			"No series while no clock runs (a classic group with members) or no commit can be dated.",
+			"No series while no clock runs (a classic group with members) or no commit can be dated. " +
+			"Alert on (this - time()): it stays right between checks.",
+	}, []string{"namespace", "policy", "clock"})
+
+	// Deprecated: groupOffsetsExpiration without going stale between
+	// checks. Kept one release for dashboards of users' own.
+	groupOffsetsExpirySeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "retentionguard_group_offsets_expiry_seconds",
+		Help: "Deprecated, removed in a later release: use retentionguard_group_offsets_expiration_timestamp_seconds - time(). " +
+			"How long, as of the last check, until the group's soonest committed offset may expire, on the clock named by the clock label.",
 	}, []string{"namespace", "policy", "clock"})
 
 	recoveryWindowSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "retentionguard_policy_recovery_window_seconds",
 		Help: "The policy's spec.recoveryWindow: the longest downtime its group must survive. Compare " +
-			"retentionguard_recovery_headroom_seconds and retentionguard_group_offsets_expiry_seconds with it.",
+			"retentionguard_recovery_headroom_expiration_timestamp_seconds - time() and " +
+			"retentionguard_group_offsets_expiration_timestamp_seconds - time() with it.",
 	}, []string{"namespace", "policy"})
 
 	policyInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -71,8 +91,9 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(policyVerdict, recoveryHeadroomSeconds, expiredRecords,
-		groupOffsetsExpirySeconds, recoveryWindowSeconds, policyInfo, cronJobScheduleGapSeconds, kafkaRequestDuration)
+	metrics.Registry.MustRegister(policyVerdict, recoveryHeadroomExpiration, recoveryHeadroomSeconds, expiredRecords,
+		groupOffsetsExpiration, groupOffsetsExpirySeconds, recoveryWindowSeconds, policyInfo, cronJobScheduleGapSeconds,
+		kafkaRequestDuration)
 }
 
 // ObserveKafkaRequest feeds retentionguard_kafka_request_duration_seconds.
@@ -157,9 +178,13 @@ func (m *policyMetrics) record(policy types.NamespacedName, facts policyFacts, r
 		policyVerdict.WithLabelValues(ns, name, string(v)).Set(value)
 	}
 
+	// The proof's own times, absolute: a series that is not set again
+	// until the next check still says when, and (it - time()) how long.
 	if res.HasRecoveryHeadroom {
+		recoveryHeadroomExpiration.WithLabelValues(ns, name).Set(unixSeconds(res.RecoveryHeadroomExpiresAt))
 		recoveryHeadroomSeconds.WithLabelValues(ns, name).Set(res.RecoveryHeadroom.Seconds())
 	} else {
+		recoveryHeadroomExpiration.DeleteLabelValues(ns, name)
 		recoveryHeadroomSeconds.DeleteLabelValues(ns, name)
 	}
 	if res.HasGroupOffsetsExpireIn {
@@ -167,9 +192,11 @@ func (m *policyMetrics) record(policy types.NamespacedName, facts policyFacts, r
 		if clock == "" {
 			clock = "Unknown"
 		}
-		m.setSingle(groupOffsetsExpirySeconds, policy,
-			prometheus.Labels{"namespace": ns, "policy": name, "clock": clock}, res.GroupOffsetsExpireIn.Seconds())
+		labels := prometheus.Labels{"namespace": ns, "policy": name, "clock": clock}
+		m.setSingle(groupOffsetsExpiration, policy, labels, unixSeconds(res.OffsetExpiry.Soonest))
+		m.setSingle(groupOffsetsExpirySeconds, policy, labels, res.GroupOffsetsExpireIn.Seconds())
 	} else {
+		m.dropSingle(groupOffsetsExpiration, policy)
 		m.dropSingle(groupOffsetsExpirySeconds, policy)
 	}
 
@@ -225,12 +252,21 @@ func (m *policyMetrics) dropSingle(vec *prometheus.GaugeVec, policy types.Namesp
 	}
 }
 
+// unixSeconds is t in unix seconds, to the millisecond (cert-manager's
+// certmanager_certificate_expiration_timestamp_seconds is in whole
+// seconds; a millisecond keeps a headroom of seconds exact).
+func unixSeconds(t time.Time) float64 {
+	return float64(t.UnixMilli()) / 1e3
+}
+
 // forget removes every series of a deleted policy.
 func (m *policyMetrics) forget(policy types.NamespacedName) {
 	labels := prometheus.Labels{"namespace": policy.Namespace, "policy": policy.Name}
 	policyVerdict.DeletePartialMatch(labels)
+	recoveryHeadroomExpiration.DeletePartialMatch(labels)
 	recoveryHeadroomSeconds.DeletePartialMatch(labels)
 	expiredRecords.DeletePartialMatch(labels)
+	groupOffsetsExpiration.DeletePartialMatch(labels)
 	groupOffsetsExpirySeconds.DeletePartialMatch(labels)
 	recoveryWindowSeconds.DeletePartialMatch(labels)
 	policyInfo.DeletePartialMatch(labels)

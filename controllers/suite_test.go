@@ -34,6 +34,7 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/cursor"
+	"github.com/retentionguard/retention-guard/internal/freshness"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/testenv"
@@ -418,6 +419,9 @@ func heartbeatRenewed(p *rgv1.ConsumerRetentionPolicy) func(g Gomega) time.Time 
 		var l coordinationv1.Lease
 		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &l)).To(Succeed())
 		g.Expect(l.Spec.RenewTime).NotTo(BeNil())
+		// The Lease says, for people, the window the webhook's freshness
+		// rule gives proofs of its checkInterval.
+		g.Expect(l.Spec.LeaseDurationSeconds).To(HaveValue(BeEquivalentTo(int32(freshness.Window(leaseInterval(&l)).Seconds()))))
 		return l.Spec.RenewTime.Time
 	}
 }

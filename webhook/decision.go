@@ -260,8 +260,10 @@ func judge(e *policyEval) policyResult {
 	p := e.Policy
 	r := policyResult{Policy: p, Enforcement: p.Spec.Enforcement, Live: e.Live}
 	switch r.Enforcement {
-	case rgv1.EnforcementWarn, rgv1.EnforcementAudit:
-	default: // the CRD defaults to Deny; anything unexpected fails closed
+	case rgv1.EnforcementWarn, rgv1.EnforcementAudit, rgv1.EnforcementDeny:
+	case "":
+		r.Enforcement = rgv1.DefaultEnforcement
+	default: // anything unexpected fails closed
 		r.Enforcement = rgv1.EnforcementDeny
 	}
 

@@ -8,28 +8,14 @@ import (
 	"time"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/freshness"
 )
-
-const (
-	// defaultCheckInterval is the CRD's default for spec.checkInterval.
-	defaultCheckInterval = time.Minute
-	// freshnessSlack is added to 2 × checkInterval, and tolerated as clock
-	// skew for a checkedAt in the future.
-	freshnessSlack = 30 * time.Second
-)
-
-// freshnessLimit is how old a status proof may be: 2 × checkInterval + 30s.
-func freshnessLimit(p *rgv1.ConsumerRetentionPolicy) time.Duration {
-	interval := defaultCheckInterval
-	if p.Spec.CheckInterval != nil && p.Spec.CheckInterval.Duration > 0 {
-		interval = p.Spec.CheckInterval.Duration
-	}
-	return 2*interval + freshnessSlack
-}
 
 // statusProofFreshness says whether the policy's status proof can be used
-// as is at now; when it cannot, reason (ReasonProofMissing or
-// ReasonProofStale) and detail say why. The proof was last confirmed at
+// as is at now, by the one freshness rule (internal/freshness: confirmed
+// within 2 × checkInterval + 30s, at most 30s ahead); when it cannot,
+// reason (ReasonProofMissing or ReasonProofStale) and detail say why. The
+// proof was last confirmed at
 // the later of its checkedAt and renewed, the renewTime of the heartbeat
 // Lease its status names (zero when there is none): the manager writes a
 // status only when the proof changes, and renews the Lease once it has
@@ -46,18 +32,17 @@ func statusProofFreshness(p *rgv1.ConsumerRetentionPolicy, renewed, now time.Tim
 	if proof.CheckedAt.IsZero() {
 		return false, ReasonProofStale, "status proof has no checkedAt"
 	}
-	limit := freshnessLimit(p)
 	confirmed, how, field := proof.CheckedAt.Time, "status proof checked", "status proof checkedAt"
 	if hb := p.Status.Heartbeat; hb != nil && renewed.After(confirmed) {
 		lease := "heartbeat Lease " + hb.Namespace + "/" + hb.Name
 		confirmed, how, field = renewed, "status proof last confirmed by "+lease, lease+" renewTime"
 	}
-	age := now.Sub(confirmed)
-	switch {
-	case age > limit:
+	interval := p.Spec.CheckIntervalOrDefault()
+	switch state, age := freshness.Of(confirmed, now, interval); state {
+	case freshness.Stale:
 		return false, ReasonProofStale, fmt.Sprintf("%s %s ago, limit 2 × checkInterval + 30s = %s",
-			how, humanDuration(age), humanDuration(limit))
-	case age < -freshnessSlack:
+			how, humanDuration(age), humanDuration(freshness.Window(interval)))
+	case freshness.Future:
 		return false, ReasonProofStale, fmt.Sprintf("%s is %s in the future", field, humanDuration(-age))
 	}
 	return true, "", ""

@@ -91,10 +91,10 @@ func TestSampleIsAcceptedAndDefaulted(t *testing.T) {
 	if err := env.Client.Get(ctx(t), client.ObjectKeyFromObject(minimal), got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Spec.Enforcement != rgv1.EnforcementDeny {
+	if got.Spec.Enforcement != rgv1.DefaultEnforcement {
 		t.Errorf("enforcement defaulted to %q, want Deny", got.Spec.Enforcement)
 	}
-	if got.Spec.CheckInterval == nil || got.Spec.CheckInterval.Duration != time.Minute {
+	if got.Spec.CheckInterval == nil || got.Spec.CheckInterval.Duration != rgv1.DefaultCheckInterval {
 		t.Errorf("checkInterval defaulted to %v, want 1m", got.Spec.CheckInterval)
 	}
 }

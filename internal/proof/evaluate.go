@@ -83,6 +83,9 @@ func Evaluate(obs Observation, p Policy, now time.Time) Result {
 
 	var w *Warning
 	r.RecoveryHeadroom, r.HasRecoveryHeadroom, w = recoveryHeadroom(p.RecoveryWindow, partitions)
+	if r.HasRecoveryHeadroom {
+		r.RecoveryHeadroomExpiresAt = now.Add(r.RecoveryHeadroom)
+	}
 	if w != nil {
 		r.Warnings = append(r.Warnings, *w)
 	}

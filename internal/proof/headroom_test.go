@@ -106,6 +106,16 @@ func TestRecoveryHeadroom(t *testing.T) {
 			if r.HasRecoveryHeadroom != c.wantHas || r.RecoveryHeadroom != c.want {
 				t.Errorf("recoveryHeadroom = %v (has %v), want %v (has %v)", r.RecoveryHeadroom, r.HasRecoveryHeadroom, c.want, c.wantHas)
 			}
+			// The absolute time the headroom runs out (the metrics' and
+			// alerts' series): the committed record's timestamp plus
+			// retention.ms, which is the proof's time plus the headroom.
+			var wantAt time.Time
+			if c.wantHas {
+				wantAt = now.Add(c.want)
+			}
+			if !r.RecoveryHeadroomExpiresAt.Equal(wantAt) {
+				t.Errorf("recoveryHeadroomExpiresAt = %v, want %v", r.RecoveryHeadroomExpiresAt, wantAt)
+			}
 			if len(r.Partitions) != len(c.wantPartitions) {
 				t.Fatalf("got %d partitions, want %d", len(r.Partitions), len(c.wantPartitions))
 			}

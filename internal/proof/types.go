@@ -670,6 +670,11 @@ type Result struct {
 	// RecoveryHeadroom is the smallest partition headroom.
 	RecoveryHeadroom    time.Duration
 	HasRecoveryHeadroom bool
+	// RecoveryHeadroomExpiresAt is when that headroom runs out: the time
+	// of the proof plus RecoveryHeadroom (the timestamp of the record at
+	// the committed offset plus retention.ms; a caught-up partition's
+	// full retention.ms from the proof on). Set with HasRecoveryHeadroom.
+	RecoveryHeadroomExpiresAt time.Time
 	// GroupOffsetsExpireIn is how long until the soonest committed offset
 	// of the group may expire, when a clock is running (see OffsetExpiry).
 	GroupOffsetsExpireIn    time.Duration

@@ -151,6 +151,38 @@ func (b caseBuilder) countdown(n, from int, start float64) []string {
 	return out
 }
 
+// expiresAt turns the time left each sample's check saw (what the
+// deprecated relative gauges said) into the series the manager exports
+// and the alerts read: when, in unix seconds, the sample's time plus the
+// time left; promtool's time() is the seconds since its start. A manager
+// that checks every step exports a time left that stays flat as a rising
+// series, one that counts down as a flat one; "_" and "stale" stay.
+func (b caseBuilder) expiresAt(left []string) []string {
+	b.t.Helper()
+	out := make([]string, len(left))
+	for i, v := range left {
+		if v == "_" || v == "stale" {
+			out[i] = v
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			b.t.Fatalf("sample %d: %q is not a number", i, v)
+		}
+		out[i] = strconv.FormatFloat(b.secs(i)+f, 'f', -1, 64)
+	}
+	return out
+}
+
+// Absolute series of the policy: time left as each sample's check saw it.
+func (b caseBuilder) headroomSeries(left []string) promSeries {
+	return b.managerSeries("retentionguard_recovery_headroom_expiration_timestamp_seconds", policyLabels(), b.expiresAt(left))
+}
+
+func (b caseBuilder) offsetsSeries(clock string, left []string) promSeries {
+	return b.managerSeries("retentionguard_group_offsets_expiration_timestamp_seconds", policyLabels("clock", clock), b.expiresAt(left))
+}
+
 func none() []promAlert { return []promAlert{} }
 
 // firing: nothing at from-1, nothing one step before `for` has passed, the
@@ -306,8 +338,10 @@ func (b caseBuilder) policySeries(window float64) []promSeries {
 func (b caseBuilder) headroomCases() []alertCase {
 	n := b.length()
 	const alert = "RetentionGuardRecoveryHeadroomLow"
+	// What is left when the alert fires in the history checked only once.
+	betweenLeft := 3*day - b.secs(1+b.n(b.c.forOf[alert]))
 	headroom := func(window float64, values []string) []promSeries {
-		return append(b.policySeries(window), b.managerSeries("retentionguard_recovery_headroom_seconds", policyLabels(), values))
+		return append(b.policySeries(window), b.headroomSeries(values))
 	}
 	cases := []alertCase{
 		{
@@ -320,6 +354,29 @@ func (b caseBuilder) headroomCases() []alertCase {
 				ExpAnnotations: map[string]string{
 					"summary": "The consumer group " + caseGroup + " (policy " + caseNS + "/" + casePolicy + ") has 2d 0h 0m 0s of headroom, less than its recoveryWindow of 3d 0h 0m 0s.",
 					"description": "The record at its committed offset is deleted by retention in 2d 0h 0m 0s: a consumer that goes down now loses records " +
+						"before the downtime the policy promises to survive ends. The consumer is lagging (or its records carry old timestamps): " +
+						"let it catch up, or raise the topic's retention.ms.",
+					"runbook_url": b.runbook(alert),
+				},
+			}),
+		},
+		{
+			// Checked once at pre with 5 steps more than the 3-day window
+			// left, and not again (a long checkInterval, or checks that
+			// keep timing out): the series says when, so the time left
+			// keeps falling between checks and the condition holds from
+			// pre+6 on. A time left exported as of the check would have
+			// stayed above the window.
+			alert: alert, what: "checked once with the window and 5 steps left, not since", fires: true,
+			series: append(b.policySeries(3*day), b.managerSeries("retentionguard_recovery_headroom_expiration_timestamp_seconds",
+				policyLabels(), then(missing(b.pre), flat(n-b.pre, b.secs(b.pre)+3*day+b.secs(5))))),
+			evals: b.firing(alert, b.pre+6, promAlert{
+				ExpLabels: policyLabels("severity", "warning", "consumer_group", caseGroup),
+				ExpAnnotations: map[string]string{
+					"summary": "The consumer group " + caseGroup + " (policy " + caseNS + "/" + casePolicy + ") has " + humanizeDuration(betweenLeft) +
+						" of headroom, less than its recoveryWindow of 3d 0h 0m 0s.",
+					"description": "The record at its committed offset is deleted by retention in " + humanizeDuration(betweenLeft) +
+						": a consumer that goes down now loses records " +
 						"before the downtime the policy promises to survive ends. The consumer is lagging (or its records carry old timestamps): " +
 						"let it catch up, or raise the topic's retention.ms.",
 					"runbook_url": b.runbook(alert),
@@ -347,8 +404,7 @@ func (b caseBuilder) headroomCases() []alertCase {
 func (b caseBuilder) offsetsExpiryCases() []alertCase {
 	n := b.length()
 	expiry := func(window float64, clock string, values []string) []promSeries {
-		return append(b.policySeries(window),
-			b.managerSeries("retentionguard_group_offsets_expiry_seconds", policyLabels("clock", clock), values))
+		return append(b.policySeries(window), b.offsetsSeries(clock, values))
 	}
 	who := "The consumer group " + caseGroup + " (policy " + caseNS + "/" + casePolicy + ")"
 
@@ -455,12 +511,11 @@ func (b caseBuilder) riskCases() []alertCase {
 	}
 	// 2 days of headroom under a 3-day window from pre on.
 	room := func() promSeries {
-		return b.managerSeries("retentionguard_recovery_headroom_seconds", policyLabels(), then(flat(b.pre, 10*day), flat(n-b.pre, 2*day)))
+		return b.headroomSeries(then(flat(b.pre, 10*day), flat(n-b.pre, 2*day)))
 	}
 	lagging := append(b.verdict("Violated", b.pre, n-b.pre, "Deny", lowRoom), window(), room())
 	emptyGroup := append(b.verdict("Violated", b.pre, n-b.pre, "Deny", empty), window(),
-		b.managerSeries("retentionguard_group_offsets_expiry_seconds", policyLabels("clock", "GroupEmpty"),
-			then(missing(b.pre), flat(n-b.pre, 2*day))))
+		b.offsetsSeries("GroupEmpty", then(missing(b.pre), flat(n-b.pre, 2*day))))
 
 	// Seed 000 after the loss: Violated by the headroom from pre, records
 	// lost (CommittedOffsetExpired) from lossAt on; the verdict does not

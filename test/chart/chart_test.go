@@ -749,6 +749,44 @@ func knownMetrics(t *testing.T) map[string]bool {
 	return known
 }
 
+// The absolute series alerts and panels read the time left from.
+const (
+	headroomAt = "retentionguard_recovery_headroom_expiration_timestamp_seconds"
+	offsetsAt  = "retentionguard_group_offsets_expiration_timestamp_seconds"
+)
+
+// expirationRead is an absolute series as an expression reads it, with
+// its selector and what follows.
+var expirationRead = regexp.MustCompile(`retentionguard_[a-z_]+_expiration_timestamp_seconds(\{[^}]*\})?( - time\(\))?`)
+
+// checkTimeLeft: every absolute series an expression reads is turned into
+// the time left (minus time()), which is right between checks, where a
+// relative gauge is as old as the last check.
+func checkTimeLeft(t *testing.T, where, expr string) {
+	t.Helper()
+	for _, m := range expirationRead.FindAllStringSubmatch(expr, -1) {
+		if m[2] == "" {
+			t.Errorf("%s reads %s as is: compare (it - time()), the time left", where, m[0])
+		}
+	}
+}
+
+// deprecatedMetrics are registered one more release for users' own
+// dashboards; the chart reads their successors.
+var deprecatedMetrics = map[string]string{
+	"retentionguard_recovery_headroom_seconds":    "retentionguard_recovery_headroom_expiration_timestamp_seconds",
+	"retentionguard_group_offsets_expiry_seconds": "retentionguard_group_offsets_expiration_timestamp_seconds",
+}
+
+func checkNotDeprecated(t *testing.T, where, text string) {
+	t.Helper()
+	for _, n := range metricName.FindAllString(quoted.ReplaceAllString(text, `""`), -1) {
+		if use, ok := deprecatedMetrics[strings.TrimSuffix(n, "{")]; ok {
+			t.Errorf("%s reads the deprecated %s, which is as old as the last check: use %s - time()", where, n, use)
+		}
+	}
+}
+
 func checkMetrics(t *testing.T, where, text string, known map[string]bool) {
 	t.Helper()
 	names := metricName.FindAllString(quoted.ReplaceAllString(text, `""`), -1)
@@ -817,10 +855,15 @@ func TestMonitoring(t *testing.T) {
 	// The ServiceMonitor's job label is the Service's name.
 	mustContainAll(t, "alert RetentionGuardManagerDown", alerts["RetentionGuardManagerDown"],
 		`up{job="`+fullname+`-webhook", namespace="`+releaseNS+`"}`)
-	// The headroom and expiry alerts compare with the policy's own window.
-	for _, a := range []string{"RetentionGuardRecoveryHeadroomLow", "RetentionGuardEmptyGroupNearingOffsetsRetention",
-		"RetentionGuardGroupOffsetsExpireWithinADay"} {
-		mustContainAll(t, "alert "+a, alerts[a], "retentionguard_policy_recovery_window_seconds")
+	// The headroom and expiry alerts compare the time left, from the
+	// absolute series (right between checks), with the policy's own window.
+	for a, at := range map[string]string{"RetentionGuardRecoveryHeadroomLow": headroomAt,
+		"RetentionGuardEmptyGroupNearingOffsetsRetention": offsetsAt, "RetentionGuardGroupOffsetsExpireWithinADay": offsetsAt} {
+		mustContainAll(t, "alert "+a, alerts[a], at, "retentionguard_policy_recovery_window_seconds")
+	}
+	for name, expr := range alerts {
+		checkNotDeprecated(t, "alert "+name, expr)
+		checkTimeLeft(t, "alert "+name, expr)
 	}
 	for name, expr := range alerts {
 		if strings.Contains(expr, "controller_runtime_webhook_requests_total") {
@@ -865,6 +908,8 @@ func TestMonitoring(t *testing.T) {
 		}
 		for _, tg := range p.Targets {
 			checkMetrics(t, "dashboard panel "+p.Title, tg.Expr, known)
+			checkNotDeprecated(t, "dashboard panel "+p.Title, tg.Expr)
+			checkTimeLeft(t, "dashboard panel "+p.Title, tg.Expr)
 			if strings.Contains(tg.Expr, "controller_runtime_webhook_requests_total") {
 				t.Errorf("dashboard panel %s watches controller_runtime_webhook_requests_total, whose code is always 200", p.Title)
 			}
@@ -883,14 +928,13 @@ func TestMonitoring(t *testing.T) {
 		}
 	}
 	for title, metrics := range map[string][]string{
-		"Which groups can lose data, and how soon": {"retentionguard_policy_verdict", "retentionguard_recovery_headroom_seconds",
-			"retentionguard_policy_recovery_window_seconds", "retentionguard_group_offsets_expiry_seconds", "retentionguard_expired_records",
+		"Which groups can lose data, and how soon": {"retentionguard_policy_verdict", headroomAt,
+			"retentionguard_policy_recovery_window_seconds", offsetsAt, "retentionguard_expired_records",
 			"retentionguard_policy_info"},
-		"Headroom against the window (below 1: data at risk)": {"retentionguard_recovery_headroom_seconds", "retentionguard_policy_recovery_window_seconds"},
-		"Offsets expiry against the window (below 1: offsets at risk)": {"retentionguard_group_offsets_expiry_seconds",
-			"retentionguard_policy_recovery_window_seconds"},
-		"Expired records by topic":        {"retentionguard_expired_records"},
-		"Admission decisions on rollouts": {"retentionguard_admission_decisions_total"},
+		"Headroom against the window (below 1: data at risk)":          {headroomAt, "retentionguard_policy_recovery_window_seconds"},
+		"Offsets expiry against the window (below 1: offsets at risk)": {offsetsAt, "retentionguard_policy_recovery_window_seconds"},
+		"Expired records by topic":                                     {"retentionguard_expired_records"},
+		"Admission decisions on rollouts":                              {"retentionguard_admission_decisions_total"},
 	} {
 		expr, ok := exprs[title]
 		if !ok {

@@ -247,8 +247,15 @@ func TestSeed003EmptyGroupWarnsBeforeItsOffsetsExpire(t *testing.T) {
 	contains(t, "the alert's summary", string(a.Annotations["summary"]),
 		"The consumer group settle-batch (policy batch/settle-batch) has had no members for long: its committed offsets expire in 6d 23h",
 		"sooner than its recoveryWindow of 7d 0h 0m 0s.")
-	if v := query(ctx, t, `retentionguard_group_offsets_expiry_seconds{namespace="batch", policy="settle-batch", clock="GroupEmpty"}`); len(v) != 1 {
-		t.Errorf("Prometheus has %d GroupEmpty expiry series for the policy, want 1: %v", len(v), v)
+	// The series says when, as status.proof.offsetExpiry.soonestAt does
+	// (the status is rewritten only when it moves by more than a minute
+	// or 1% of the time left).
+	soonest := p.Status.Proof.OffsetExpiry.SoonestAt
+	tolerance := max(60, soonest.Sub(p.Status.Proof.CheckedAt.Time).Seconds()/100)
+	if v := query(ctx, t, `retentionguard_group_offsets_expiration_timestamp_seconds{namespace="batch", policy="settle-batch", clock="GroupEmpty"}`); len(v) != 1 {
+		t.Errorf("Prometheus has %d GroupEmpty expiration series for the policy, want 1: %v", len(v), v)
+	} else if at := float64(v[0].Value); math.Abs(at-float64(soonest.Unix())) > tolerance {
+		t.Errorf("the GroupEmpty expiration series says %v, status.proof.offsetExpiry.soonestAt %s", at, soonest)
 	}
 	for _, quiet := range []string{"RetentionGuardGroupOffsetsExpireWithinADay", "RetentionGuardPolicyViolated", "RetentionGuardRecoveryHeadroomLow"} {
 		if slices.ContainsFunc(activeAlerts(t), func(a promv1.Alert) bool { return matches(a, quiet, policyAlert) }) {
