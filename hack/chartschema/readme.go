@@ -46,7 +46,7 @@ type Row struct {
 func Readme(tmpl, chartYAML, values []byte) ([]byte, error) {
 	var chart Chart
 	if err := yaml.Unmarshal(chartYAML, &chart); err != nil {
-		return nil, fmt.Errorf("Chart.yaml: %w", err)
+		return nil, fmt.Errorf("parsing Chart.yaml: %w", err)
 	}
 	rows, err := Rows(values)
 	if err != nil {

@@ -105,7 +105,7 @@ func TestSeed003ExpiredGroupOffsetsBlockTheBatchRun(t *testing.T) {
 		"by risks only, nothing lost yet: allowed", "EmptyGroupOffsetsMayExpireBeforeWindow")
 	run, err := kafka.JoinGroup(ctx, group, topic)
 	must(t, err)
-	p = waitPolicy(t, key, 30*time.Second, "Proven while the run is a member", func(p *rgv1.ConsumerRetentionPolicy) bool {
+	waitPolicy(t, key, 30*time.Second, "Proven while the run is a member", func(p *rgv1.ConsumerRetentionPolicy) bool {
 		return proven(p) && p.Status.Proof.GroupState == "Stable"
 	})
 	run.Leave()
