@@ -287,28 +287,19 @@ func (c *Coalescer) ObserveNow(ctx context.Context, conn kafka.Connection, targe
 // accessor; it moves owner off the accessor of the connection it used
 // before. False once closed.
 func (c *Coalescer) registerPolicy(owner types.NamespacedName, conn kafka.Connection) (*connAccessor, bool) {
-	key := conn.Key()
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil, false
-	}
-	var prev *connAccessor
-	if k, ok := c.owners[owner]; ok && k != key {
-		prev = c.accessors[k]
-	}
-	c.owners[owner] = key
-	a := c.accessorLocked(conn)
-	c.mu.Unlock()
-	if prev != nil {
-		prev.unregister(owner)
-		c.retireIfIdle(prev)
-	}
-	return a, true
+	return register(c, c.owners, owner, conn, func(prev *connAccessor) { prev.unregister(owner) })
 }
 
 // registerWatcher is registerPolicy for a connection owner.
 func (c *Coalescer) registerWatcher(owner ConnectionOwner, conn kafka.Connection) (*connAccessor, bool) {
+	return register(c, c.watchers, owner, conn, func(prev *connAccessor) { prev.unwatch(owner) })
+}
+
+// register records in byOwner (c.owners or c.watchers, guarded by c.mu)
+// that owner uses conn and returns conn's accessor; leave takes owner off
+// the accessor of the connection it used before, which retires if idle.
+// False once closed.
+func register[K comparable](c *Coalescer, byOwner map[K]string, owner K, conn kafka.Connection, leave func(*connAccessor)) (*connAccessor, bool) {
 	key := conn.Key()
 	c.mu.Lock()
 	if c.closed {
@@ -316,14 +307,14 @@ func (c *Coalescer) registerWatcher(owner ConnectionOwner, conn kafka.Connection
 		return nil, false
 	}
 	var prev *connAccessor
-	if k, ok := c.watchers[owner]; ok && k != key {
+	if k, ok := byOwner[owner]; ok && k != key {
 		prev = c.accessors[k]
 	}
-	c.watchers[owner] = key
+	byOwner[owner] = key
 	a := c.accessorLocked(conn)
 	c.mu.Unlock()
 	if prev != nil {
-		prev.unwatch(owner)
+		leave(prev)
 		c.retireIfIdle(prev)
 	}
 	return a, true
