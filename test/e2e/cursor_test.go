@@ -13,6 +13,7 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/cursor/cursortest"
+	"github.com/retentionguard/retention-guard/test/e2e/e2eutil"
 )
 
 // The business cursor database: a real PostgreSQL from Debian's package,
@@ -96,12 +97,12 @@ func TestSeed003BusinessCursor(t *testing.T) {
 	p := cursorPolicy(t, ns, "settle", group, topic, "settle", rgv1.ResumeFromCursor)
 	key := client.ObjectKeyFromObject(p)
 	deployment(t, ns, "settle", "settle", 0)
-	p = waitPolicy(t, key, 30*time.Second, "Proven from the cursor", proven)
+	p = waitPolicy(t, key, 30*time.Second, "Proven from the cursor", e2eutil.Proven)
 	if c := p.Status.Proof.Cursor; c == nil || c.ResumeFrom != rgv1.ResumeFromCursor {
 		t.Errorf("status.proof.cursor = %+v", c)
 	}
-	contains(t, "the Ready message", ready(p).Message, "resume from its business cursor without losing a record")
-	contains(t, "the OffsetsInRange condition", describe(p), "OffsetsInRange=False NoCommittedOffset: not deciding")
+	e2eutil.Contains(t, "the Ready message", e2eutil.Ready(p).Message, "resume from its business cursor without losing a record")
+	e2eutil.Contains(t, "the OffsetsInRange condition", e2eutil.Describe(p), "OffsetsInRange=False NoCommittedOffset: not deciding")
 	must(t, scale(t, ns, "settle", 1)) // the nightly run resumes from its cursor
 	must(t, scale(t, ns, "settle", 0))
 
@@ -110,14 +111,14 @@ func TestSeed003BusinessCursor(t *testing.T) {
 	must(t, db.WriteCursor(ctx, "consumer_cursor", group, 2, 159))
 	must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{2: 170}))
 	p = waitPolicy(t, key, 30*time.Second, "Violated with CursorExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && ready(p).Reason == "CursorExpired"
+		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "CursorExpired"
 	})
 	if p.Status.Proof.ExpiredRecords != 10 {
-		t.Errorf("expiredRecords %d, want 10 (log start 170 - cursor 160): %s", p.Status.Proof.ExpiredRecords, describe(p))
+		t.Errorf("expiredRecords %d, want 10 (log start 170 - cursor 160): %s", p.Status.Proof.ExpiredRecords, e2eutil.Describe(p))
 	}
-	msg := denied(t, scale(t, ns, "settle", 1))
+	msg := e2eutil.Denied(t, scale(t, ns, "settle", 1))
 	t.Logf("denial:\n%s", msg)
-	contains(t, "the denial", msg,
+	e2eutil.Contains(t, "the denial", msg,
 		"CursorExpired: cursor 160 is below log start 170 on "+topic+"[2]: 10 records were never processed and are gone — reconcile them from the source")
 	waitEvent(t, p, "Warning", "CursorExpired")
 
@@ -133,14 +134,14 @@ func TestSeed003BusinessCursor(t *testing.T) {
 	tkey := client.ObjectKeyFromObject(tp)
 	deployment(t, ns, "settle-auto", "settle-auto", 0)
 	tp = waitPolicy(t, tkey, 30*time.Second, "Violated with GroupAheadOfCursor", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && ready(p).Reason == "GroupAheadOfCursor"
+		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "GroupAheadOfCursor"
 	})
 	if c := tp.Status.Proof.Cursor; c == nil || c.AheadRecords != 50 || c.ResumeFrom != rgv1.ResumeFromGroupOffsets {
 		t.Errorf("status.proof.cursor = %+v, want 50 records ahead, resumeFrom GroupOffsets", c)
 	}
-	msg = denied(t, scale(t, ns, "settle-auto", 1))
+	msg = e2eutil.Denied(t, scale(t, ns, "settle-auto", 1))
 	t.Logf("denial:\n%s", msg)
-	contains(t, "the denial", msg, "GroupAheadOfCursor: committed offset 350 is ahead of cursor 300 on "+topic+"[1]",
+	e2eutil.Contains(t, "the denial", msg, "GroupAheadOfCursor: committed offset 350 is ahead of cursor 300 on "+topic+"[1]",
 		"skips 50 records the business")
 
 	log, err := os.ReadFile(stk.Manager.LogPath)
@@ -149,7 +150,7 @@ func TestSeed003BusinessCursor(t *testing.T) {
 		t.Errorf("the cursor database's password appears in the manager's log")
 	}
 	for _, pol := range []*rgv1.ConsumerRetentionPolicy{p, tp} {
-		if strings.Contains(describe(pol), cursortest.Password) {
+		if strings.Contains(e2eutil.Describe(pol), cursortest.Password) {
 			t.Errorf("the password appears in the status of %s", pol.Name)
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/test/e2e/e2eutil"
 	"github.com/retentionguard/retention-guard/test/e2e/stack"
 )
 
@@ -94,27 +95,27 @@ func TestSeed003ExpiredGroupOffsetsBlockTheBatchRun(t *testing.T) {
 	// false Proven), and a risk: tonight's run, which stops the clock, is
 	// allowed all the same.
 	p = waitPolicy(t, key, 30*time.Second, "Unknown: Empty since a time the guard did not see", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Unknown" && ready(p).Reason == "EmptyGroupOffsetsMayExpireBeforeWindow"
+		return e2eutil.Verdict(p) == "Unknown" && e2eutil.Ready(p).Reason == "EmptyGroupOffsetsMayExpireBeforeWindow"
 	})
-	t.Logf("met Empty: %s", describe(p))
+	t.Logf("met Empty: %s", e2eutil.Describe(p))
 	ws, err := scaleWarned(t, ns, "settle", 1) // tonight's run
 	if err != nil {
 		t.Fatalf("tonight's run was refused, want it allowed with a warning (Unknown by a risk only): %v", err)
 	}
-	contains(t, "tonight's run's warnings", strings.Join(ws, "\n"), "retention-guard: "+group+" is Unknown (proof ",
+	e2eutil.Contains(t, "tonight's run's warnings", strings.Join(ws, "\n"), "retention-guard: "+group+" is Unknown (proof ",
 		"by risks only, nothing lost yet: allowed", "EmptyGroupOffsetsMayExpireBeforeWindow")
 	run, err := kafka.JoinGroup(ctx, group, topic)
 	must(t, err)
 	waitPolicy(t, key, 30*time.Second, "Proven while the run is a member", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return proven(p) && p.Status.Proof.GroupState == "Stable"
+		return e2eutil.Proven(p) && p.Status.Proof.GroupState == "Stable"
 	})
 	run.Leave()
 	must(t, scale(t, ns, "settle", 0))
 	// Seen Stable, then Empty: the guard dates the Empty clock.
 	p = waitPolicy(t, key, 30*time.Second, "Proven, Empty since the run", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return proven(p) && p.Status.Proof.GroupState == "Empty" && p.Status.Proof.GroupEmptySince != nil
+		return e2eutil.Proven(p) && p.Status.Proof.GroupState == "Empty" && p.Status.Proof.GroupEmptySince != nil
 	})
-	t.Logf("before the outage: %s", describe(p))
+	t.Logf("before the outage: %s", e2eutil.Describe(p))
 
 	// Eight days down: new tasks arrive, retention deletes the oldest
 	// (the log start moves to 40, records 40..249 are still there), and
@@ -146,16 +147,16 @@ func TestSeed003ExpiredGroupOffsetsBlockTheBatchRun(t *testing.T) {
 	restore()
 
 	p = waitPolicy(t, key, 30*time.Second, "Violated with NoCommittedOffset", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && ready(p).Reason == "NoCommittedOffset"
+		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "NoCommittedOffset"
 	})
 	if s := p.Status.Proof.PartitionSummary; s.Total != 3 || s.Missing != 3 || s.InRange != 0 {
 		t.Errorf("partitionSummary = %+v, want 3 partitions, 3 missing", s)
 	}
 	if len(p.Status.Proof.Violations) != 3 {
-		t.Errorf("want 3 violations, got %s", describe(p))
+		t.Errorf("want 3 violations, got %s", e2eutil.Describe(p))
 	}
 	for _, v := range p.Status.Proof.Violations {
-		contains(t, "violation", v.Reason+" "+v.Message, "NoCommittedOffset", "no committed offset while log start is 40")
+		e2eutil.Contains(t, "violation", v.Reason+" "+v.Message, "NoCommittedOffset", "no committed offset while log start is 40")
 	}
 	ev := waitEvent(t, p, "Warning", "NoCommittedOffset")
 	t.Logf("event: %s", ev)
@@ -166,15 +167,15 @@ func TestSeed003ExpiredGroupOffsetsBlockTheBatchRun(t *testing.T) {
 	policyAlert := map[string]string{"namespace": ns, "policy": group}
 	a := waitFiring(t, "RetentionGuardPolicyViolated", policyAlert, violatedSince)
 	alertLabels(t, a, map[string]string{"consumer_group": group, "enforcement": "Deny", "severity": "critical"})
-	contains(t, "the alert's summary", string(a.Annotations["summary"]),
+	e2eutil.Contains(t, "the alert's summary", string(a.Annotations["summary"]),
 		"The consumer group ledger-settle-consumer (policy settlement/ledger-settle-consumer) has lost, or can lose, records to retention: NoCommittedOffset.")
-	contains(t, "the alert's description", string(a.Annotations["description"]), "Rollouts of its consumers are refused")
-	contains(t, "the alert's runbook_url", string(a.Annotations["runbook_url"]), "/docs/runbook.md#retentionguardpolicyviolated")
+	e2eutil.Contains(t, "the alert's description", string(a.Annotations["description"]), "Rollouts of its consumers are refused")
+	e2eutil.Contains(t, "the alert's runbook_url", string(a.Annotations["runbook_url"]), "/docs/runbook.md#retentionguardpolicyviolated")
 
 	deniedAt := time.Now()
-	msg := denied(t, scale(t, ns, "settle", 1))
+	msg := e2eutil.Denied(t, scale(t, ns, "settle", 1))
 	t.Logf("denial:\n%s", msg)
-	contains(t, "the denial", msg,
+	e2eutil.Contains(t, "the denial", msg,
 		"Deployment settlement/settle",
 		"policy ledger-settle-consumer (group ledger-settle-consumer)",
 		"NoCommittedOffset on 3 partitions of settle-task, e.g. settle-task[0]: no committed offset while log start is 40",
@@ -183,15 +184,15 @@ func TestSeed003ExpiredGroupOffsetsBlockTheBatchRun(t *testing.T) {
 		t.Errorf("retentionguard_admission_decisions_total{decision=denied} = %v, want ≥ 1", v)
 	}
 	a = waitFiring(t, "RetentionGuardWebhookDenying", map[string]string{"kind": "Deployment"}, deniedAt)
-	contains(t, "the alert's summary", string(a.Annotations["summary"]), "refusing Deployment rollouts")
+	e2eutil.Contains(t, "the alert's summary", string(a.Annotations["summary"]), "refusing Deployment rollouts")
 
 	// The team replays: reset the group to the log start, then retry.
 	reset, err := kafka.ResetToLogStart(ctx, group, topic)
 	must(t, err)
 	t.Logf("reset %s to the log start: %v", group, reset)
-	p = waitPolicy(t, key, 30*time.Second, "Proven after the reset", proven)
+	p = waitPolicy(t, key, 30*time.Second, "Proven after the reset", e2eutil.Proven)
 	if p.Status.Proof.PartitionSummary.InRange != 3 {
-		t.Errorf("after the reset: %s", describe(p))
+		t.Errorf("after the reset: %s", e2eutil.Describe(p))
 	}
 	waitEvent(t, p, "Normal", "Recovered")
 	must(t, scale(t, ns, "settle", 1))
@@ -223,7 +224,7 @@ func TestSeed003EmptyGroupWarnsBeforeItsOffsetsExpire(t *testing.T) {
 	p := policyWithWindow(t, ns, group, group, topic, "settle-batch", 7*24*time.Hour)
 	key := client.ObjectKeyFromObject(p)
 	waitPolicy(t, key, 30*time.Second, "Proven while a member runs", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return proven(p) && p.Status.Proof.GroupState == "Stable"
+		return e2eutil.Proven(p) && p.Status.Proof.GroupState == "Stable"
 	})
 	// The batch consumer's Deployment, scaled to zero between runs.
 	deployment(t, ns, "settle-batch", "settle-batch", 0)
@@ -232,19 +233,19 @@ func TestSeed003EmptyGroupWarnsBeforeItsOffsetsExpire(t *testing.T) {
 	run.Leave()
 	p = waitPolicy(t, key, 30*time.Second, "Empty, on the GroupEmpty clock: Violated by the expiry only", func(p *rgv1.ConsumerRetentionPolicy) bool {
 		ps := p.Status.Proof
-		return verdict(p) == "Violated" && ready(p).Reason == "EmptyGroupOffsetsExpireBeforeWindow" &&
+		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "EmptyGroupOffsetsExpireBeforeWindow" &&
 			ps.GroupState == "Empty" && ps.OffsetExpiry != nil && ps.OffsetExpiry.Clock == rgv1.ExpiryClockGroupEmpty &&
 			ps.OffsetExpiry.SoonestAt != nil
 	})
 	t.Logf("group Empty since after %s; offsets expire at %s; proof %s; warnings: %q", p.Status.Proof.GroupEmptySince,
 		p.Status.Proof.OffsetExpiry.SoonestAt, p.Status.Proof.ProofID, p.Status.Proof.Warnings)
 	if p.Status.Proof.ExpiredRecords != 0 || len(p.Status.Proof.Violations) != 1 {
-		t.Errorf("before the loss want one violation and nothing expired: %s", describe(p))
+		t.Errorf("before the loss want one violation and nothing expired: %s", e2eutil.Describe(p))
 	}
 	policyAlert := map[string]string{"namespace": ns, "policy": group}
 	a := waitFiring(t, "RetentionGuardEmptyGroupNearingOffsetsRetention", policyAlert, emptySince)
 	alertLabels(t, a, map[string]string{"consumer_group": group, "severity": "warning"})
-	contains(t, "the alert's summary", string(a.Annotations["summary"]),
+	e2eutil.Contains(t, "the alert's summary", string(a.Annotations["summary"]),
 		"The consumer group settle-batch (policy batch/settle-batch) has had no members for long: its committed offsets expire in 6d 23h",
 		"sooner than its recoveryWindow of 7d 0h 0m 0s.")
 	// The series says when, as status.proof.offsetExpiry.soonestAt does
@@ -266,13 +267,13 @@ func TestSeed003EmptyGroupWarnsBeforeItsOffsetsExpire(t *testing.T) {
 	// The next run starts before the offsets expire: the scale from zero
 	// is judged live, Violated by the risk only, and allowed.
 	ws, err := scaleWarned(t, ns, "settle-batch", 1)
-	allowedAtRisk(t, "the scale from zero", ws, err, group, p.Status.Proof.ProofID, "EmptyGroupOffsetsExpireBeforeWindow")
+	e2eutil.AllowedAtRisk(t, "the scale from zero", ws, err, group, p.Status.Proof.ProofID, "EmptyGroupOffsetsExpireBeforeWindow")
 	waitEvent(t, p, "Warning", "RolloutWarned")
 	next, err := kafka.JoinGroup(ctx, group, topic)
 	must(t, err)
 	defer next.Leave()
 	waitPolicy(t, key, 30*time.Second, "Stable again", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return proven(p) && p.Status.Proof.GroupState == "Stable"
+		return e2eutil.Proven(p) && p.Status.Proof.GroupState == "Stable"
 	})
 	waitResolved(t, "RetentionGuardEmptyGroupNearingOffsetsRetention", policyAlert)
 }
@@ -305,21 +306,21 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	p := policy(t, ns, group, group, topic, "fanout")
 	key := client.ObjectKeyFromObject(p)
 	p = waitPolicy(t, key, 30*time.Second, "Violated by the headroom only", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && ready(p).Reason == "RecoveryHeadroomShorterThanWindow" && p.Status.ObservedGeneration == p.Generation
+		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "RecoveryHeadroomShorterThanWindow" && p.Status.ObservedGeneration == p.Generation
 	})
 	t.Logf("Violated by the headroom %s, proof %s", p.Status.Proof.RecoveryHeadroom, p.Status.Proof.ProofID)
 	if p.Status.Proof.ExpiredRecords != 0 || len(p.Status.Proof.Violations) != 1 {
-		t.Errorf("before the loss want one violation and nothing expired: %s", describe(p))
+		t.Errorf("before the loss want one violation and nothing expired: %s", e2eutil.Describe(p))
 	}
 	deployment(t, ns, "fanout", "fanout", 1)
 	ws, err := rolloutWarned(t, ns, "fanout", "1.1")
-	allowedAtRisk(t, "the rollout to 1.1", ws, err, "fanout", p.Status.Proof.ProofID, "RecoveryHeadroomShorterThanWindow outbox[0]")
+	e2eutil.AllowedAtRisk(t, "the rollout to 1.1", ws, err, "fanout", p.Status.Proof.ProofID, "RecoveryHeadroomShorterThanWindow outbox[0]")
 	waitEvent(t, p, "Warning", "RolloutWarned")
 
 	policyAlert := map[string]string{"namespace": ns, "policy": group}
 	a := waitFiring(t, "RetentionGuardRecoveryHeadroomLow", policyAlert, headroomSince)
 	alertLabels(t, a, map[string]string{"consumer_group": group, "severity": "warning"})
-	contains(t, "the alert's summary", string(a.Annotations["summary"]),
+	e2eutil.Contains(t, "the alert's summary", string(a.Annotations["summary"]),
 		"The consumer group fanout (policy fanout/fanout) has 1d 23h", "of headroom, less than its recoveryWindow of 3d 0h 0m 0s.")
 	// The warning has fired after its `for`; the critical page, with the
 	// same `for`, has not even started: nothing is lost yet.
@@ -332,24 +333,24 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	violatedSince := time.Now()
 	must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{0: 75}))
 	p = waitPolicy(t, key, 30*time.Second, "Violated with CommittedOffsetExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && ready(p).Reason == "CommittedOffsetExpired"
+		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "CommittedOffsetExpired"
 	})
 	if p.Status.Proof.ExpiredRecords != 45 || p.Status.Proof.PartitionSummary.Expired != 1 {
-		t.Errorf("want 45 expired records on 1 partition: expiredRecords=%d, %s", p.Status.Proof.ExpiredRecords, describe(p))
+		t.Errorf("want 45 expired records on 1 partition: expiredRecords=%d, %s", p.Status.Proof.ExpiredRecords, e2eutil.Describe(p))
 	}
 	waitMetric(t, 45, "retentionguard_expired_records", `namespace="fanout"`, `topic="outbox"`)
 	a = waitFiring(t, "RetentionGuardPolicyViolated", policyAlert, violatedSince)
 	alertLabels(t, a, map[string]string{"consumer_group": group, "enforcement": "Deny", "severity": "critical"})
-	contains(t, "the alert's summary", string(a.Annotations["summary"]),
+	e2eutil.Contains(t, "the alert's summary", string(a.Annotations["summary"]),
 		"The consumer group fanout (policy fanout/fanout) has lost, or can lose, records to retention: CommittedOffsetExpired.")
 	if v := query(ctx, t, `retentionguard_expired_records{namespace="fanout", policy="fanout", topic="outbox"}`); len(v) != 1 || v[0].Value != 45 {
 		t.Errorf("Prometheus has retentionguard_expired_records %v, want 45", v)
 	}
 
 	deniedAt := time.Now()
-	msg := denied(t, rollout(t, ns, "fanout", "1.2"))
+	msg := e2eutil.Denied(t, rollout(t, ns, "fanout", "1.2"))
 	t.Logf("denial:\n%s", msg)
-	contains(t, "the denial", msg,
+	e2eutil.Contains(t, "the denial", msg,
 		"policy fanout (group fanout)",
 		"CommittedOffsetExpired outbox[0]: committed offset 30 is below log start 75: 45 records expired before this group read them")
 
@@ -379,7 +380,7 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	reset, err := kafka.ResetToLogStart(ctx, group, topic)
 	must(t, err)
 	t.Logf("reset %s to the log start: %v", group, reset)
-	p = waitPolicy(t, key, 30*time.Second, "Proven after the reset", proven)
+	p = waitPolicy(t, key, 30*time.Second, "Proven after the reset", e2eutil.Proven)
 	must(t, rollout(t, ns, "fanout", "1.3"))
 	waitResolved(t, "RetentionGuardPolicyViolated", policyAlert)
 	waitResolved(t, "RetentionGuardRecoveryHeadroomLow", policyAlert)
@@ -408,7 +409,7 @@ func setUpHealthyOrders(t *testing.T) client.ObjectKey {
 	must(t, kafka.Commit(ctx, group, topic, map[int32]int64{0: 10, 1: 10}))
 	p := policy(t, ns, group, group, topic, "orders")
 	key := client.ObjectKeyFromObject(p)
-	waitPolicy(t, key, 30*time.Second, "Proven", proven)
+	waitPolicy(t, key, 30*time.Second, "Proven", e2eutil.Proven)
 	deployment(t, ns, "orders-consumer", "orders", 2)
 	healthyOrders.key, healthyOrders.ok = key, true
 	return key
@@ -435,18 +436,18 @@ func TestBrokerDownFailsClosedAndRecovers(t *testing.T) {
 		}
 	}()
 	p := waitPolicy(t, key, 45*time.Second, "Unknown with BrokerUnreachable", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Unknown" && ready(p).Reason == "BrokerUnreachable"
+		return e2eutil.Verdict(p) == "Unknown" && e2eutil.Ready(p).Reason == "BrokerUnreachable"
 	})
-	t.Logf("broker down → policy Unknown/BrokerUnreachable in %s: %s", time.Since(stopped).Round(100*time.Millisecond), ready(p).Message)
+	t.Logf("broker down → policy Unknown/BrokerUnreachable in %s: %s", time.Since(stopped).Round(100*time.Millisecond), e2eutil.Ready(p).Message)
 	if c := findCondition(p, "KafkaReachable"); c.Status != metav1.ConditionFalse || c.Reason != "BrokerUnreachable" {
 		t.Errorf("KafkaReachable = %s %s, want False BrokerUnreachable", c.Status, c.Reason)
 	}
 	waitEvent(t, p, "Warning", "BrokerUnreachable")
 	waitMetric(t, 1, "retentionguard_policy_verdict", `namespace="orders"`, `policy="orders"`, `verdict="Unknown"`)
 
-	msg := denied(t, rollout(t, ns, "orders-consumer", "2.1"))
+	msg := e2eutil.Denied(t, rollout(t, ns, "orders-consumer", "2.1"))
 	t.Logf("denial while the broker is down:\n%s", msg)
-	contains(t, "the denial", msg, "policy orders (group orders)", "BrokerUnreachable")
+	e2eutil.Contains(t, "the denial", msg, "policy orders (group orders)", "BrokerUnreachable")
 	if err := scale(t, ns, "orders-consumer", 1); err != nil {
 		t.Errorf("scaling a guarded consumer down while the broker is down: %v; want it allowed", err)
 	}
@@ -457,10 +458,10 @@ func TestBrokerDownFailsClosedAndRecovers(t *testing.T) {
 	must(t, stk.StartBroker(bg(t)))
 	restarted = true
 	back := time.Now()
-	p = waitPolicy(t, key, 45*time.Second, "Proven after the broker restart", proven)
+	p = waitPolicy(t, key, 45*time.Second, "Proven after the broker restart", e2eutil.Proven)
 	t.Logf("broker back → policy Proven in %s", time.Since(back).Round(100*time.Millisecond))
 	if p.Status.Proof.PartitionSummary.InRange != 2 {
-		t.Errorf("after the restart: %s", describe(p))
+		t.Errorf("after the restart: %s", e2eutil.Describe(p))
 	}
 	committed, err := kafka.Committed(bg(t), "orders", "orders")
 	must(t, err)
@@ -485,7 +486,7 @@ func findCondition(p *rgv1.ConsumerRetentionPolicy, typ string) metav1.Condition
 // on time: this machine's 2 shared cores make it a figure, not a gate).
 func TestHealthyRolloutsPassAndAdmissionTime(t *testing.T) {
 	key := setUpHealthyOrders(t)
-	waitPolicy(t, key, 45*time.Second, "Proven", proven)
+	waitPolicy(t, key, 45*time.Second, "Proven", e2eutil.Proven)
 	const n = 21
 	before, _ := metric(t, "retentionguard_admission_decisions_total", `kind="Deployment"`, `decision="allowed"`)
 	var took []time.Duration
@@ -533,14 +534,14 @@ func TestManagerKilledAndRestarted(t *testing.T) {
 	run, err := kafka.JoinGroup(ctx, bgroup, btopic) // last night's run
 	must(t, err)
 	waitPolicy(t, bkey, 30*time.Second, "Proven while the run is a member", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return proven(p) && p.Status.Proof.GroupState == "Stable"
+		return e2eutil.Proven(p) && p.Status.Proof.GroupState == "Stable"
 	})
 	run.Leave()
 	batchBefore := waitPolicy(t, bkey, 30*time.Second, "Proven, Empty since the run", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return proven(p) && p.Status.Proof.GroupState == "Empty" && p.Status.Proof.GroupEmptySince != nil
+		return e2eutil.Proven(p) && p.Status.Proof.GroupState == "Empty" && p.Status.Proof.GroupEmptySince != nil
 	}).Status.Proof
 
-	p := waitPolicy(t, key, 45*time.Second, "Proven", proven)
+	p := waitPolicy(t, key, 45*time.Second, "Proven", e2eutil.Proven)
 	checkedBefore := p.Status.Proof.CheckedAt.Time
 	hb := p.Status.Heartbeat
 	if hb == nil || hb.Namespace != stack.ReleaseNamespace {
@@ -579,7 +580,7 @@ func TestManagerKilledAndRestarted(t *testing.T) {
 	a := waitFiring(t, "RetentionGuardManagerDown", managerAlert, killed)
 	alertLabels(t, a, map[string]string{"severity": "critical"})
 	a = waitFiring(t, "RetentionGuardWebhookErrors", webhookAlert, killed)
-	contains(t, "the alert's summary", string(a.Annotations["summary"]),
+	e2eutil.Contains(t, "the alert's summary", string(a.Annotations["summary"]),
 		"The API server gets no answer from retention-guard's webhook (calling_webhook_error)")
 	t.Logf("%d rollouts refused by the API server while the manager was down", tries)
 
@@ -614,7 +615,7 @@ func TestManagerKilledAndRestarted(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	p = waitPolicy(t, key, time.Second, "Proven", proven)
+	p = waitPolicy(t, key, time.Second, "Proven", e2eutil.Proven)
 	if !p.Status.Proof.CheckedAt.Equal(&metav1.Time{Time: checkedBefore}) {
 		t.Errorf("the unchanged proof was written again after the restart: checkedAt %s, was %s", p.Status.Proof.CheckedAt, checkedBefore)
 	}
@@ -623,7 +624,7 @@ func TestManagerKilledAndRestarted(t *testing.T) {
 	waitPolicy(t, bkey, 30*time.Second, "the batch group re-proved after the restart", func(p *rgv1.ConsumerRetentionPolicy) bool {
 		return p.Status.Heartbeat != nil && renewedAfter(t, p.Status.Heartbeat, start)
 	})
-	batch := waitPolicy(t, bkey, time.Second, "Proven after the restart", proven).Status.Proof
+	batch := waitPolicy(t, bkey, time.Second, "Proven after the restart", e2eutil.Proven).Status.Proof
 	if batch.GroupEmptySince == nil || !batch.GroupEmptySince.Equal(batchBefore.GroupEmptySince) || batch.ClusterID == "" {
 		t.Errorf("after the restart: groupEmptySince %v, clusterID %q; want %v carried on, the cluster's ID", batch.GroupEmptySince, batch.ClusterID, batchBefore.GroupEmptySince)
 	}

@@ -15,6 +15,7 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
+	"github.com/retentionguard/retention-guard/test/e2e/e2eutil"
 	"github.com/retentionguard/retention-guard/test/e2e/stack"
 )
 
@@ -52,8 +53,8 @@ func TestSeed003BrokerExpiresTheBatchGroupsOffsets(t *testing.T) {
 	key := client.ObjectKeyFromObject(p)
 	must(t, deployment(t, ns, "settle", "settle", 0))
 
-	p = waitPolicy(t, key, 30*time.Second, "Proven", proven)
-	t.Logf("before the outage: %s", describe(p))
+	p = waitPolicy(t, key, 30*time.Second, "Proven", e2eutil.Proven)
+	t.Logf("before the outage: %s", e2eutil.Describe(p))
 	if p.Status.Proof.OffsetsRetentionMinutes == nil || *p.Status.Proof.OffsetsRetentionMinutes != 1 {
 		t.Errorf("offsetsRetentionMinutes = %v, want the broker's 1", p.Status.Proof.OffsetsRetentionMinutes)
 	}
@@ -78,19 +79,19 @@ func TestSeed003BrokerExpiresTheBatchGroupsOffsets(t *testing.T) {
 	}
 
 	p = waitPolicy(t, key, 60*time.Second, "Violated with NoCommittedOffset", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && ready(p).Reason == "NoCommittedOffset"
+		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "NoCommittedOffset"
 	})
 	if s := p.Status.Proof.PartitionSummary; s.Total != 3 || s.Missing != 3 || s.InRange != 0 {
 		t.Errorf("partitionSummary = %+v, want 3 partitions, 3 missing", s)
 	}
 	for _, v := range p.Status.Proof.Violations {
-		contains(t, "violation", v.Reason+" "+v.Message, "NoCommittedOffset", "no committed offset while log start is 40")
+		e2eutil.Contains(t, "violation", v.Reason+" "+v.Message, "NoCommittedOffset", "no committed offset while log start is 40")
 	}
 	t.Logf("event: %s", waitEvent(t, p, "Warning", "NoCommittedOffset"))
 
-	msg := denied(t, scale(t, ns, "settle", 1))
+	msg := e2eutil.Denied(t, scale(t, ns, "settle", 1))
 	t.Logf("denial:\n%s", msg)
-	contains(t, "the denial", msg,
+	e2eutil.Contains(t, "the denial", msg,
 		"Deployment settlement/settle",
 		"policy ledger-settle-consumer (group ledger-settle-consumer)",
 		"NoCommittedOffset on 3 partitions of settle-task, e.g. settle-task[0]: no committed offset while log start is 40",
@@ -100,9 +101,9 @@ func TestSeed003BrokerExpiresTheBatchGroupsOffsets(t *testing.T) {
 	reset, err := k.ResetToLogStart(bg(t), group, topic)
 	must(t, err)
 	t.Logf("reset %s to the log start: %v", group, reset)
-	p = waitPolicy(t, key, 30*time.Second, "Proven after the reset", proven)
+	p = waitPolicy(t, key, 30*time.Second, "Proven after the reset", e2eutil.Proven)
 	if p.Status.Proof.PartitionSummary.InRange != 3 {
-		t.Errorf("after the reset: %s", describe(p))
+		t.Errorf("after the reset: %s", e2eutil.Describe(p))
 	}
 	must(t, scale(t, ns, "settle", 1))
 }
@@ -132,42 +133,42 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	p := policy(t, ns, group, topic, "fanout", stk.BrokerAddr, 72*time.Hour)
 	key := client.ObjectKeyFromObject(p)
 	p = waitPolicy(t, key, 30*time.Second, "Violated by the headroom only", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && ready(p).Reason == "RecoveryHeadroomShorterThanWindow" && p.Status.ObservedGeneration == p.Generation
+		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "RecoveryHeadroomShorterThanWindow" && p.Status.ObservedGeneration == p.Generation
 	})
-	t.Logf("Violated by the headroom %v, proof %s: %s", p.Status.Proof.RecoveryHeadroom, p.Status.Proof.ProofID, describe(p))
+	t.Logf("Violated by the headroom %v, proof %s: %s", p.Status.Proof.RecoveryHeadroom, p.Status.Proof.ProofID, e2eutil.Describe(p))
 	if h := p.Status.Proof.RecoveryHeadroom; h == nil || h.Duration < 47*time.Hour || h.Duration > 49*time.Hour {
 		t.Errorf("recoveryHeadroom %v, want about 2 days (the record at 30 is 5 days old, retention 7 days)", h)
 	}
 	if vs := p.Status.Proof.Violations; len(vs) != 1 || p.Status.Proof.ExpiredRecords != 0 ||
 		!strings.Contains(vs[0].Message, "retention deletes the record at committed offset 30 in 47h") {
-		t.Errorf("want one violation saying the headroom is below the window, nothing expired: %s", describe(p))
+		t.Errorf("want one violation saying the headroom is below the window, nothing expired: %s", e2eutil.Describe(p))
 	}
 	// Its start (checked live) and a release: allowed with the warning.
 	ws, err := withWarnings(t, func(cs kubernetes.Interface) error {
-		_, err := cs.AppsV1().Deployments(ns).Create(bg(t), newDeployment(ns, "fanout", "fanout", 1), metav1.CreateOptions{})
+		_, err := cs.AppsV1().Deployments(ns).Create(bg(t), e2eutil.NewDeployment(ns, "fanout", "fanout", 1), metav1.CreateOptions{})
 		return err
 	})
-	allowedAtRisk(t, "the start", ws, err, "fanout", p.Status.Proof.ProofID, "RecoveryHeadroomShorterThanWindow outbox[0]")
+	e2eutil.AllowedAtRisk(t, "the start", ws, err, "fanout", p.Status.Proof.ProofID, "RecoveryHeadroomShorterThanWindow outbox[0]")
 	ws, err = rolloutWarned(t, ns, "fanout", "1.1")
-	allowedAtRisk(t, "the rollout to 1.1", ws, err, "fanout", p.Status.Proof.ProofID, "RecoveryHeadroomShorterThanWindow outbox[0]")
+	e2eutil.AllowedAtRisk(t, "the rollout to 1.1", ws, err, "fanout", p.Status.Proof.ProofID, "RecoveryHeadroomShorterThanWindow outbox[0]")
 	waitEvent(t, p, "Warning", "RolloutWarned")
 
 	// Down past retention: the oldest 75 records go, 45 of them never
 	// read by the group (offsets 30..74).
 	must(t, kafka.DeleteRecords(bg(t), topic, map[int32]int64{0: 75}))
 	p = waitPolicy(t, key, 30*time.Second, "Violated with CommittedOffsetExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && ready(p).Reason == "CommittedOffsetExpired"
+		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "CommittedOffsetExpired"
 	})
 	if p.Status.Proof.ExpiredRecords != 45 || p.Status.Proof.PartitionSummary.Expired != 1 {
-		t.Errorf("want 45 expired records on 1 partition: expiredRecords=%d, %s", p.Status.Proof.ExpiredRecords, describe(p))
+		t.Errorf("want 45 expired records on 1 partition: expiredRecords=%d, %s", p.Status.Proof.ExpiredRecords, e2eutil.Describe(p))
 	}
-	msg := denied(t, rollout(t, ns, "fanout", "1.2"))
+	msg := e2eutil.Denied(t, rollout(t, ns, "fanout", "1.2"))
 	t.Logf("denial:\n%s", msg)
-	contains(t, "the denial", msg,
+	e2eutil.Contains(t, "the denial", msg,
 		"policy fanout (group fanout)",
 		"CommittedOffsetExpired outbox[0]: committed offset 30 is below log start 75: 45 records expired before this group read them")
 	must(t, scale(t, ns, "fanout", 0)) // scaling down is never refused
-	contains(t, "the denial of a scale from zero", denied(t, scale(t, ns, "fanout", 1)), "CommittedOffsetExpired outbox[0]")
+	e2eutil.Contains(t, "the denial of a scale from zero", e2eutil.Denied(t, scale(t, ns, "fanout", 1)), "CommittedOffsetExpired outbox[0]")
 
 	// What the broker does with the same group for librdkafka: committed
 	// offset 30 is out of range and, with earliest, it jumps to 75.
@@ -190,7 +191,7 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	reset, err := kafka.ResetToLogStart(bg(t), group, topic)
 	must(t, err)
 	t.Logf("reset %s to the log start: %v", group, reset)
-	waitPolicy(t, key, 30*time.Second, "Proven after the reset", proven)
+	waitPolicy(t, key, 30*time.Second, "Proven after the reset", e2eutil.Proven)
 	must(t, scale(t, ns, "fanout", 1))
 	must(t, rollout(t, ns, "fanout", "1.3"))
 }
