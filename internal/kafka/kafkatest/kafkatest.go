@@ -209,10 +209,13 @@ func bounded() (context.Context, context.CancelFunc) {
 }
 
 // CreateTopic creates a topic with the given partitions and topic configs
-// (nil for none), e.g. {"retention.ms": "20"}.
+// (nil for none), e.g. {"retention.ms": "20"}, and returns once every
+// partition has a leader.
 func (c *Cluster) CreateTopic(t testing.TB, topic string, partitions int32, configs map[string]string) {
 	t.Helper()
-	cx, cancel := bounded()
+	// LeaderTimeout, not Timeout: a loaded real broker's controller can
+	// take longer than 15 s to answer.
+	cx, cancel := context.WithTimeout(context.Background(), LeaderTimeout)
 	defer cancel()
 	var cfg map[string]*string
 	if len(configs) > 0 {
@@ -227,6 +230,33 @@ func (c *Cluster) CreateTopic(t testing.TB, topic string, partitions int32, conf
 	}
 	if err != nil {
 		t.Fatalf("kafkatest: creating topic %s: %v", topic, err)
+	}
+	c.waitForLeaders(t, topic, partitions)
+}
+
+// LeaderTimeout bounds how long CreateTopic waits for a new topic's
+// partitions to have leaders: a real broker under load (two cores, a
+// parallel test tier) takes seconds where kfake takes none.
+const LeaderTimeout = 2 * time.Minute
+
+// waitForLeaders polls until every partition of a new topic has a leader
+// that answers ListOffsets: on a real broker CreateTopic returns before
+// the controller has elected them, and a produce or a commit right after
+// it can meet UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER.
+func (c *Cluster) waitForLeaders(t testing.TB, topic string, partitions int32) {
+	t.Helper()
+	deadline := time.Now().Add(LeaderTimeout)
+	for {
+		cx, cancel := bounded()
+		ends, err := c.Admin(t).ListEndOffsets(cx, topic)
+		cancel()
+		if err == nil && ends.Error() == nil && len(ends[topic]) == int(partitions) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kafkatest: topic %s: partitions without a leader after %s: %v %v", topic, LeaderTimeout, err, ends.Error())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -36,44 +36,6 @@ func produceRecords(t *testing.T, cl *kgo.Client, recs []*kgo.Record) {
 	}
 }
 
-func createTopic(t *testing.T, b *apachekafka.Broker, topic string, partitions int32, configs map[string]string) {
-	t.Helper()
-	ctx, cancel := setupContext()
-	defer cancel()
-	cfg := map[string]*string{}
-	for k, v := range configs {
-		cfg[k] = kadm.StringPtr(v)
-	}
-	resp, err := b.Admin(t).CreateTopic(ctx, partitions, 1, cfg, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("creating topic %s: %v", topic, err)
-	}
-	waitForLeaders(t, b, topic, partitions)
-}
-
-// waitForLeaders polls until every partition of a new topic has a leader
-// that answers ListOffsets (a produce right after CreateTopic can meet
-// UNKNOWN_TOPIC_OR_PARTITION).
-func waitForLeaders(t *testing.T, b *apachekafka.Broker, topic string, partitions int32) {
-	t.Helper()
-	deadline := time.Now().Add(setupTimeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		ends, err := b.Admin(t).ListEndOffsets(ctx, topic)
-		cancel()
-		if err == nil && ends.Error() == nil && len(ends[topic]) == int(partitions) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("topic %s: partitions without a leader after %s: %v %v", topic, setupTimeout, err, ends.Error())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // commitOffsets commits as a simple group does: OffsetCommit without
 // joining.
 func commitOffsets(t *testing.T, b *apachekafka.Broker, group, topic string, offsets map[int32]int64) {

@@ -246,7 +246,7 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 	}
 
 	// The state before the verdict.
-	createTopic(t, b, topic, s.Partitions, s.TopicConfigs())
+	b.CreateTopic(t, topic, s.Partitions, s.TopicConfigs())
 	produce(s.Records)
 	committed := map[int32]int64{}
 	for p := range s.Partitions {
