@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/retentionguard/retention-guard/internal/groupmemory"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
@@ -37,7 +38,7 @@ type Observer struct {
 	stop    chan struct{}
 	reaper  sync.WaitGroup
 
-	memory     groupMemory
+	memory     groupmemory.Memory
 	offsetsLog offsetsLog
 }
 
