@@ -27,7 +27,7 @@ type Target struct {
 }
 
 // Observer observes Kafka clusters. It pools one client per Connection.Key,
-// remembers group history across passes (see groupMemory), and is safe for
+// remembers group history across passes (internal/groupmemory), and is safe for
 // concurrent use.
 type Observer struct {
 	opts options
