@@ -13,7 +13,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,7 +31,6 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/kafka"
-	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // ControllerName names the controller, its events' reportingController and
@@ -281,9 +279,10 @@ func selectedCronJobs(ctx context.Context, reader client.Reader, gaps *scheduleG
 	return out, nil
 }
 
-// Reconcile proves one policy and patches its status once, in a defer.
+// Reconcile proves one policy: gather what the proof needs, compute the
+// status from it (computeStatus, pure), and summarize once in a defer
+// (summarizeAndPatch: the patch, then the result processors).
 func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	log := ctrl.LoggerFrom(ctx)
 	policy := &rgv1.ConsumerRetentionPolicy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, policy); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -299,55 +298,14 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 		return ctrl.Result{}, nil
 	}
 
-	before := policy.DeepCopy()
-	var (
-		in      statusInput
-		outcome statusOutcome
-		decided bool
-	)
+	summary := reconcileSummary{before: policy.DeepCopy()}
+	decided := false
 	defer func() {
 		if !decided {
 			return // a transient error came before any decision: retried with backoff
 		}
-		policy.Status = outcome.Status
-		if err := r.patchStatus(ctx, before, policy); err != nil {
-			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching status: %w", err)})
-			return
-		}
-		r.confirm(req.NamespacedName, policy, in)
-		if outcome.Result == nil {
-			return
-		}
-		ready := meta.FindStatusCondition(policy.Status.Conditions, proof.ClauseReady)
-		facts := policyFacts{GroupID: policy.Spec.GroupID, Enforcement: string(policy.Spec.EnforcementOrDefault()),
-			RecoveryWindow: in.Policy.RecoveryWindow}
-		if ready != nil {
-			facts.ReadyReason = ready.Reason
-		}
-		metricsState.record(req.NamespacedName, facts, outcome.Result)
-		metricsState.recordSchedules(req.NamespacedName, in.CronJobs)
-		var prev rgv1.Verdict
-		if before.Status.Proof != nil {
-			prev = before.Status.Proof.Verdict
-		}
-		prev = r.verdicts.swap(req.NamespacedName, policy.UID, rgv1.Verdict(outcome.Result.Verdict), prev)
-		if ready == nil {
-			return
-		}
-		ev := verdictEvent(prev, *ready, outcome.Result)
-		if ev == nil {
-			prevReason := ""
-			if c := meta.FindStatusCondition(before.Status.Conditions, proof.ClauseReady); c != nil {
-				prevReason = c.Reason
-			}
-			ev = lossEvent(prev, prevReason, *ready, outcome.Result)
-		}
-		if ev != nil {
-			r.Recorder.Eventf(policy, nil, ev.Type, ev.Reason, EventActionProve, "%s", ev.Note)
-		}
-		if outcome.Result.Verdict != proof.Proven {
-			log.V(1).Info("proof does not hold", "verdict", outcome.Result.Verdict,
-				"reason", ready.Reason, "proofID", outcome.Result.ProofID)
+		if err := r.summarizeAndPatch(ctx, policy, summary); err != nil {
+			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 	}()
 
@@ -355,7 +313,7 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	outcome, decided = computeStatus(policy.Status, in), true
+	summary.in, summary.outcome, decided = in, computeStatus(policy.Status, in), true
 	return result, nil
 }
 

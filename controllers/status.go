@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"regexp"
 	"slices"
 	"strconv"
 	"time"
@@ -246,7 +245,9 @@ func keepCheckedAt(prev, next *rgv1.ProofStatus) *rgv1.ProofStatus {
 // which partition is the soonest, each violation's expiresAt) within
 // durationTolerance; with violations compared by their facts (reason,
 // topic, partition and numbers, not their messages, which explain them as
-// of checkedAt); and with the durations and timestamps in warnings masked.
+// of checkedAt); and with warnings compared by their facts (type, reason,
+// subject, offset, the durations they state; the time they foresee from
+// now within durationTolerance), not their prose.
 // A stopped consumer's headroom shrinks by an interval each check, a live
 // one's stays about the same while its commits move its offsets' expiry
 // forward: neither is news until it moves by 1%. Anything else — a
@@ -272,7 +273,7 @@ func sameFacts(cur, next rgv1.ConsumerRetentionPolicyStatus) bool {
 	}
 	if !closeDurations(a.RecoveryHeadroom, b.RecoveryHeadroom) ||
 		!closeDurations(a.GroupOffsetsExpireIn, b.GroupOffsetsExpireIn) ||
-		!closeSoonest(a, b) || !closeViolationExpiries(a, b) {
+		!closeSoonest(a, b) || !closeViolationExpiries(a, b) || !closeWarningClocks(a, b) {
 		return false
 	}
 	return apiequality.Semantic.DeepEqual(comparableProof(a), comparableProof(b))
@@ -296,8 +297,8 @@ func refreshDue(cur, next *rgv1.ProofStatus, interval time.Duration) bool {
 
 // comparableProof is p without what sameFacts compares with tolerance or
 // not at all: its violations as their facts (no message, no expiresAt, a
-// logEnd only when the violation is about it), its warnings' durations and
-// timestamps masked.
+// logEnd only when the violation is about it), its warnings as their
+// facts without the time they foresee.
 func comparableProof(p *rgv1.ProofStatus) *rgv1.ProofStatus {
 	c := p.DeepCopy()
 	c.CheckedAt, c.RecoveryHeadroom, c.GroupOffsetsExpireIn = metav1.Time{}, nil, nil
@@ -311,14 +312,12 @@ func comparableProof(p *rgv1.ProofStatus) *rgv1.ProofStatus {
 			v.LogEnd = nil
 		}
 	}
-	// Warnings are prose in the API (status.proof.warnings); the time
-	// they measure from now is compared as data above (recoveryHeadroom,
-	// groupOffsetsExpireIn), so the same figures in their text are masked.
-	for i := range c.Warnings {
-		c.Warnings[i] = maskTimes(c.Warnings[i])
-	}
-	for i := range c.ConfigWarnings {
-		c.ConfigWarnings[i] = maskTimes(c.ConfigWarnings[i])
+	// Warnings are compared as their facts (warningFacts), the prose
+	// rendered from them left out; the time each foresees from now is
+	// compared within durationTolerance (closeWarningClocks).
+	c.Warnings, c.ConfigWarnings = nil, nil
+	for i := range c.WarningFacts {
+		c.WarningFacts[i].In = nil
 	}
 	return c
 }
@@ -329,13 +328,21 @@ func aboutLogEnd(reason string) bool {
 	return reason == proof.ReasonCommittedOffsetBeyondLogEnd || reason == proof.ReasonCursorBeyondLogEnd
 }
 
-// clockTokens are what changes in a warning only because time passes:
-// RFC 3339 timestamps and durations as internal/proof writes them
-// ("6d23h", "3h20m0s", "250ms", "-2h").
-var clockTokens = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})|` +
-	`-?\b\d+(\.\d+)?(ms|µs|ns|d|h|m|s)(\d+(\.\d+)?(ms|µs|ns|d|h|m|s))*\b`)
-
-func maskTimes(s string) string { return clockTokens.ReplaceAllString(s, "…") }
+// closeWarningClocks: the warnings of both proofs (the same number:
+// comparableProof compares the rest of their facts) foresee what they
+// warn of within durationTolerance of each other — a stopped consumer's
+// headroom shrinks by an interval each check, and that alone is not news.
+func closeWarningClocks(a, b *rgv1.ProofStatus) bool {
+	if len(a.WarningFacts) != len(b.WarningFacts) {
+		return false
+	}
+	for i := range a.WarningFacts {
+		if !closeDurations(a.WarningFacts[i].In, b.WarningFacts[i].In) {
+			return false
+		}
+	}
+	return true
+}
 
 // closeViolationExpiries: the violations of both proofs (the same number:
 // comparableProof compares the rest) expire at the same times, within

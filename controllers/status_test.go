@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/proof"
@@ -422,17 +423,50 @@ func TestDurationTolerance(t *testing.T) {
 	g.Expect(closeDurations(d(-100*time.Hour), d(-99*time.Hour))).To(BeTrue(), "past due by as much")
 }
 
-func TestMaskTimes(t *testing.T) {
-	g := NewWithT(t)
-	for in, want := range map[string]string{
-		"outbox[3]: retention deletes the record at committed offset 7 in 2d3h, sooner than recoveryWindow 3d":                        "outbox[3]: retention deletes the record at committed offset 7 in …, sooner than recoveryWindow …",
-		"group g is Empty since 2026-11-30T03:00:00Z: its committed offsets expire in 5h12m0s (offsets.retention.minutes 10080 (7d))": "group g is Empty since …: its committed offsets expire in … (offsets.retention.minutes 10080 (…))",
-		"past retention by -250ms":            "past retention by …",
-		"CronJob settle (\"0 2 * * 1\") runs": "CronJob settle (\"0 2 * * 1\") runs",
-		"topic-12 has 3 partitions":           "topic-12 has 3 partitions",
-	} {
-		g.Expect(maskTimes(in)).To(Equal(want), in)
+// Seed 000's stopped fan-out consumer, two days of headroom left on a
+// three-day window: the headroom warning's text changes every check ("in
+// 2d0h" becomes "in 1d23h59m"), its facts do not; the status is not
+// rewritten for the drift alone, and is for a fact that changes (the
+// committed offset it speaks of). Warnings are compared as warningFacts,
+// never as masked prose.
+func TestWarningComparedByItsFacts(t *testing.T) {
+	hb := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: HeartbeatLeaseName([]string{"kafka:9092"}, time.Minute)}
+	obsAt := func(at time.Time, committed int64) *proof.Observation {
+		o := obsWith([3]int64{0, 10, committed})
+		o.ObservedAt = at
+		o.Topics[0].Partitions[0].CommittedTimestamp = statusNow.Add(-5 * 24 * time.Hour)
+		return &o
 	}
+	check := func(cur rgv1.ConsumerRetentionPolicyStatus, at time.Time, committed int64) statusOutcome {
+		return computeStatus(cur, statusInput{Generation: 1, Policy: testPolicy(), Now: at, Observation: obsAt(at, committed), Heartbeat: hb})
+	}
+	g := NewWithT(t)
+	first := check(rgv1.ConsumerRetentionPolicyStatus{}, statusNow, 4).Status
+	g.Expect(first.Proof.Warnings).To(HaveLen(1))
+	g.Expect(first.Proof.ConfigWarnings).To(HaveLen(1), "outbox accepts record timestamps of any age")
+	g.Expect(first.Proof.WarningFacts).To(Equal([]rgv1.WarningFact{{
+		Type: proof.WarningRecoveryHeadroom, Reason: proof.WarningReasonShorterThanWindow, Subject: "outbox[0]",
+		Offset: ptr.To[int64](4), In: &metav1.Duration{Duration: 48 * time.Hour}, Limit: &metav1.Duration{Duration: testWindow},
+	}, {
+		Type: proof.WarningRecordTimestamps, Reason: proof.WarningReasonAcceptsAnyAge, Subject: "outbox",
+		Span: &metav1.Duration{Duration: 7*24*time.Hour - testWindow},
+	}}), "warnings first, then configWarnings")
+
+	// Five minutes later: the rendered warning differs, the status does not.
+	drift := check(first, statusNow.Add(5*time.Minute), 4)
+	fresh := proofStatus(*obsAt(statusNow.Add(5*time.Minute), 4), *drift.Result)
+	g.Expect(fresh.Warnings[0]).NotTo(Equal(first.Proof.Warnings[0]), "the warning's prose drifted")
+	g.Expect(drift.Status).To(Equal(first), "a warning that only drifts in its duration is not rewritten")
+
+	// The warning now speaks of committed offset 5: a fact, written at once.
+	moved := check(first, statusNow.Add(5*time.Minute), 5).Status
+	g.Expect(moved.Proof.CheckedAt.Time).To(Equal(statusNow.Add(5 * time.Minute)))
+	g.Expect(*moved.Proof.WarningFacts[0].Offset).To(Equal(int64(5)))
+	g.Expect(moved.Proof.Warnings[0]).To(ContainSubstring("committed offset 5"))
+
+	// Drifting past durationTolerance (1% of 2d, 28m48s) is written too.
+	far := check(first, statusNow.Add(30*time.Minute), 4).Status
+	g.Expect(far.Proof.CheckedAt.Time).To(Equal(statusNow.Add(30 * time.Minute)))
 }
 
 // A cursor spec problem (Secret missing, host not allowed) stalls the

@@ -612,6 +612,56 @@ type ProofStatus struct {
 	// +optional
 	// +listType=atomic
 	ConfigWarnings []string `json:"configWarnings,omitempty"`
+
+	// warningFacts are what warnings and configWarnings say, as data: one
+	// per warning, warnings first and then configWarnings, each in the
+	// order of its list (the prose of both lists is rendered from these).
+	// Read these rather than the prose; the operator judges whether a
+	// proof changed by them, with the time they measure from checkedAt
+	// (in) compared within 1%.
+	// +optional
+	// +listType=atomic
+	WarningFacts []WarningFact `json:"warningFacts,omitempty"`
+}
+
+// WarningFact is what one warning says, as data.
+type WarningFact struct {
+	// type is the kind of warning: recoveryHeadroom, groupOffsetsExpireIn,
+	// groupOffsets, seekRequired, cronJobSchedule (warnings);
+	// recordTimestamps, offsetsTopic (configWarnings).
+	Type string `json:"type"`
+	// reason tells warnings of one type apart, a stable CamelCase word,
+	// e.g. PastRetention or ShorterThanWindow (recoveryHeadroom),
+	// Suspended or GapReachesRecoveryWindow (cronJobSchedule).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// subject is what the warning is about: a partition (orders[3]), a
+	// topic, a consumer group, a clause, a CronJob and its schedule, the
+	// partitions without a committed offset.
+	// +optional
+	Subject string `json:"subject,omitempty"`
+	// detail is the problem the warning reports, when it reports one (the
+	// reason __consumer_offsets was not read, a schedule's parse error).
+	// +optional
+	Detail string `json:"detail,omitempty"`
+	// offset is the committed offset the warning speaks of.
+	// +optional
+	Offset *int64 `json:"offset,omitempty"`
+	// in is how far from checkedAt what the warning foresees happens (the
+	// recovery headroom, the time left before an Empty group's offsets
+	// expire; negative once past). It moves with the clock.
+	// +optional
+	In *metav1.Duration `json:"in,omitempty"`
+	// span is a duration the warning states that does not move with the
+	// clock: a CronJob's longest gap between runs, a topic's
+	// retention.ms − recoveryWindow.
+	// +optional
+	Span *metav1.Duration `json:"span,omitempty"`
+	// limit is the duration the warning measures against:
+	// recoveryWindow, offsets.retention.minutes, a topic's
+	// message.timestamp.before.max.ms.
+	// +optional
+	Limit *metav1.Duration `json:"limit,omitempty"`
 }
 
 // CursorStatus sums the business cursor against the group's committed

@@ -51,8 +51,6 @@ type Outcome struct {
 func Proof(in Input) Outcome {
 	obs := priorEmptyBound(in.Observation, in.Prior)
 	res := proof.Evaluate(obs, in.Policy, in.Now)
-	for _, w := range CronJobWarnings(in.CronJobs, in.Policy.RecoveryWindow, proofstatus.ConfigInt(obs.OffsetsRetentionMinutes)) {
-		res.Warnings = append(res.Warnings, proof.Warning{Type: proof.WarningCronJobSchedule, Message: w})
-	}
+	res.Warnings = append(res.Warnings, CronJobWarnings(in.CronJobs, in.Policy.RecoveryWindow, proofstatus.ConfigInt(obs.OffsetsRetentionMinutes))...)
 	return Outcome{Observation: obs, Result: res}
 }

@@ -65,10 +65,14 @@ func TestProofAddsCronJobWarnings(t *testing.T) {
 		t.Errorf("verdict %s (%s), want the proof's %s (%s)", got.Verdict, got.ProofID, plain.Verdict, plain.ProofID)
 	}
 	want := append(slices.Clone(plain.Warnings),
-		proof.Warning{Type: proof.WarningCronJobSchedule, Message: `CronJob settle ("0 2 * * 1") runs up to 7d apart, ` +
-			`not less than offsets.retention.minutes=10080 (7d): the group's offsets expire between two runs`},
-		proof.Warning{Type: proof.WarningCronJobSchedule, Message: `CronJob settle ("0 2 * * 1") runs up to 7d apart, ` +
-			`not less than recoveryWindow 3d: the pause between runs uses up the window`})
+		proof.Warning{Type: proof.WarningCronJobSchedule, Reason: proof.WarningReasonGapReachesOffsetsRetention,
+			Subject: `settle ("0 2 * * 1")`, Span: 7 * 24 * time.Hour, Limit: 7 * 24 * time.Hour,
+			Message: `CronJob settle ("0 2 * * 1") runs up to 7d apart, ` +
+				`not less than offsets.retention.minutes=10080 (7d): the group's offsets expire between two runs`},
+		proof.Warning{Type: proof.WarningCronJobSchedule, Reason: proof.WarningReasonGapReachesRecoveryWindow,
+			Subject: `settle ("0 2 * * 1")`, Span: 7 * 24 * time.Hour, Limit: 3 * 24 * time.Hour,
+			Message: `CronJob settle ("0 2 * * 1") runs up to 7d apart, ` +
+				`not less than recoveryWindow 3d: the pause between runs uses up the window`})
 	if !reflect.DeepEqual(got.Warnings, want) {
 		t.Errorf("warnings %+v, want %+v", got.Warnings, want)
 	}

@@ -3,6 +3,8 @@ package assemble
 import (
 	"strconv"
 	"time"
+
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // A CronJob's schedule is evidence (issue #8, seed 003): a batch consumer
@@ -67,40 +69,62 @@ func (c CronJob) describe() string {
 //
 // At most maxCronJobWarnings are listed, then one line counts the rest (the
 // metric retentionguard_cronjob_schedule_gap_seconds has every CronJob).
-func CronJobWarnings(cjs []CronJob, recoveryWindow time.Duration, offsetsRetentionMinutes *int64) []string {
+func CronJobWarnings(cjs []CronJob, recoveryWindow time.Duration, offsetsRetentionMinutes *int64) []proof.Warning {
 	var retention time.Duration
-	retentionPhrase := "offsets.retention.minutes"
 	if offsetsRetentionMinutes != nil && *offsetsRetentionMinutes > 0 {
 		retention = time.Duration(*offsetsRetentionMinutes) * time.Minute
-		retentionPhrase = "offsets.retention.minutes=" + strconv.FormatInt(*offsetsRetentionMinutes, 10) +
-			" (" + humanDuration(retention) + ")"
 	}
-	var out []string
+	var out []proof.Warning
+	add := func(reason, subject string, span, limit time.Duration, detail string) {
+		w := proof.Warning{Type: proof.WarningCronJobSchedule, Reason: reason, Subject: subject, Span: span, Limit: limit, Detail: detail}
+		w.Message = cronJobMessage(w, offsetsRetentionMinutes)
+		out = append(out, w)
+	}
 	for _, c := range cjs {
 		switch {
 		case c.Suspended:
-			out = append(out, "CronJob "+c.Name+" is suspended: once its group is empty, its offsets expire after "+
-				retentionPhrase+"; unsuspending later restarts without a position")
+			add(proof.WarningReasonSuspended, c.Name, 0, retention, "")
 		case c.Err != nil:
-			out = append(out, "CronJob "+c.describe()+": the schedule cannot be read, so its gaps cannot be foreseen: "+c.Err.Error())
+			add(proof.WarningReasonScheduleUnreadable, c.describe(), 0, 0, c.Err.Error())
 		default:
-			gap := "runs up to " + humanDuration(c.Gap.Gap) + " apart"
 			if retention > 0 && c.Gap.Gap >= retention {
-				out = append(out, "CronJob "+c.describe()+" "+gap+", not less than "+retentionPhrase+
-					": the group's offsets expire between two runs")
+				add(proof.WarningReasonGapReachesOffsetsRetention, c.describe(), c.Gap.Gap, retention, "")
 			}
 			if recoveryWindow > 0 && c.Gap.Gap >= recoveryWindow {
-				out = append(out, "CronJob "+c.describe()+" "+gap+", not less than recoveryWindow "+
-					humanDuration(recoveryWindow)+": the pause between runs uses up the window")
+				add(proof.WarningReasonGapReachesRecoveryWindow, c.describe(), c.Gap.Gap, recoveryWindow, "")
 			}
 		}
 	}
 	if len(out) > maxCronJobWarnings {
 		more := len(out) - maxCronJobWarnings
-		out = append(out[:maxCronJobWarnings], "and "+strconv.Itoa(more)+
-			" more CronJob warnings (retentionguard_cronjob_schedule_gap_seconds has every selected CronJob)")
+		out = out[:maxCronJobWarnings]
+		add(proof.WarningReasonMoreWarnings, strconv.Itoa(more), 0, 0, "")
 	}
 	return out
+}
+
+// cronJobMessage renders a CronJob warning; offsetsRetentionMinutes is
+// the setting as read (nil: unknown), named as the brokers spell it.
+func cronJobMessage(w proof.Warning, offsetsRetentionMinutes *int64) string {
+	retentionPhrase := "offsets.retention.minutes"
+	if offsetsRetentionMinutes != nil && *offsetsRetentionMinutes > 0 {
+		retentionPhrase = "offsets.retention.minutes=" + strconv.FormatInt(*offsetsRetentionMinutes, 10) +
+			" (" + humanDuration(time.Duration(*offsetsRetentionMinutes)*time.Minute) + ")"
+	}
+	switch w.Reason {
+	case proof.WarningReasonSuspended:
+		return "CronJob " + w.Subject + " is suspended: once its group is empty, its offsets expire after " +
+			retentionPhrase + "; unsuspending later restarts without a position"
+	case proof.WarningReasonScheduleUnreadable:
+		return "CronJob " + w.Subject + ": the schedule cannot be read, so its gaps cannot be foreseen: " + w.Detail
+	case proof.WarningReasonGapReachesOffsetsRetention:
+		return "CronJob " + w.Subject + " runs up to " + humanDuration(w.Span) + " apart, not less than " + retentionPhrase +
+			": the group's offsets expire between two runs"
+	case proof.WarningReasonGapReachesRecoveryWindow:
+		return "CronJob " + w.Subject + " runs up to " + humanDuration(w.Span) + " apart, not less than recoveryWindow " +
+			humanDuration(w.Limit) + ": the pause between runs uses up the window"
+	}
+	return "and " + w.Subject + " more CronJob warnings (retentionguard_cronjob_schedule_gap_seconds has every selected CronJob)"
 }
 
 // maxCronJobWarnings bounds the CronJob warnings in status.proof.warnings.

@@ -62,7 +62,10 @@ func TestCronJobWarnings(t *testing.T) {
 	}{name: "at most 10, then a count", cjs: many, window: 240 * time.Hour, retention: ptr.To[int64](10080), want: manyWant})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := CronJobWarnings(tc.cjs, tc.window, tc.retention)
+			var got []string
+			for _, w := range CronJobWarnings(tc.cjs, tc.window, tc.retention) {
+				got = append(got, w.Message)
+			}
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}

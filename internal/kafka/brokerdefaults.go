@@ -211,13 +211,9 @@ func deriveDefault(key string, b map[string]proof.ConfigValue) (brokerValue, boo
 func stricter(key string, a, b brokerValue) brokerValue {
 	switch key {
 	case configRetentionMs, configRetentionBytes, configDeleteRetentionMs:
-		x, errA := strconv.ParseInt(a.value, 10, 64)
-		y, errB := strconv.ParseInt(b.value, 10, 64)
-		switch {
-		case errA != nil:
-			return a
-		case errB != nil:
-			return b
+		x, y, bad := parseBoth(a, b)
+		if bad != nil {
+			return *bad
 		}
 		bound := func(n int64) int64 {
 			if n < 0 && key != configDeleteRetentionMs {
@@ -248,17 +244,28 @@ func stricter(key string, a, b brokerValue) brokerValue {
 		}
 		return a
 	case configTimestampBeforeMaxMs:
-		x, errA := strconv.ParseInt(a.value, 10, 64)
-		y, errB := strconv.ParseInt(b.value, 10, 64)
+		x, y, bad := parseBoth(a, b)
 		switch {
-		case errA != nil:
-			return a
-		case errB != nil:
-			return b
+		case bad != nil:
+			return *bad
 		case y > x:
 			return b
 		}
 		return a
 	}
 	return a
+}
+
+// parseBoth parses both values as integers; when one does not parse, it
+// is returned as bad (a first), to win: the proof reports it unreadable.
+func parseBoth(a, b brokerValue) (x, y int64, bad *brokerValue) {
+	x, errA := strconv.ParseInt(a.value, 10, 64)
+	if errA != nil {
+		return 0, 0, &a
+	}
+	y, errB := strconv.ParseInt(b.value, 10, 64)
+	if errB != nil {
+		return 0, 0, &b
+	}
+	return x, y, nil
 }

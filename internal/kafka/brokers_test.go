@@ -323,3 +323,30 @@ func TestObserveShardFailureNamesItsPartitions(t *testing.T) {
 		t.Errorf("offsets.retention.minutes = %+v with a broker unread", obs.OffsetsRetentionMinutes)
 	}
 }
+
+// Topic defaults that differ between brokers are judged by the strictest
+// (the broker the topic's leader moves to may be that one); a value that
+// does not parse wins, whichever side it is on, so the proof reports it
+// unreadable instead of trusting the other broker.
+func TestStricterBrokerDefault(t *testing.T) {
+	v := func(s string) brokerValue { return brokerValue{value: s, source: "broker " + s} }
+	for _, c := range []struct {
+		key  string
+		a, b string
+		want string
+	}{
+		{configRetentionMs, "604800000", "86400000", "86400000"},
+		{configRetentionMs, "-1", "86400000", "86400000"}, // infinite is the loosest
+		{configRetentionMs, "86400000", "-1", "86400000"},
+		{configRetentionMs, "week", "86400000", "week"},
+		{configRetentionMs, "86400000", "day", "day"},
+		{configDeleteRetentionMs, "-1", "86400000", "-1"}, // no infinite here: the smallest
+		{configTimestampBeforeMaxMs, "3600000", "7200000", "7200000"},
+		{configTimestampBeforeMaxMs, "x", "7200000", "x"},
+		{configTimestampBeforeMaxMs, "3600000", "y", "y"},
+	} {
+		if got := stricter(c.key, v(c.a), v(c.b)); got != v(c.want) {
+			t.Errorf("stricter(%s, %s, %s) = %+v, want %s", c.key, c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/retentionguard/retention-guard/internal/groupmemory"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
@@ -87,7 +88,7 @@ func (p *pass) cursorPass(idx []int) *pass {
 		topics:       make(map[string]*topicState),
 		groupTopics:  make(map[string][]string),
 		groupInfo:    make(map[string]*groupState),
-		recall:       make(map[string]groupRecall),
+		recall:       make(map[string]groupmemory.Recall),
 		offsetsTopic: p.offsetsTopic,
 		cursors:      make([]cursorRead, len(idx)),
 	}
@@ -125,7 +126,7 @@ func (p *pass) cursorPass(idx []int) *pass {
 		}
 		c := q.groupInfo[t.Group]
 		for tp, off := range gs.committed {
-			if slices.Contains(t.Topics, tp.topic) {
+			if slices.Contains(t.Topics, tp.Topic) {
 				c.committed[tp] = off
 			}
 		}
@@ -194,7 +195,7 @@ func (p *pass) cursorOffsets(i int) map[topicPartition]int64 {
 		if ps == nil || !ps.usable || ps.logStart < 0 || row.NextOffset < ps.logStart || row.NextOffset >= ps.logEnd {
 			continue
 		}
-		out[topicPartition{topic, int32(row.Partition)}] = row.NextOffset
+		out[topicPartition{Topic: topic, Partition: int32(row.Partition)}] = row.NextOffset
 	}
 	return out
 }

@@ -90,5 +90,5 @@
 // not credentials) and group, and reports EmptySince and LastCommit only
 // for transitions it witnessed between two of its own observations. A
 // one-shot observation (the CLI, a fresh Observer) cannot know them and
-// leaves them zero. See memory.go.
+// leaves them zero. The reasoning is internal/groupmemory's (Memory.Record).
 package kafka

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/retentionguard/retention-guard/internal/groupmemory"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
@@ -26,7 +27,7 @@ type Target struct {
 }
 
 // Observer observes Kafka clusters. It pools one client per Connection.Key,
-// remembers group history across passes (see groupMemory), and is safe for
+// remembers group history across passes (internal/groupmemory), and is safe for
 // concurrent use.
 type Observer struct {
 	opts options
@@ -37,7 +38,7 @@ type Observer struct {
 	stop    chan struct{}
 	reaper  sync.WaitGroup
 
-	memory     groupMemory
+	memory     groupmemory.Memory
 	offsetsLog offsetsLog
 }
 

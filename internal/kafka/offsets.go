@@ -53,7 +53,7 @@ func (p *pass) listOffsets(ctx context.Context, at int64) {
 	set := func(tp topicPartition, v int64) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		ps := p.topics[tp.topic].partitions[tp.partition]
+		ps := p.topics[tp.Topic].partitions[tp.Partition]
 		if at == listEarliest {
 			ps.logStart = v
 		} else {
@@ -65,15 +65,15 @@ func (p *pass) listOffsets(ctx context.Context, at int64) {
 			p.fail(failure{Failure: proof.Failure{
 				Reason:    proof.ReasonAuthorizationFailed,
 				API:       apiListOffsets,
-				Topic:     tp.topic,
-				Partition: tp.partition,
+				Topic:     tp.Topic,
+				Partition: tp.Partition,
 				Message: fmt.Sprintf("ListOffsets (%s) on %s/%d denied (%s): the principal needs Describe on the topic",
-					what, tp.topic, tp.partition, kerrName(err)),
+					what, tp.Topic, tp.Partition, kerrName(err)),
 			}})
 			return
 		}
-		p.failErr(apiListOffsets, "", tp.topic, tp.partition,
-			fmt.Sprintf("%s of %s/%d", what, tp.topic, tp.partition), err)
+		p.failErr(apiListOffsets, "", tp.Topic, tp.Partition,
+			fmt.Sprintf("%s of %s/%d", what, tp.Topic, tp.Partition), err)
 	}
 
 	for _, shard := range p.cl.RequestSharded(ctx, req) {
@@ -81,7 +81,7 @@ func (p *pass) listOffsets(ctx context.Context, at int64) {
 		if shard.Err != nil {
 			for _, rt := range sreq.Topics {
 				for _, rp := range rt.Partitions {
-					tp := topicPartition{rt.Topic, rp.Partition}
+					tp := topicPartition{Topic: rt.Topic, Partition: rp.Partition}
 					answered[tp] = true
 					partitionFailed(tp, shard.Err)
 				}
@@ -94,8 +94,8 @@ func (p *pass) listOffsets(ctx context.Context, at int64) {
 				continue
 			}
 			for _, rp := range rt.Partitions {
-				tp := topicPartition{rt.Topic, rp.Partition}
-				if p.topics[tp.topic].partitions[tp.partition] == nil {
+				tp := topicPartition{Topic: rt.Topic, Partition: rp.Partition}
+				if p.topics[tp.Topic].partitions[tp.Partition] == nil {
 					continue
 				}
 				answered[tp] = true
@@ -109,7 +109,7 @@ func (p *pass) listOffsets(ctx context.Context, at int64) {
 	}
 	for _, name := range sortedKeys(parts) {
 		for _, id := range parts[name] {
-			tp := topicPartition{name, id}
+			tp := topicPartition{Topic: name, Partition: id}
 			if !answered[tp] {
 				partitionFailed(tp, errors.New("the broker's answer left the partition out"))
 			}
@@ -150,7 +150,7 @@ func (p *pass) fetchCommittedOffsets(ctx context.Context) {
 			rt.Partitions = ids
 			rg.Topics = append(rg.Topics, rt)
 			for _, id := range ids {
-				asked[g][topicPartition{name, id}] = true
+				asked[g][topicPartition{Topic: name, Partition: id}] = true
 			}
 		}
 		if len(rg.Topics) > 0 {
@@ -220,23 +220,23 @@ func (p *pass) fetchCommittedOffsets(ctx context.Context) {
 					name = p.topicByID(rt.TopicID)
 				}
 				for _, rp := range rt.Partitions {
-					tp := topicPartition{name, rp.Partition}
+					tp := topicPartition{Topic: name, Partition: rp.Partition}
 					if !asked[rg.Group][tp] {
 						continue
 					}
 					answered[rg.Group][tp] = true
 					if rp.ErrorCode != 0 {
 						err := kerr.ErrorForCode(rp.ErrorCode)
-						msg := fmt.Sprintf("committed offset of group %s on %s/%d: %s", rg.Group, tp.topic, tp.partition, describeError(err))
+						msg := fmt.Sprintf("committed offset of group %s on %s/%d: %s", rg.Group, tp.Topic, tp.Partition, describeError(err))
 						if isAuthorization(err) {
 							msg = fmt.Sprintf("OffsetFetch for group %s on %s/%d denied (%s): the principal needs Describe on the topic",
-								rg.Group, tp.topic, tp.partition, kerrName(err))
+								rg.Group, tp.Topic, tp.Partition, kerrName(err))
 						}
 						p.fail(failure{group: rg.Group, Failure: proof.Failure{
 							Reason:    reasonForError(err),
 							API:       apiOffsetFetch,
-							Topic:     tp.topic,
-							Partition: tp.partition,
+							Topic:     tp.Topic,
+							Partition: tp.Partition,
 							Message:   msg,
 						}})
 						continue
@@ -264,10 +264,10 @@ func (p *pass) fetchCommittedOffsets(ctx context.Context) {
 			p.fail(failure{group: g, Failure: proof.Failure{
 				Reason:    proof.ReasonAuthorizationFailed,
 				API:       apiOffsetFetch,
-				Topic:     tp.topic,
-				Partition: tp.partition,
+				Topic:     tp.Topic,
+				Partition: tp.Partition,
 				Message: fmt.Sprintf("OffsetFetch for group %s did not answer for %s/%d: brokers leave out partitions the principal may not describe, so its committed offset is unknown (not absent)",
-					g, tp.topic, tp.partition),
+					g, tp.Topic, tp.Partition),
 			}})
 		}
 	}

@@ -181,7 +181,7 @@ func (lp *offsetsLogPartition) applyRecord(key, value []byte) {
 		if k.ReadFrom(key) != nil || !lp.groups[k.Group] {
 			return
 		}
-		tp := topicPartition{k.Topic, k.Partition}
+		tp := topicPartition{Topic: k.Topic, Partition: k.Partition}
 		if value == nil {
 			delete(lp.commits[k.Group], tp)
 			return

@@ -184,8 +184,8 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}}},
 			wantNext: 3,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{"clicks", 0}: {offset: 12, commitTime: at(2)},
-				{"clicks", 1}: {offset: 7, commitTime: at(1)},
+				{Topic: "clicks", Partition: 0}: {offset: 12, commitTime: at(2)},
+				{Topic: "clicks", Partition: 1}: {offset: 7, commitTime: at(1)},
 			}},
 		},
 		{
@@ -197,7 +197,7 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			},
 			wantNext: 2,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{"clicks", 0}: {offset: 10, commitTime: at(60)},
+				{Topic: "clicks", Partition: 0}: {offset: 10, commitTime: at(60)},
 			}},
 		},
 		{
@@ -209,7 +209,7 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}}},
 			wantNext: 3,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{"clicks", 1}: {offset: 3, commitTime: at(1)},
+				{Topic: "clicks", Partition: 1}: {offset: 3, commitTime: at(1)},
 			}},
 		},
 		{
@@ -220,7 +220,7 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}}},
 			wantNext: 3,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{"clicks", 0}: {offset: 4, commitTime: at(2)},
+				{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(2)},
 			}},
 		},
 		{
@@ -231,8 +231,8 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}}},
 			wantNext: 2,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{"clicks", 0}: {offset: 4, commitTime: at(1), expireTime: at(3600)},
-				{"views", 0}:  {offset: 8, commitTime: at(2), topicID: id},
+				{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(1), expireTime: at(3600)},
+				{Topic: "views", Partition: 0}:  {offset: 8, commitTime: at(2), topicID: id},
 			}},
 		},
 		{
@@ -271,8 +271,8 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}},
 			wantNext: 4,
 			wantCommits: map[string]map[topicPartition]commitRecord{
-				"eos-job":      {{"clicks", 0}: {offset: 2, commitTime: at(1)}},
-				"flink-clicks": {{"clicks", 0}: {offset: 4, commitTime: at(3)}},
+				"eos-job":      {{Topic: "clicks", Partition: 0}: {offset: 2, commitTime: at(1)}},
+				"flink-clicks": {{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(3)}},
 			},
 		},
 		{
@@ -284,7 +284,7 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}}},
 			wantNext: 50,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{"clicks", 0}: {offset: 4, commitTime: at(1)},
+				{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(1)},
 			}},
 		},
 		{
@@ -299,7 +299,7 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}},
 			wantNext: 1,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{"clicks", 0}: {offset: 4, commitTime: at(1)},
+				{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(1)},
 			}},
 		},
 		{
@@ -311,7 +311,7 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			},
 			wantNext: 1,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{"clicks", 0}: {offset: 4, commitTime: at(1)},
+				{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(1)},
 			}},
 			wantErr: "crc",
 		},
@@ -373,12 +373,12 @@ func TestOffsetsLogGroupIsACopy(t *testing.T) {
 	if _, err := lp.apply(later.partition(0)); err != nil {
 		t.Fatal(err)
 	}
-	want := map[topicPartition]commitRecord{{"clicks", 0}: {offset: 4, commitTime: commitTime0}}
+	want := map[topicPartition]commitRecord{{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: commitTime0}}
 	if !sameCommits(held.commits, want) {
 		t.Errorf("a result held across a later fold changed: %v, want %v", held.commits, want)
 	}
-	held.commits[topicPartition{"clicks", 5}] = commitRecord{offset: 1}
-	if _, ok := lp.group("flink-clicks").commits[topicPartition{"clicks", 5}]; ok {
+	held.commits[topicPartition{Topic: "clicks", Partition: 5}] = commitRecord{offset: 1}
+	if _, ok := lp.group("flink-clicks").commits[topicPartition{Topic: "clicks", Partition: 5}]; ok {
 		t.Error("writing a result wrote the log state")
 	}
 }
@@ -413,7 +413,7 @@ func TestOffsetsLogFollowAndRewind(t *testing.T) {
 		t.Fatal(err)
 	}
 	for g, offset := range map[string]int64{"flink-clicks": 4, "batch-job": 7} {
-		if c := lp.group(g).commits[topicPartition{"clicks", 0}]; c.offset != offset {
+		if c := lp.group(g).commits[topicPartition{Topic: "clicks", Partition: 0}]; c.offset != offset {
 			t.Errorf("after the re-read, %s's commit is %d, want %d", g, c.offset, offset)
 		}
 	}

@@ -64,7 +64,7 @@ func (r *offsetsTopicResult) exactTimes(obs *proof.Observation, retention time.D
 		t := &obs.Topics[i]
 		for j := range t.Partitions {
 			po := &t.Partitions[j]
-			c, ok := rec.commits[topicPartition{t.Name, po.Partition}]
+			c, ok := rec.commits[topicPartition{Topic: t.Name, Partition: po.Partition}]
 			if !ok || c.offset != po.Committed || po.Committed < 0 {
 				continue
 			}

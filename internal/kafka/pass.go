@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/retentionguard/retention-guard/internal/groupmemory"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
@@ -52,7 +53,7 @@ type pass struct {
 	groups      []string            // unique, sorted
 	groupTopics map[string][]string // union of the group's targets' topics
 	groupInfo   map[string]*groupState
-	recall      map[string]groupRecall
+	recall      map[string]groupmemory.Recall
 
 	// From __consumer_offsets, for targets that ask (offsetstopic.go).
 	offsetsTopic offsetsTopicResult
@@ -132,7 +133,7 @@ func newPass(o *Observer, cl *kgo.Client, conn Connection, targets []Target, now
 		topicIDs:    make(map[[16]byte]string),
 		groupTopics: make(map[string][]string),
 		groupInfo:   make(map[string]*groupState),
-		recall:      make(map[string]groupRecall),
+		recall:      make(map[string]groupmemory.Recall),
 		cursors:     make([]cursorRead, len(targets)),
 	}
 	for _, t := range targets {
@@ -241,11 +242,11 @@ func (p *pass) run(ctx context.Context) {
 
 	for _, g := range p.groups {
 		gs := p.groupInfo[g]
-		p.recall[g] = p.o.memory.record(p.conn.clusterKey(), g, groupFacts{
-			stateKnown: gs.stateKnown,
-			state:      gs.state,
-			kind:       gs.protocol + "/" + gs.protocolType,
-			committed:  gs.committed,
+		p.recall[g] = p.o.memory.Record(p.conn.clusterKey(), g, groupmemory.Facts{
+			StateKnown: gs.stateKnown,
+			State:      gs.state,
+			Kind:       gs.protocol + "/" + gs.protocolType,
+			Committed:  gs.committed,
 		}, p.now)
 	}
 	p.log(start)
@@ -288,7 +289,7 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 		obs.Group.Subscribed = slices.Clone(obs.Group.Subscribed)
 	}
 	recall := p.recall[t.Group]
-	obs.Group.EmptySince, obs.Group.EmptyBy = recall.emptySince, recall.emptyBy
+	obs.Group.EmptySince, obs.Group.EmptyBy = recall.EmptySince, recall.EmptyBy
 
 	names := slices.Clone(t.Topics)
 	slices.Sort(names)
@@ -319,7 +320,7 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 			to.Partitions = make([]proof.PartitionObservation, 0, len(ids))
 			for _, id := range ids {
 				ps := ts.partitions[id]
-				tp := topicPartition{name, id}
+				tp := topicPartition{Topic: name, Partition: id}
 				po := proof.PartitionObservation{
 					Partition: id,
 					LogStart:  ps.logStart,
@@ -334,9 +335,9 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 					po.PrecedingTimestamp = gs.preceding[tp]
 					po.ShareLag, po.ShareLagKnown = gs.shareLag[tp]
 				}
-				po.CommittedAfter = recall.committedAfter[tp]
-				if v, ok := recall.vanished[tp]; ok && po.Committed == proof.NoOffset {
-					po.OffsetVanished, po.VanishedOffset, po.VanishedSeenAt = true, v.offset, v.seenAt
+				po.CommittedAfter = recall.CommittedAfter[tp]
+				if v, ok := recall.Vanished[tp]; ok && po.Committed == proof.NoOffset {
+					po.OffsetVanished, po.VanishedOffset, po.VanishedSeenAt = true, v.Offset, v.SeenAt
 				}
 				if t.Cursor != nil {
 					po.CursorTimestamp = p.cursors[i].timestamps[tp]
@@ -399,3 +400,7 @@ func (p *pass) usablePartitions() map[string][]int32 {
 	}
 	return out
 }
+
+// topicPartition keys a pass's per-partition facts; it is the group
+// memory's key, so a pass hands its committed offsets over without a copy.
+type topicPartition = groupmemory.TopicPartition

@@ -76,7 +76,7 @@ func (p *pass) readShareStartOffsets(ctx context.Context) {
 			rt.Topic, rt.Partitions = name, ids
 			rg.Topics = append(rg.Topics, rt)
 			for _, id := range ids {
-				asked[g] = append(asked[g], topicPartition{name, id})
+				asked[g] = append(asked[g], topicPartition{Topic: name, Partition: id})
 			}
 		}
 		if len(rg.Topics) > 0 {
@@ -137,7 +137,7 @@ func (p *pass) readShareStartOffsets(ctx context.Context) {
 					name = n
 				}
 				for _, rp := range rt.Partitions {
-					tp := topicPartition{name, rp.Partition}
+					tp := topicPartition{Topic: name, Partition: rp.Partition}
 					answered[rg.GroupID][tp] = true
 					if rp.ErrorCode != 0 {
 						failed(rg.GroupID, name, rp.Partition, errorWithMessage(rp.ErrorCode, rp.ErrorMessage))
@@ -161,7 +161,7 @@ func (p *pass) readShareStartOffsets(ctx context.Context) {
 	for g, tps := range asked {
 		for _, tp := range tps {
 			if !answered[g][tp] {
-				failed(g, tp.topic, tp.partition, fmt.Errorf("the broker's answer left the partition out"))
+				failed(g, tp.Topic, tp.Partition, fmt.Errorf("the broker's answer left the partition out"))
 			}
 		}
 	}

@@ -97,11 +97,11 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 		gs := p.groupInfo[g]
 		kind := gs.observation()
 		for tp, c := range gs.committed {
-			ps := p.topics[tp.topic].partitions[tp.partition]
+			ps := p.topics[tp.Topic].partitions[tp.Partition]
 			if c < 0 || !ps.usable || ps.logStart < 0 || ps.logEnd < 0 || c < ps.logStart || c > ps.logEnd {
 				continue
 			}
-			dating := c > ps.logStart && proof.ExpiresPerCommit(kind, tp.topic)
+			dating := c > ps.logStart && proof.ExpiresPerCommit(kind, tp.Topic)
 			headroom := c < ps.logEnd
 			if !dating && !headroom {
 				continue
@@ -121,7 +121,7 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 	}
 	for i := range p.targets {
 		for tp, c := range p.cursorOffsets(i) {
-			ps := p.topics[tp.topic].partitions[tp.partition]
+			ps := p.topics[tp.Topic].partitions[tp.Partition]
 			w := timestampWant{tp, c}
 			if _, ok := needers[w]; !ok {
 				if byLeader[ps.leader] == nil {
@@ -265,7 +265,7 @@ func (p *pass) reaskSkipped(ctx context.Context, leader int32, skipped []timesta
 // because their first batch was larger than what was left to send.
 func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timestampWant) (found map[timestampWant]fetchedRecords, skipped []timestampWant, denied []string) {
 	slices.SortFunc(wants, func(a, b timestampWant) int {
-		return cmp.Or(cmp.Compare(a.tp.topic, b.tp.topic), cmp.Compare(a.tp.partition, b.tp.partition))
+		return cmp.Or(cmp.Compare(a.tp.Topic, b.tp.Topic), cmp.Compare(a.tp.Partition, b.tp.Partition))
 	})
 	req := kmsg.NewPtrFetchRequest()
 	req.MaxWaitMillis = 0
@@ -277,14 +277,14 @@ func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timest
 	offsetOf := make(map[topicPartition]int64, len(wants))
 	for _, w := range wants {
 		offsetOf[w.tp] = w.offset
-		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != w.tp.topic {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != w.tp.Topic {
 			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = w.tp.topic
-			rt.TopicID = p.topics[w.tp.topic].id
+			rt.Topic = w.tp.Topic
+			rt.TopicID = p.topics[w.tp.Topic].id
 			req.Topics = append(req.Topics, rt)
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = w.tp.partition
+		rp.Partition = w.tp.Partition
 		rp.FetchOffset = w.offset
 		rp.PartitionMaxBytes = timestampFetchBytes
 		rt := &req.Topics[len(req.Topics)-1]
@@ -312,7 +312,7 @@ func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timest
 		}
 		for i := range rt.Partitions {
 			rp := &rt.Partitions[i]
-			tp := topicPartition{name, rp.Partition}
+			tp := topicPartition{Topic: name, Partition: rp.Partition}
 			offset, ok := offsetOf[tp]
 			if !ok {
 				continue

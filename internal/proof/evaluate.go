@@ -49,8 +49,8 @@ func Evaluate(obs Observation, p Policy, now time.Time) Result {
 				continue
 			}
 			// Short first words: admission warnings are cut at 120 bytes.
-			advisory = append(advisory, Warning{Type: WarningGroupOffsets, Message: "seek to the cursor on start: group offsets " +
-				c.Reason + " (" + c.Type + ", not deciding: " + c.Message + ")"})
+			advisory = append(advisory, Warning{Type: WarningGroupOffsets, Reason: c.Reason, Subject: c.Type,
+				Message: "seek to the cursor on start: group offsets " + c.Reason + " (" + c.Type + ", not deciding: " + c.Message + ")"})
 			c.Message = "not deciding (spec.cursor.resumeFrom Cursor: the consumer resumes from its cursor): " + c.Message
 		}
 		offsetsRetainedV, inRangeV = nil, nil
@@ -103,7 +103,8 @@ func Evaluate(obs Observation, p Policy, now time.Time) Result {
 	}
 	r.Warnings = append(r.Warnings, recordTimestampWarnings(f)...)
 	if obs.OffsetsTopic.Requested && obs.OffsetsTopic.Problem != "" {
-		r.Warnings = append(r.Warnings, Warning{Type: WarningOffsetsTopic,
+		r.Warnings = append(r.Warnings, Warning{Type: WarningOffsetsTopic, Reason: WarningReasonNotRead,
+			Subject: "__consumer_offsets", Detail: obs.OffsetsTopic.Problem,
 			Message: "exact commit times were not read from __consumer_offsets (" + obs.OffsetsTopic.Problem +
 				"): commit times are bounded from record timestamps and observed changes"})
 	}

@@ -573,20 +573,36 @@ func offsetExpiry(f *facts) (OffsetExpiry, *Warning) {
 	if left >= window {
 		return out, nil
 	}
-	since := "Empty since " + ex.since()
-	setting := keyOffsetsRetentionMinutes + " " + itoa(f.offsetsRetentionMinutes) + " (" + formatMinutes(f.offsetsRetentionMinutes) + ")"
+	may := ex.latest.IsZero() || ex.latest.After(ex.earliest)
+	w := &Warning{Type: WarningGroupOffsetsExpireIn, Subject: groupName(f), Detail: "Empty since " + ex.since(),
+		Duration: left, Span: minutesToDuration(f.offsetsRetentionMinutes), Limit: window}
+	switch {
+	case left <= 0 && may:
+		w.Reason = WarningReasonMayBePastRetention
+	case left <= 0:
+		w.Reason = WarningReasonPastRetention
+	case may:
+		w.Reason = WarningReasonMayExpireBeforeWindow
+	default:
+		w.Reason = WarningReasonShorterThanWindow
+	}
+	w.Message = emptyGroupExpiryMessage(w)
+	return out, w
+}
+
+// emptyGroupExpiryMessage renders a WarningGroupOffsetsExpireIn.
+func emptyGroupExpiryMessage(w *Warning) string {
+	offsetsRetentionMinutes := int64(w.Span / time.Minute)
+	setting := keyOffsetsRetentionMinutes + " " + itoa(offsetsRetentionMinutes) + " (" + formatMinutes(offsetsRetentionMinutes) + ")"
 	may := ""
-	if ex.latest.IsZero() || ex.latest.After(ex.earliest) {
+	if w.Reason == WarningReasonMayBePastRetention || w.Reason == WarningReasonMayExpireBeforeWindow {
 		may = "may "
 	}
-	var msg string
-	if left <= 0 {
-		msg = "group " + groupName(f) + " is " + since + ": its committed offsets " + may + "be past " + setting +
+	if w.Reason == WarningReasonPastRetention || w.Reason == WarningReasonMayBePastRetention {
+		return "group " + w.Subject + " is " + w.Detail + ": its committed offsets " + may + "be past " + setting +
 			" and go at the coordinator's next cleanup, offsets committed since included: start the consumer now " +
 			"(a member stops the clock), or auto.offset.reset decides silently where it resumes"
-	} else {
-		msg = "group " + groupName(f) + " is " + since + ": its committed offsets " + may + "expire in " + FormatDuration(left) +
-			" (" + setting + "), sooner than recoveryWindow " + FormatDuration(window)
 	}
-	return out, &Warning{Type: WarningGroupOffsetsExpireIn, Message: msg, Duration: left}
+	return "group " + w.Subject + " is " + w.Detail + ": its committed offsets " + may + "expire in " + FormatDuration(w.Duration) +
+		" (" + setting + "), sooner than recoveryWindow " + FormatDuration(w.Limit)
 }

@@ -40,17 +40,26 @@ func recoveryHeadroom(window time.Duration, results []PartitionResult) (time.Dur
 	if pr.Headroom >= window {
 		return pr.Headroom, true, nil
 	}
-	name := partitionName(pr.Topic, pr.Partition)
-	var msg string
+	committed := pr.Committed
+	w := &Warning{Type: WarningRecoveryHeadroom, Reason: WarningReasonShorterThanWindow,
+		Subject: partitionName(pr.Topic, pr.Partition), Offset: &committed,
+		Duration: pr.Headroom, Limit: window}
 	if pr.Headroom <= 0 {
-		msg = name + ": the record at committed offset " + itoa(pr.Committed) + " is past retention by " +
-			FormatDuration(-pr.Headroom) + " and can be deleted at any moment: a consumer that goes down now loses data"
-	} else {
-		msg = name + ": retention deletes the record at committed offset " + itoa(pr.Committed) + " in " +
-			FormatDuration(pr.Headroom) + ", sooner than recoveryWindow " + FormatDuration(window) +
-			": a lagging consumer that goes down now loses data before the window ends"
+		w.Reason = WarningReasonPastRetention
 	}
-	return pr.Headroom, true, &Warning{Type: WarningRecoveryHeadroom, Message: msg, Duration: pr.Headroom}
+	w.Message = headroomMessage(w)
+	return pr.Headroom, true, w
+}
+
+// headroomMessage renders a WarningRecoveryHeadroom.
+func headroomMessage(w *Warning) string {
+	if w.Reason == WarningReasonPastRetention {
+		return w.Subject + ": the record at committed offset " + itoa(*w.Offset) + " is past retention by " +
+			FormatDuration(-w.Duration) + " and can be deleted at any moment: a consumer that goes down now loses data"
+	}
+	return w.Subject + ": retention deletes the record at committed offset " + itoa(*w.Offset) + " in " +
+		FormatDuration(w.Duration) + ", sooner than recoveryWindow " + FormatDuration(w.Limit) +
+		": a lagging consumer that goes down now loses data before the window ends"
 }
 
 func groupName(f *facts) string {

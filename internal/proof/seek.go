@@ -37,9 +37,10 @@ func seekWarning(p Policy, partitions []PartitionResult) *Warning {
 		which += " and " + plural(int64(n-len(names)), "more partition")
 	}
 	// Short: status keeps 256 bytes of a warning, admission 120.
-	return &Warning{Type: WarningSeekRequired, Message: "seek before start: no committed offset on " + which +
-		": none (spec.consumer) throws NoOffsetForPartitionException there, no start at 0; " +
-		"commit the log start (kafka-consumer-groups --group " + p.GroupID + " --reset-offsets --to-earliest)"}
+	return &Warning{Type: WarningSeekRequired, Reason: WarningReasonNoCommittedOffset, Subject: which,
+		Message: "seek before start: no committed offset on " + which +
+			": none (spec.consumer) throws NoOffsetForPartitionException there, no start at 0; " +
+			"commit the log start (kafka-consumer-groups --group " + p.GroupID + " --reset-offsets --to-earliest)"}
 }
 
 func joinAnd(items []string) string {

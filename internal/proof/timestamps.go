@@ -36,21 +36,27 @@ func recordTimestampWarnings(f *facts) []Warning {
 		if bounded && bound <= margin {
 			continue
 		}
-		accepts := "record timestamps of any age"
+		w := Warning{Type: WarningRecordTimestamps, Reason: WarningReasonAcceptsAnyAge, Subject: t.name, Span: margin}
 		if bounded {
-			accepts = "record timestamps up to " + FormatDuration(bound) + " old"
+			w.Reason, w.Limit = WarningReasonAcceptsOlderThanWindow, bound
 		}
-		out = append(out, Warning{
-			Type:     WarningRecordTimestamps,
-			Duration: margin,
-			Message: t.name + ": " + keyTimestampType + " CreateTime accepts " + accepts + " (" + keyTimestampBeforeMaxMs + "): " +
-				"a record stamped more than " + FormatDuration(margin) + " (retention.ms − recoveryWindow) before it is written, " +
-				"such as a backfill or a mirror, is deleted sooner than recoveryWindow after it is written; set " +
-				keyTimestampBeforeMaxMs + " to at most " + strconv.FormatInt(margin.Milliseconds(), 10) +
-				", or " + keyTimestampType + " LogAppendTime",
-		})
+		w.Message = recordTimestampsMessage(&w)
+		out = append(out, w)
 	}
 	return out
+}
+
+// recordTimestampsMessage renders a WarningRecordTimestamps.
+func recordTimestampsMessage(w *Warning) string {
+	accepts := "record timestamps of any age"
+	if w.Reason == WarningReasonAcceptsOlderThanWindow {
+		accepts = "record timestamps up to " + FormatDuration(w.Limit) + " old"
+	}
+	return w.Subject + ": " + keyTimestampType + " CreateTime accepts " + accepts + " (" + keyTimestampBeforeMaxMs + "): " +
+		"a record stamped more than " + FormatDuration(w.Span) + " (retention.ms − recoveryWindow) before it is written, " +
+		"such as a backfill or a mirror, is deleted sooner than recoveryWindow after it is written; set " +
+		keyTimestampBeforeMaxMs + " to at most " + strconv.FormatInt(w.Span.Milliseconds(), 10) +
+		", or " + keyTimestampType + " LogAppendTime"
 }
 
 // timestampBound reads message.timestamp.before.max.ms; absent, null,

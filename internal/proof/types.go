@@ -224,6 +224,13 @@ const (
 	WarningCronJobSchedule = "cronJobSchedule"
 )
 
+// ForeseesTime reports whether a warning type's Duration is a time
+// foreseen from now (the recovery headroom, the time left before an Empty
+// group's offsets expire): it moves with the clock, and zero means due now.
+func ForeseesTime(typ string) bool {
+	return typ == WarningRecoveryHeadroom || typ == WarningGroupOffsetsExpireIn
+}
+
 // ConfigWarning reports whether a warning type is configuration advice
 // (shown in status and by check, not on admission) rather than a risk at
 // the group's current position.
@@ -597,13 +604,62 @@ type Violation struct {
 	ExpiresAt time.Time
 }
 
-// Warning is reported and never denies on its own.
+// Warning is reported and never denies on its own. It is data: Message is
+// rendered from the other fields, and whether a warning changed is judged
+// on them (status.proof.warningFacts), never on its text.
 type Warning struct {
-	Type    string
-	Message string
-	// Duration is the headroom or time left it speaks of.
+	// Type is the kind of warning (WarningRecoveryHeadroom, …).
+	Type string
+	// Reason tells warnings of one Type apart (WarningReason… constants,
+	// or the clause reason of a WarningGroupOffsets).
+	Reason string
+	// Subject is what it is about: a partition ("orders[3]"), a topic, a
+	// group, a clause, a CronJob and its schedule, the partitions without
+	// a committed offset.
+	Subject string
+	// Detail is the problem it reports, when it reports one.
+	Detail string
+	// Offset is the committed offset it speaks of; nil for none.
+	Offset *int64
+	// Duration is the headroom or time left it foresees, measured from
+	// now: it shrinks as time passes. Zero for the types that foresee no
+	// time (only WarningRecoveryHeadroom and WarningGroupOffsetsExpireIn
+	// do).
 	Duration time.Duration
+	// Span is a duration it states that does not move with the clock (a
+	// topic's retention.ms − recoveryWindow, a schedule's longest gap,
+	// offsets.retention.minutes); zero for none.
+	Span time.Duration
+	// Limit is the duration it measures against (recoveryWindow, a
+	// timestamp bound); zero for none.
+	Limit time.Duration
+	// Message is the prose, rendered from the fields above.
+	Message string
 }
+
+// Warning reasons (Warning.Reason), stable CamelCase words.
+const (
+	// WarningReasonPastRetention: what the warning speaks of is already
+	// past its retention (a record, a group's offsets).
+	WarningReasonPastRetention = "PastRetention"
+	// WarningReasonShorterThanWindow: it expires sooner than
+	// recoveryWindow.
+	WarningReasonShorterThanWindow = "ShorterThanWindow"
+	// WarningReasonMay…: the same, at the earliest (the Empty time is a
+	// bound, not exact).
+	WarningReasonMayBePastRetention     = "MayBePastRetention"
+	WarningReasonMayExpireBeforeWindow  = "MayExpireBeforeWindow"
+	WarningReasonAcceptsAnyAge          = "AcceptsAnyAge"
+	WarningReasonAcceptsOlderThanWindow = "AcceptsOlderThanWindow"
+	WarningReasonNotRead                = "NotRead"
+	WarningReasonNoCommittedOffset      = "NoCommittedOffset"
+	// CronJob warnings (WarningCronJobSchedule).
+	WarningReasonSuspended                  = "Suspended"
+	WarningReasonScheduleUnreadable         = "ScheduleUnreadable"
+	WarningReasonGapReachesOffsetsRetention = "GapReachesOffsetsRetention"
+	WarningReasonGapReachesRecoveryWindow   = "GapReachesRecoveryWindow"
+	WarningReasonMoreWarnings               = "MoreWarnings"
+)
 
 // PartitionResult is the per-partition line of the proof.
 type PartitionResult struct {

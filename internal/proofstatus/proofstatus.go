@@ -83,14 +83,40 @@ func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
 		ps.Violations = append(ps.Violations, violationStatus(v))
 	}
 	ps.ViolationsOmitted = int32(len(res.Violations) - len(ps.Violations))
+	var configFacts []rgv1.WarningFact
 	for _, w := range res.Warnings {
 		if proof.ConfigWarning(w.Type) {
 			ps.ConfigWarnings = append(ps.ConfigWarnings, w.Message)
+			configFacts = append(configFacts, warningFact(w))
 			continue
 		}
 		ps.Warnings = append(ps.Warnings, w.Message)
+		ps.WarningFacts = append(ps.WarningFacts, warningFact(w))
 	}
+	ps.WarningFacts = append(ps.WarningFacts, configFacts...)
 	return ps
+}
+
+// warningFact copies a warning's facts (status.proof.warningFacts), its
+// durations to the second as the status's others.
+func warningFact(w proof.Warning) rgv1.WarningFact {
+	f := rgv1.WarningFact{Type: w.Type, Reason: w.Reason, Subject: w.Subject, Detail: w.Detail}
+	if w.Offset != nil {
+		o := *w.Offset
+		f.Offset = &o
+	}
+	duration := func(d time.Duration) *metav1.Duration {
+		if d == 0 {
+			return nil
+		}
+		return &metav1.Duration{Duration: d.Round(time.Second)}
+	}
+	f.Span, f.Limit = duration(w.Span), duration(w.Limit)
+	if proof.ForeseesTime(w.Type) {
+		// Foreseen from now: zero is a fact (due now), not an absence.
+		f.In = &metav1.Duration{Duration: w.Duration.Round(time.Second)}
+	}
+	return f
 }
 
 // violationStatus copies a violation's facts: the numbers the proof

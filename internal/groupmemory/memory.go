@@ -1,4 +1,10 @@
-package kafka
+// Package groupmemory remembers, pass after pass, what the observer saw of
+// each consumer group, and dates from the transitions it witnessed what
+// Kafka does not say: since when a group is Empty, after when an offset
+// was committed, which offset vanished. It is reasoning over observations,
+// with no I/O: internal/kafka feeds it each pass's facts (Memory.Record)
+// and copies the Recall into the observation.
+package groupmemory
 
 import (
 	"sync"
@@ -9,7 +15,7 @@ import (
 
 // Kafka does not say since when a group is Empty, nor when an offset was
 // last committed, in any answer the observer reads by default (only
-// __consumer_offsets does; see offsetstopic.go). The observer remembers what
+// __consumer_offsets does; see internal/kafka/offsetstopic.go). The observer remembers what
 // it saw, pass after pass, and derives lower bounds from the transitions it
 // witnessed — lower, because the proof asks for the earliest time the
 // coordinator may delete an offset, which a bound that errs early never
@@ -47,8 +53,8 @@ import (
 //
 // Memory is keyed by the cluster (its sorted bootstrap servers, not the
 // credentials: rotating a password must not forget a group's history) and
-// the group. Entries not observed for memoryTTL are dropped.
-type groupMemory struct {
+// the group. Entries not observed for TTL are dropped.
+type Memory struct {
 	mu       sync.Mutex
 	groups   map[memoryKey]*groupEntry
 	prunedAt time.Time
@@ -64,7 +70,7 @@ type groupEntry struct {
 	emptySince  time.Time // lower bound; zero unless a transition to Empty was seen
 	emptyBy     time.Time // upper bound: the observation that first saw it Empty after another state
 	lastSeen    time.Time
-	partitions  map[topicPartition]partitionEntry // by value: 120,000 of them at 5,000 groups
+	partitions  map[TopicPartition]partitionEntry // by value: 120,000 of them at 5,000 groups
 }
 
 type partitionEntry struct {
@@ -75,50 +81,57 @@ type partitionEntry struct {
 	vanishedSeen   time.Time // the last observation that read it
 }
 
-type topicPartition struct {
-	topic     string
-	partition int32
+// TopicPartition names one partition of a topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
 }
 
-const memoryTTL = 24 * time.Hour
+// TTL is how long an entry not observed is kept.
+const TTL = 24 * time.Hour
 
-// pruneEvery is how often the memory is swept for entries past memoryTTL:
+// pruneEvery is how often the memory is swept for entries past TTL:
 // a sweep walks every group and partition of every cluster (120,000
 // offsets for 5,000 groups on two topics of 12 partitions), so sweeping on
 // every record made a pass cost quadratic in its groups.
 const pruneEvery = time.Hour
 
-// groupFacts is what one pass learned about a group: its state when it was
+// Facts is what one pass learned about a group: its state when it was
 // read, and the committed offsets that were read (failed ones are absent).
-type groupFacts struct {
-	stateKnown bool
-	state      string
+type Facts struct {
+	StateKnown bool
+	State      string
 	// kind is the group's protocol and protocol type ("classic/consumer",
 	// "classic/" for a simple group): a change between two Empty
 	// observations means a member joined in between (a simple group
 	// joined, a classic group migrated), a transition like any other.
-	kind      string
-	committed map[topicPartition]int64
+	Kind      string
+	Committed map[TopicPartition]int64
 }
 
-// groupRecall is what the memory says after recording a pass.
-type groupRecall struct {
-	emptySince     time.Time
-	emptyBy        time.Time
-	committedAfter map[topicPartition]time.Time
-	vanished       map[topicPartition]vanishedOffset
+// Recall is what the memory says after recording a pass.
+type Recall struct {
+	// EmptySince is the last observation that saw the group in another
+	// state before it was Empty (a lower bound); zero unless witnessed.
+	EmptySince time.Time
+	// EmptyBy is the first observation that saw it Empty after that.
+	EmptyBy time.Time
+	// CommittedAfter bounds each partition's last commit from below.
+	CommittedAfter map[TopicPartition]time.Time
+	// Vanished are the offsets seen before they went missing.
+	Vanished map[TopicPartition]Vanished
 }
 
-// vanishedOffset is a committed offset the memory saw and the group no
+// Vanished is a committed offset the memory saw and the group no
 // longer has.
-type vanishedOffset struct {
-	offset int64
-	seenAt time.Time // the last observation that read it
+type Vanished struct {
+	Offset int64
+	SeenAt time.Time // the last observation that read it
 }
 
 // record folds one pass's facts into the memory and returns what the memory
 // now knows. Facts that were not read (failures) leave the memory as it was.
-func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.Time) groupRecall {
+func (m *Memory) Record(cluster, group string, facts Facts, now time.Time) Recall {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.groups == nil {
@@ -131,40 +144,40 @@ func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.T
 
 	k := memoryKey{cluster, group}
 	e := m.groups[k]
-	if e != nil && now.Sub(e.lastSeen) > memoryTTL {
+	if e != nil && now.Sub(e.lastSeen) > TTL {
 		e = nil // past its TTL, not swept yet: forgotten all the same
 	}
 	if e == nil {
-		e = &groupEntry{partitions: make(map[topicPartition]partitionEntry)}
+		e = &groupEntry{partitions: make(map[TopicPartition]partitionEntry)}
 		m.groups[k] = e
 	}
 	if now.After(e.lastSeen) {
 		e.lastSeen = now
 	}
 
-	if facts.stateKnown && !now.Before(e.stateSeenAt) {
+	if facts.StateKnown && !now.Before(e.stateSeenAt) {
 		switch {
-		case facts.state != proof.GroupStateEmpty:
+		case facts.State != proof.GroupStateEmpty:
 			e.emptySince, e.emptyBy = time.Time{}, time.Time{}
-		case e.seenState && (e.state != proof.GroupStateEmpty || e.kind != facts.kind):
+		case e.seenState && (e.state != proof.GroupStateEmpty || e.kind != facts.Kind):
 			// Witnessed the group become Empty: after the last
 			// observation that saw it in another state (or Empty as
 			// another kind of group: a member joined since), by this one.
 			e.emptySince, e.emptyBy = e.stateSeenAt, now
 		}
 		e.seenState = true
-		e.state, e.kind = facts.state, facts.kind
+		e.state, e.kind = facts.State, facts.Kind
 		e.stateSeenAt = now
 	}
 
-	recall := groupRecall{emptySince: e.emptySince, emptyBy: e.emptyBy, committedAfter: make(map[topicPartition]time.Time),
-		vanished: make(map[topicPartition]vanishedOffset)}
-	for tp, c := range facts.committed {
+	recall := Recall{EmptySince: e.emptySince, EmptyBy: e.emptyBy, CommittedAfter: make(map[TopicPartition]time.Time),
+		Vanished: make(map[TopicPartition]Vanished)}
+	for tp, c := range facts.Committed {
 		pe, ok := e.partitions[tp]
 		switch {
 		case ok && now.Before(pe.lastSeen):
 			continue // older than what was seen: not folded
-		case !ok || now.Sub(pe.lastSeen) > memoryTTL:
+		case !ok || now.Sub(pe.lastSeen) > TTL:
 			pe = partitionEntry{committed: c, vanished: proof.NoOffset} // first sight: unknown
 		case pe.committed != c:
 			// Witnessed a commit: after the last observation that saw
@@ -182,28 +195,28 @@ func (m *groupMemory) record(cluster, group string, facts groupFacts, now time.T
 		e.partitions[tp] = pe
 	}
 	for tp, pe := range e.partitions {
-		if c, read := facts.committed[tp]; read && c != pe.committed {
+		if c, read := facts.Committed[tp]; read && c != pe.committed {
 			continue // an older pass's offset: the bound is another's
 		}
 		if !pe.committedAfter.IsZero() {
-			recall.committedAfter[tp] = pe.committedAfter
+			recall.CommittedAfter[tp] = pe.committedAfter
 		}
 		if pe.vanished != proof.NoOffset {
-			recall.vanished[tp] = vanishedOffset{pe.vanished, pe.vanishedSeen}
+			recall.Vanished[tp] = Vanished{pe.vanished, pe.vanishedSeen}
 		}
 	}
 	return recall
 }
 
-// prune drops what has not been observed for memoryTTL. Called with mu held.
-func (m *groupMemory) prune(now time.Time) {
+// prune drops what has not been observed for TTL. Called with mu held.
+func (m *Memory) prune(now time.Time) {
 	for k, e := range m.groups {
-		if now.Sub(e.lastSeen) > memoryTTL {
+		if now.Sub(e.lastSeen) > TTL {
 			delete(m.groups, k)
 			continue
 		}
 		for tp, pe := range e.partitions {
-			if now.Sub(pe.lastSeen) > memoryTTL {
+			if now.Sub(pe.lastSeen) > TTL {
 				delete(e.partitions, tp)
 			}
 		}
