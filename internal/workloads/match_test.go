@@ -220,8 +220,16 @@ func TestMatch(t *testing.T) {
 			members: []proof.GroupMember{member("hostnet", "192.168.1.10"), member("old", "10.4.0.8"), member("bare", "10.4.0.9"), member("laptop", "172.16.0.1")},
 			snap: Snapshot{
 				Pods: []Pod{
-					func() Pod { p := pod("shop", "agent-x", "192.168.1.10", ReplicaSet, "agent-1"); p.HostNetwork = true; return p }(),
-					func() Pod { p := pod("shop", "orders-6b8-old", "10.4.0.8", ReplicaSet, "orders-6b8"); p.Terminated = true; return p }(),
+					func() Pod {
+						p := pod("shop", "agent-x", "192.168.1.10", ReplicaSet, "agent-1")
+						p.HostNetwork = true
+						return p
+					}(),
+					func() Pod {
+						p := pod("shop", "orders-6b8-old", "10.4.0.8", ReplicaSet, "orders-6b8")
+						p.Terminated = true
+						return p
+					}(),
 					pod("shop", "debug", "10.4.0.9", "", ""),
 				},
 				Owned:     []Owned{rs("shop", "agent-1", Deployment, "agent"), rs("shop", "orders-6b8", Deployment, "orders")},
