@@ -114,6 +114,33 @@ func envEntry(ns, container string, e corev1.EnvVar, cms configMaps) (string, Ev
 	return "", ev, false
 }
 
+// ConfigMapNames are the ConfigMaps w's pods read (env configMapKeyRef,
+// envFrom configMapRef, configMap and projected volumes), in the
+// workload's namespace: what a gatherer fetches for candidates.
+func (w *Workload) ConfigMapNames() []string {
+	var out []string
+	spec := &w.Template.Spec
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+				out = append(out, e.ValueFrom.ConfigMapKeyRef.Name)
+			}
+		}
+		for _, e := range c.EnvFrom {
+			if e.ConfigMapRef != nil {
+				out = append(out, e.ConfigMapRef.Name)
+			}
+		}
+	}
+	for _, v := range spec.Volumes {
+		for _, m := range mountedConfigMaps(v) {
+			out = append(out, m.name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 type mountedConfigMap struct {
 	name  string
 	items []string // nil: every key
