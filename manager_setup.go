@@ -18,6 +18,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/webhookscope"
+	"github.com/retentionguard/retention-guard/internal/workloadread"
 	"github.com/retentionguard/retention-guard/webhook"
 )
 
@@ -99,6 +100,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, 
 			Coalescer: k.coalescer,
 			Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
 			Kind:      kind,
+			Workloads: &workloadread.Reader{Reader: mgr.GetAPIReader(), Namespaces: mc.watchNamespaces},
 		}
 		if err := cr.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the %s reconciler: %w", kind, err)

@@ -38,6 +38,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/testenv"
+	"github.com/retentionguard/retention-guard/internal/workloadread"
 )
 
 // The integration tests run the reconciler in a real controller-runtime
@@ -331,7 +332,8 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 	if o.managerNamespace != "" || len(o.extra) > 0 {
 		for _, kind := range []string{rgv1.KindClusterKafkaConnection, rgv1.KindKafkaConnection} {
 			cr := &KafkaConnectionReconciler{Resolver: resolver, Coalescer: h.coalescer,
-				Recorder: mgr.GetEventRecorder(ControllerName), Kind: kind, intervalOverride: o.interval}
+				Recorder: mgr.GetEventRecorder(ControllerName), Kind: kind, intervalOverride: o.interval,
+				Workloads: &workloadread.Reader{Reader: mgr.GetAPIReader()}}
 			g.Expect(cr.SetupWithManager(mgr)).To(Succeed())
 		}
 	}

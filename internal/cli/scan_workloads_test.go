@@ -77,27 +77,10 @@ func TestScanEmitPoliciesSelectTheConsumers(t *testing.T) {
 		create(d)
 		return d
 	}
-	// runPod is what the Deployment controller and the kubelet would make:
-	// a ReplicaSet the Deployment controls, its pod, the pod's IP.
 	runPod := func(d *appsv1.Deployment, hash, ip string) {
 		t.Helper()
-		rs := &appsv1.ReplicaSet{
-			ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name + "-" + hash,
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: ptr.To(true)}}},
-			Spec: appsv1.ReplicaSetSpec{Selector: d.Spec.Selector, Template: d.Spec.Template},
-		}
-		rs.Spec.Template.Labels = map[string]string{"app": d.Name, "tier": "qim", "pod-template-hash": hash}
-		rs.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": d.Name, "pod-template-hash": hash}}
-		create(rs)
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: rs.Name + "-x1", Labels: rs.Spec.Template.Labels,
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}},
-			Spec: d.Spec.Template.Spec,
-		}
-		create(p)
-		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}}
-		if err := k.Status().Update(ctx, p); err != nil {
-			t.Fatalf("setting pod %s's IP: %v", p.Name, err)
+		if _, err := testenv.RunDeploymentPod(ctx, k, d, hash, ip); err != nil {
+			t.Fatal(err)
 		}
 	}
 	// The consumer connects to kfake from 127.0.0.1: that is its pod's IP.
