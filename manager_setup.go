@@ -77,6 +77,7 @@ func setupKafka(mgr ctrl.Manager, o *managerOptions) (*kafkaSide, error) {
 func setupReconcilers(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, k *kafkaSide) error {
 	reconciler := &controllers.ConsumerRetentionPolicyReconciler{
 		Client:    mgr.GetClient(),
+		Workloads: &workloadread.Reader{Reader: mgr.GetAPIReader(), Namespaces: mc.watchNamespaces},
 		Resolver:  k.resolver,
 		Coalescer: k.coalescer,
 		Recorder:  mgr.GetEventRecorder(controllers.ControllerName),

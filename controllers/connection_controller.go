@@ -294,13 +294,8 @@ func (r *KafkaConnectionReconciler) consumers(ctx context.Context, policies []*r
 	}
 	var hosts []netip.Addr
 	for _, d := range co.Discovered {
-		if guarded[d.Group] {
-			continue
-		}
-		for _, m := range d.Observation.Group.Members {
-			if m.Host.IsValid() {
-				hosts = append(hosts, m.Host)
-			}
+		if !guarded[d.Group] {
+			hosts = append(hosts, memberHosts(d.Observation.Group.Members)...)
 		}
 	}
 	var snap workloads.Snapshot

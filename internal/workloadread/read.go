@@ -12,6 +12,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 
@@ -181,6 +182,84 @@ func (r *Reader) Workloads(ctx context.Context, snap *workloads.Snapshot) error 
 			return fmt.Errorf("reading ConfigMap %s/%s: %w", ref[0], ref[1], err)
 		}
 		snap.ConfigMaps = append(snap.ConfigMaps, workloads.ConfigMap{Namespace: cm.Namespace, Name: cm.Name, Data: cm.Data})
+	}
+	return nil
+}
+
+// OwningWorkloads adds, for a snapshot PodsAt filled, the workloads at
+// the top of its pods' owners (Get): the Deployment or Rollout of each
+// ReplicaSet, the CronJob of each Job, each StatefulSet. Use it instead
+// of Workloads, not with it.
+func (r *Reader) OwningWorkloads(ctx context.Context, snap *workloads.Snapshot) error {
+	want := map[workloads.Ref]bool{}
+	for _, o := range snap.Owned {
+		if o.Owner != nil {
+			want[workloads.Ref{Kind: o.Owner.Kind, Namespace: o.Ref.Namespace, Name: o.Owner.Name}] = true
+		}
+	}
+	for _, p := range snap.Pods {
+		if p.Owner != nil && p.Owner.Kind == workloads.StatefulSet {
+			want[workloads.Ref{Kind: workloads.StatefulSet, Namespace: p.Namespace, Name: p.Owner.Name}] = true
+		}
+	}
+	refs := slices.SortedFunc(maps.Keys(want), func(a, b workloads.Ref) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+	})
+	for _, ref := range refs {
+		key := client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
+		switch ref.Kind {
+		case workloads.Deployment:
+			var d appsv1.Deployment
+			if err := r.Reader.Get(ctx, key, &d); err != nil {
+				if err := ignoreNotFound(err, "Deployment", key); err != nil {
+					return err
+				}
+				continue
+			}
+			snap.Workloads = append(snap.Workloads, workloads.FromDeployment(&d))
+		case workloads.StatefulSet:
+			var s appsv1.StatefulSet
+			if err := r.Reader.Get(ctx, key, &s); err != nil {
+				if err := ignoreNotFound(err, "StatefulSet", key); err != nil {
+					return err
+				}
+				continue
+			}
+			snap.Workloads = append(snap.Workloads, workloads.FromStatefulSet(&s))
+		case workloads.CronJob:
+			var c batchv1.CronJob
+			if err := r.Reader.Get(ctx, key, &c); err != nil {
+				if err := ignoreNotFound(err, "CronJob", key); err != nil {
+					return err
+				}
+				continue
+			}
+			snap.Workloads = append(snap.Workloads, workloads.FromCronJob(&c))
+		case workloads.Rollout:
+			u := &unstructured.Unstructured{}
+			u.SetAPIVersion("argoproj.io/v1alpha1")
+			u.SetKind("Rollout")
+			if err := r.Reader.Get(ctx, key, u); err != nil {
+				if meta.IsNoMatchError(err) || apierrors.IsForbidden(err) {
+					continue
+				}
+				if err := ignoreNotFound(err, "Rollout", key); err != nil {
+					return err
+				}
+				continue
+			}
+			w, err := workloads.FromRollout(ref.Namespace, ref.Name, u.Object, func(name string) *appsv1.Deployment {
+				var d appsv1.Deployment
+				if r.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: name}, &d) != nil {
+					return nil
+				}
+				return &d
+			})
+			if err != nil {
+				return err
+			}
+			snap.Workloads = append(snap.Workloads, w)
+		}
 	}
 	return nil
 }

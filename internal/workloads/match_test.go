@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
@@ -397,5 +398,42 @@ func TestSelections(t *testing.T) {
 				t.Errorf("got\n%s\nwant\n%s", got, want)
 			}
 		})
+	}
+}
+
+// A policy whose selector misses a workload a live member runs in leaves
+// a gap (seed 000: the fan-out's canary Deployment carries another app
+// label; the second region's copy runs in another namespace). The
+// selected workload, and a workload matched only by configuration, are no
+// gap.
+func TestGaps(t *testing.T) {
+	idx := NewIndex(Snapshot{
+		Pods: []Pod{
+			pod("qim", "fanout-1-a", "10.1.0.5", ReplicaSet, "fanout-1"),
+			pod("qim", "canary-1-a", "10.1.0.6", ReplicaSet, "canary-1"),
+			pod("qim-eu", "fanout-2-a", "10.2.0.5", ReplicaSet, "fanout-2"),
+		},
+		Owned: []Owned{rs("qim", "fanout-1", Deployment, "fanout"), rs("qim", "canary-1", Deployment, "fanout-canary"), rs("qim-eu", "fanout-2", Deployment, "fanout")},
+		Workloads: []Workload{
+			deployment("qim", "fanout", 2, map[string]string{"app": "fanout"}),
+			deployment("qim", "fanout-canary", 1, map[string]string{"app": "fanout-canary"}),
+			deployment("qim-eu", "fanout", 1, map[string]string{"app": "fanout"}),
+			deployment("qim", "fanout-parked", 0, map[string]string{"app": "parked"}, container("c", literal("KAFKA_GROUP_ID", "qim-fanout"))),
+		},
+	})
+	members := []proof.GroupMember{member("a", "10.1.0.5"), member("b", "10.1.0.6"), member("c", "10.2.0.5")}
+	var got []string
+	for _, m := range idx.Gaps("qim", labels.SelectorFromSet(map[string]string{"app": "fanout"}), members) {
+		got = append(got, GapMessage(m, "qim"))
+	}
+	want := []string{
+		"Deployment/fanout-canary consumes the group (member client b at 10.1.0.6 is pod canary-1-a) but spec.selector does not select its pod template: its rollouts are not guarded; widen the selector",
+		"Deployment/fanout in namespace qim-eu consumes the group (member client c at 10.2.0.5 is pod fanout-2-a) but a policy guards only its own namespace: add a policy for the group in qim-eu",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if gaps := idx.Gaps("qim", labels.Everything(), members[:2]); len(gaps) != 0 {
+		t.Errorf("a selector that selects every consumer: gaps %v", gaps)
 	}
 }

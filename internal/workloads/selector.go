@@ -1,11 +1,14 @@
 package workloads
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // generatedLabels are the labels Kubernetes adds to a Job's pod template
@@ -131,4 +134,33 @@ func (idx *Index) alsoSelects(ns string, matchLabels map[string]string, refs []R
 	}
 	slices.SortFunc(out, func(a, b Ref) int { return strings.Compare(a.String(), b.String()) })
 	return out
+}
+
+// Gaps are the workloads a live member of a group runs in (MemberHost
+// evidence, Certain) that a policy of namespace, selecting pod templates
+// with sel, does not guard: their template is not selected, or they live
+// in another namespace (a policy guards only its own). Their rollouts go
+// unchecked: a gap.
+func (idx *Index) Gaps(namespace string, sel labels.Selector, members []proof.GroupMember) []Match {
+	var out []Match
+	for _, m := range idx.Match("", members).Workloads {
+		w, ok := idx.Workload(m.Workload)
+		if !ok {
+			continue
+		}
+		if m.Workload.Namespace != namespace || !sel.Matches(labels.Set(w.Template.Labels)) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// GapMessage says a gap Gaps found for a policy of namespace.
+func GapMessage(m Match, namespace string) string {
+	if m.Workload.Namespace != namespace {
+		return fmt.Sprintf("%s in namespace %s consumes the group (%s) but a policy guards only its own namespace: "+
+			"add a policy for the group in %s", m.Workload, m.Workload.Namespace, m.Evidence[0], m.Workload.Namespace)
+	}
+	return fmt.Sprintf("%s consumes the group (%s) but spec.selector does not select its pod template: "+
+		"its rollouts are not guarded; widen the selector", m.Workload, m.Evidence[0])
 }
