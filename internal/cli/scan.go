@@ -49,8 +49,8 @@ func newScanCommand() *cobra.Command {
 		Use:   "scan --bootstrap-server HOST:PORT --recovery-window 168h",
 		Short: "Judge every consumer group on a cluster, no policy needed",
 		Long: `Judge every consumer group on a Kafka cluster (ListGroups, then the topics
-each group committed on) against one recovery window, without Kubernetes and
-without any policy: the way a platform team sees, in one command, which groups
+each group committed on) against one recovery window, without any policy
+(and without Kubernetes, unless --emit-policies is given a kubeconfig): the way a platform team sees, in one command, which groups
 would silently lose data if their consumers stayed down that long.
 
 Each group gets the proof a policy would: committed offsets inside the
@@ -109,7 +109,7 @@ cluster could not be fully read), else 0; 64 usage error.`,
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	f.BoolVar(&o.emitPolicies, "emit-policies", false, "print a ConsumerRetentionPolicy skeleton (YAML) per group with topics, instead of the table")
 	f.StringVar(&o.emitConnectionRef, "emit-connection-ref", "", "with --emit-policies: name a connection (ClusterKafkaConnection/NAME or KafkaConnection/NAME) instead of the bootstrap servers")
-	f.StringVar(&o.emitNamespace, "emit-namespace", "", "with --emit-policies: the policies' namespace (default: none, apply with -n)")
+	f.StringVar(&o.emitNamespace, "emit-namespace", "", "with --emit-policies: the policies' namespace (default: none, apply with -n); a policy matched to workloads goes to theirs")
 	f.BoolVar(&o.allowInfiniteRetention, "allow-infinite-retention", false, "accept topics with retention.ms=-1")
 	f.BoolVar(&o.allowSizeBoundedRetention, "allow-size-bounded-retention", false, "accept topics whose retention.bytes is not -1")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound on the whole scan")
