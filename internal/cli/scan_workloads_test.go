@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,14 +28,15 @@ import (
 )
 
 // --emit-policies with a kubeconfig, on the real control plane and a
-// Kafka cluster with a live consumer: seed 000's fan-out consumer runs in
+// Kafka cluster with live consumers: seed 000's fan-out consumer runs in
 // namespace qim (its pod's IP is the consumer's address) and a second
 // region's copy sits in qim-eu, configured with the group ID but not
 // running; seed 003's nightly batch (a suspended CronJob in ledger, its
-// group ID in a ConfigMap) has lost its offsets. The printed policies,
-// applied as printed, select exactly the consumers: the fan-out pod and
-// the three workloads' templates, never the writer beside them; each
-// says its evidence and how sure it is.
+// group ID in a ConfigMap) has lost its offsets; an Argo Rollout (the real
+// CRD) in shop runs a consumer from another address. The printed
+// policies, applied as printed, select exactly the consumers: the two
+// pods and the four workloads' templates, never the writer beside them;
+// each says its evidence and how sure it is.
 func TestScanEmitPoliciesSelectTheConsumers(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	c := kafkatest.NewCluster(t)
@@ -41,10 +45,23 @@ func TestScanEmitPoliciesSelectTheConsumers(t *testing.T) {
 	c.Produce(t, "outbox", 10)
 	c.Produce(t, "settle-task", 10)
 	c.RunConsumer(t, "qim-fanout", "outbox", map[int32]int64{0: 5})
+	// The Rollout's consumer connects from 127.0.0.2: its pod's IP, not
+	// the fan-out's.
+	c.CreateTopic(t, "orders", 1, nil)
+	c.Produce(t, "orders", 10)
+	from2 := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 5 * time.Second}
+	shop := c.JoinGroupWith(t, "shop-orders", kafkatest.Classic, []kgo.Opt{kgo.Dialer(from2.DialContext)}, "orders")
+	if err := kafkatest.CommitSync(t.Context(), shop, "orders", map[int32]int64{0: 10}); err != nil {
+		t.Fatal(err)
+	}
 	c.CommitOffsets(t, "ledger-settle-consumer", "settle-task", map[int32]int64{0: 2})
 	c.DeleteRecords(t, "settle-task", 0, 6)
 
-	env, err := testenv.Start()
+	rolloutCRD, err := testenv.ArgoRolloutsCRD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := testenv.Start(func(e *envtest.Environment) { e.CRDDirectoryPaths = append(e.CRDDirectoryPaths, rolloutCRD) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +73,7 @@ func TestScanEmitPoliciesSelectTheConsumers(t *testing.T) {
 			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
 		}
 	}
-	for _, ns := range []string{"qim", "qim-eu", "ledger"} {
+	for _, ns := range []string{"qim", "qim-eu", "ledger", "shop"} {
 		create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	app := func(name string, env ...corev1.EnvVar) corev1.PodSpec {
@@ -104,13 +121,35 @@ func TestScanEmitPoliciesSelectTheConsumers(t *testing.T) {
 				Spec: func() corev1.PodSpec { s := app("report"); s.RestartPolicy = corev1.RestartPolicyNever; return s }()}}}},
 	})
 
+	rollout := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+		"metadata": map[string]any{"namespace": "shop", "name": "orders"},
+		"spec": map[string]any{
+			"replicas": int64(1),
+			"selector": map[string]any{"matchLabels": map[string]any{"app": "orders"}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": "orders", "tier": "qim"}},
+				"spec":     map[string]any{"containers": []any{map[string]any{"name": "orders", "image": "registry.example/orders"}}},
+			},
+			"strategy": map[string]any{"canary": map[string]any{}},
+		},
+	}}
+	create(rollout)
+	if _, err := testenv.RunPod(ctx, k, "shop", metav1.OwnerReference{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: "orders",
+		UID: rollout.GetUID(), Controller: ptr.To(true)}, map[string]string{"app": "orders"},
+		corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "orders", "tier": "qim"}}, Spec: app("orders")},
+		"6b8", "127.0.0.2"); err != nil {
+		t.Fatal(err)
+	}
+
 	kubeconfig := writeKubeconfig(t, env)
 	code, stdout, stderr := runScan(t, "--bootstrap-server", c.Addrs[0], "--recovery-window", "72h", "--emit-policies",
-		"--kubeconfig", kubeconfig, "--namespace", "qim", "--namespace", "qim-eu", "--namespace", "ledger")
+		"--kubeconfig", kubeconfig, "--namespace", "qim", "--namespace", "qim-eu", "--namespace", "ledger", "--namespace", "shop")
 	if code != ExitViolated {
 		t.Fatalf("exit %d, want %d (seed 003's group lost records); stderr: %s\n%s", code, ExitViolated, stderr, stdout)
 	}
 	for _, want := range []string{
+		"# Consumed by Rollout/orders (Certain):\n#   member client kgo at 127.0.0.2 is pod orders-6b8-x1 [MemberHost, Certain]",
 		"# Consumed by Deployment/fanout (Certain):\n#   member client kgo at 127.0.0.1 is pod fanout-7d9f-x1 [MemberHost, Certain]",
 		"# Consumed by Deployment/fanout (Likely):\n#   container fanout sets KAFKA_GROUP_ID to the group ID [Environment, Likely]\n" +
 			"#   parked (no pods by its spec): matched by its configuration only",
@@ -156,6 +195,18 @@ func TestScanEmitPoliciesSelectTheConsumers(t *testing.T) {
 		}
 		var ds appsv1.DeploymentList
 		var cjs batchv1.CronJobList
+		var ros unstructured.UnstructuredList
+		ros.SetAPIVersion("argoproj.io/v1alpha1")
+		ros.SetKind("RolloutList")
+		if err := k.List(ctx, &ros, client.InNamespace(p.Namespace)); err != nil {
+			t.Fatal(err)
+		}
+		for _, ro := range ros.Items {
+			tl, _, _ := unstructured.NestedStringMap(ro.Object, "spec", "template", "metadata", "labels")
+			if sel.Matches(labels.Set(tl)) {
+				selectedTemplates = append(selectedTemplates, p.Spec.GroupID+" "+ro.GetNamespace()+"/Rollout/"+ro.GetName())
+			}
+		}
 		if err := k.List(ctx, &ds, client.InNamespace(p.Namespace)); err != nil {
 			t.Fatal(err)
 		}
@@ -175,14 +226,17 @@ func TestScanEmitPoliciesSelectTheConsumers(t *testing.T) {
 	}
 	slices.Sort(got)
 	slices.Sort(selectedTemplates)
-	if want := []string{"ledger/ledger-settle-consumer ledger-settle-consumer", "qim-eu/qim-fanout qim-fanout", "qim/qim-fanout qim-fanout"}; !slices.Equal(got, want) {
+	if want := []string{"ledger/ledger-settle-consumer ledger-settle-consumer", "qim-eu/qim-fanout qim-fanout", "qim/qim-fanout qim-fanout",
+		"shop/shop-orders shop-orders"}; !slices.Equal(got, want) {
 		t.Errorf("policies %v, want %v", got, want)
 	}
-	if want := []string{"qim/fanout-7d9f-x1"}; !slices.Equal(selectedPods, want) {
+	slices.Sort(selectedPods)
+	if want := []string{"qim/fanout-7d9f-x1", "shop/orders-6b8-x1"}; !slices.Equal(selectedPods, want) {
 		t.Errorf("the policies select pods %v, want exactly the consumer's %v", selectedPods, want)
 	}
 	if want := []string{
 		"ledger-settle-consumer ledger/CronJob/settle", "qim-fanout qim-eu/Deployment/fanout", "qim-fanout qim/Deployment/fanout",
+		"shop-orders shop/Rollout/orders",
 	}; !slices.Equal(selectedTemplates, want) {
 		t.Errorf("the policies select workloads %v, want exactly %v", selectedTemplates, want)
 	}

@@ -1,10 +1,8 @@
 package kafka
 
 import (
-	"context"
 	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -26,34 +24,11 @@ func TestObserveGroupMembersHosts(t *testing.T) {
 
 	join := func(group, clientID string, serverSide bool) *kgo.Client {
 		t.Helper()
-		assigned := make(chan struct{}, 1)
-		opts := []kgo.Opt{
-			kgo.ClientID(clientID), kgo.ConsumerGroup(group), kgo.ConsumeTopics("outbox"), kgo.DisableAutoCommit(),
-			kgo.FetchMaxWait(100 * time.Millisecond),
-			kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
-				select {
-				case assigned <- struct{}{}:
-				default:
-				}
-			}),
-		}
+		protocol := kafkatest.Classic
 		if serverSide {
-			opts = append(opts, kgo.ServerSideBalancer())
+			protocol = kafkatest.Consumer
 		}
-		cl := c.Client(t, opts...)
-		deadline := time.After(kafkatest.Timeout)
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-			cl.PollFetches(ctx)
-			cancel()
-			select {
-			case <-assigned:
-				return cl
-			case <-deadline:
-				t.Fatalf("consumer %s of %s not assigned within %s", clientID, group, kafkatest.Timeout)
-			default:
-			}
-		}
+		return c.JoinGroupWith(t, group, protocol, []kgo.Opt{kgo.ClientID(clientID)}, "outbox")
 	}
 	fanout := []*kgo.Client{join("fanout", "fanout-0", false), join("fanout", "fanout-1", false)}
 	nextGen := join("fanout-848", "fanout-848-0", true)
