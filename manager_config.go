@@ -27,6 +27,9 @@ type managerConfig struct {
 	// heartbeatNamespace holds the heartbeat Leases: the manager's own
 	// (--namespace); empty: no heartbeats.
 	heartbeatNamespace string
+	// watchNamespaces bounds what the manager reads (--watch-namespaces);
+	// empty: every namespace.
+	watchNamespaces []string
 }
 
 // newManagerConfig computes the manager's configuration from validated
@@ -64,7 +67,8 @@ func newManagerConfig(o *managerOptions) (*managerConfig, error) {
 		Port:    o.webhookPort,
 		CertDir: o.webhookCertDir,
 	})
-	mc := &managerConfig{rest: cfg, webhookServer: webhookServer, heartbeatNamespace: o.certs.SecretNamespace}
+	mc := &managerConfig{rest: cfg, webhookServer: webhookServer, heartbeatNamespace: o.certs.SecretNamespace,
+		watchNamespaces: o.watchNamespaces}
 	mc.manager = ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},

@@ -18,6 +18,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/webhookscope"
+	"github.com/retentionguard/retention-guard/internal/workloadread"
 	"github.com/retentionguard/retention-guard/webhook"
 )
 
@@ -76,6 +77,7 @@ func setupKafka(mgr ctrl.Manager, o *managerOptions) (*kafkaSide, error) {
 func setupReconcilers(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, k *kafkaSide) error {
 	reconciler := &controllers.ConsumerRetentionPolicyReconciler{
 		Client:    mgr.GetClient(),
+		Workloads: &workloadread.Reader{Reader: mgr.GetAPIReader(), Namespaces: mc.watchNamespaces},
 		Resolver:  k.resolver,
 		Coalescer: k.coalescer,
 		Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
@@ -99,6 +101,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, 
 			Coalescer: k.coalescer,
 			Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
 			Kind:      kind,
+			Workloads: &workloadread.Reader{Reader: mgr.GetAPIReader(), Namespaces: mc.watchNamespaces},
 		}
 		if err := cr.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the %s reconciler: %w", kind, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -25,6 +27,8 @@ import (
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/workloadread"
+	"github.com/retentionguard/retention-guard/internal/workloads"
 )
 
 // KafkaConnectionReconciler keeps a ClusterKafkaConnection's or a
@@ -41,6 +45,10 @@ type KafkaConnectionReconciler struct {
 	Recorder  events.EventRecorder
 	// Kind is rgv1.KindClusterKafkaConnection or rgv1.KindKafkaConnection.
 	Kind string
+	// Workloads, when set, reads the workloads that consume the
+	// unguarded groups discovery finds (status.unguardedGroups[].workloads),
+	// once per fresh discovery pass.
+	Workloads *workloadread.Reader
 
 	ready    lastReady
 	rechecks rechecks
@@ -269,7 +277,37 @@ func (r *KafkaConnectionReconciler) gather(ctx context.Context, key types.Namesp
 		r.rechecks.forget(rk)
 	}
 	in.Cluster = &co
+	if r.Workloads != nil && in.Discovery != nil && len(co.Failures) == 0 {
+		in.Consumers = r.consumers(ctx, in.Policies, co)
+	}
 	return in, ctrl.Result{RequeueAfter: nextCheck(interval, age)}, nil
+}
+
+// consumers reads what maps the unguarded groups to their workloads: the
+// pods at their live members' hosts, and every workload's configuration.
+// A read that fails leaves the groups without workloads (nil), logged:
+// the connection's status stays what Kafka says.
+func (r *KafkaConnectionReconciler) consumers(ctx context.Context, policies []*rgv1.ConsumerRetentionPolicy, co kafka.ClusterObservation) *workloads.Index {
+	guarded := make(map[string]bool, len(policies))
+	for _, p := range policies {
+		guarded[p.Spec.GroupID] = true
+	}
+	var hosts []netip.Addr
+	for _, d := range co.Discovered {
+		if !guarded[d.Group] {
+			hosts = append(hosts, memberHosts(d.Observation.Group.Members)...)
+		}
+	}
+	var snap workloads.Snapshot
+	err := r.Workloads.PodsAt(ctx, hosts, &snap)
+	if err == nil {
+		err = r.Workloads.Workloads(ctx, &snap)
+	}
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "reading the workloads that consume the unguarded groups; status lists none")
+		return nil
+	}
+	return workloads.NewIndex(snap)
 }
 
 func (r *KafkaConnectionReconciler) interval(c connectionObject) time.Duration {

@@ -14,6 +14,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/proofstatus"
+	"github.com/retentionguard/retention-guard/internal/workloads"
 )
 
 // A connection's status is computed, like a policy's, by a pure function of
@@ -53,6 +54,9 @@ type connectionInput struct {
 	Discovery *proof.DiscoveryPolicy
 	// HandledRequestedAt is the requestedAt value this reconcile answers.
 	HandledRequestedAt string
+	// Consumers, when the workloads were read, maps the unguarded groups
+	// to the workloads that consume them; nil otherwise.
+	Consumers *workloads.Index
 }
 
 // connectionOutcome is the next status and the judgements of the
@@ -118,10 +122,12 @@ func computeConnectionStatus(cur rgv1.KafkaConnectionStatus, in connectionInput)
 				guarded[p.Spec.GroupID] = true
 			}
 			counts := rgv1.GroupVerdictCounts{}
+			members := make(map[string][]proof.GroupMember, len(co.Discovered))
 			for _, d := range co.Discovered {
 				if guarded[d.Group] {
 					continue
 				}
+				members[d.Group] = d.Observation.Group.Members
 				j := proof.JudgeGroup(d.Observation, d.Topics, *in.Discovery, co.ObservedAt)
 				out.Unguarded = append(out.Unguarded, j)
 				switch j.Verdict {
@@ -142,7 +148,11 @@ func computeConnectionStatus(cur rgv1.KafkaConnectionStatus, in connectionInput)
 				if i == maxUnguardedGroups {
 					break
 				}
-				st.UnguardedGroups = append(st.UnguardedGroups, unguardedGroup(j))
+				g := unguardedGroup(j)
+				if in.Consumers != nil {
+					g.Workloads = groupWorkloads(in.Consumers.Match(j.Group, members[j.Group]))
+				}
+				st.UnguardedGroups = append(st.UnguardedGroups, g)
 			}
 			ready.Message += fmt.Sprintf("; discovery: %s, %d unguarded (%d Violated, %d Unknown)",
 				proof.Plural(int64(len(co.Discovered)), "group"), len(out.Unguarded), counts.Violated, counts.Unknown)
@@ -185,4 +195,36 @@ func unguardedGroup(j proof.Judgement) rgv1.UnguardedGroup {
 		g.RecoveryHeadroom = &metav1.Duration{Duration: j.RecoveryHeadroom.Round(time.Second)}
 	}
 	return g
+}
+
+// maxGroupWorkloads is how many workloads an unguarded group lists.
+const maxGroupWorkloads = 10
+
+// groupWorkloads is the matcher's answer as status says it, surest first.
+func groupWorkloads(m workloads.GroupMatch) []rgv1.GroupWorkload {
+	var out []rgv1.GroupWorkload
+	for i, wm := range m.Workloads {
+		if i == maxGroupWorkloads {
+			break
+		}
+		gw := rgv1.GroupWorkload{
+			Kind: string(wm.Workload.Kind), Namespace: wm.Workload.Namespace, Name: wm.Workload.Name,
+			Confidence: wm.Confidence.String(), Parked: wm.Parked && wm.Confidence < workloads.Certain,
+		}
+		for _, ev := range wm.Evidence {
+			if !slices.Contains(gw.Evidence, string(ev.Kind)) {
+				gw.Evidence = append(gw.Evidence, string(ev.Kind))
+			}
+		}
+		slices.Sort(gw.Evidence)
+		gw.Message = wm.Evidence[0].String()
+		if n := len(wm.Evidence) - 1; n > 0 {
+			gw.Message += fmt.Sprintf(" (and %d more)", n)
+		}
+		if len(gw.Message) > 512 {
+			gw.Message = gw.Message[:509] + "..."
+		}
+		out = append(out, gw)
+	}
+	return out
 }

@@ -31,6 +31,7 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/workloadread"
 )
 
 // ControllerName names the controller, its events' reportingController and
@@ -59,10 +60,14 @@ type ConsumerRetentionPolicyReconciler struct {
 	Heartbeats *Heartbeats
 	// MaxConcurrentReconciles defaults to 4 (reconciles do no Kafka I/O).
 	MaxConcurrentReconciles int
+	// Workloads, when set, finds the workloads the group's live members
+	// run in that the policy's selector misses (gaps.go).
+	Workloads *workloadread.Reader
 
-	verdicts lastVerdicts
-	gaps     scheduleGapCache
-	rechecks rechecks
+	verdicts  lastVerdicts
+	gaps      scheduleGapCache
+	rechecks  rechecks
+	gapChecks gapMemo
 
 	// intervalOverride replaces every policy's checkInterval (tests: the
 	// CRD's minimum is 10s).
@@ -376,6 +381,7 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 	if in.CronJobs, err = selectedCronJobs(ctx, r.Client, &r.gaps, policy, in.Now); err != nil {
 		return in, ctrl.Result{}, err
 	}
+	in.ConsumerGaps = r.consumerGaps(ctx, policy, &obs, in.Now)
 	return in, ctrl.Result{RequeueAfter: nextCheck(interval, age)}, nil
 }
 
@@ -448,6 +454,7 @@ func (r *ConsumerRetentionPolicyReconciler) forget(key types.NamespacedName) {
 	r.rechecks.forget(policyRecheckKey(key))
 	metricsState.forget(key)
 	r.verdicts.forget(key)
+	r.gapChecks.forget(key)
 	if r.Heartbeats != nil {
 		r.Heartbeats.Forget(key)
 	}

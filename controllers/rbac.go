@@ -18,4 +18,12 @@ package controllers
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch
+// Mapping unguarded groups to the workloads that consume them
+// (internal/workloadread, uncached): pods by IP, the ReplicaSets and Jobs
+// that own them, the workloads (ConfigMaps and CronJobs as above).
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get
+// +kubebuilder:rbac:groups=argoproj.io,resources=rollouts,verbs=get;list
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete

@@ -61,6 +61,10 @@ type statusInput struct {
 	// HandledRequestedAt is the retentionguard.io/requestedAt value this
 	// reconcile answers (with a fresh observation or a spec problem).
 	HandledRequestedAt string
+	// ConsumerGaps say which workloads the group's live members run in
+	// that the policy does not guard (gathered with an observation);
+	// status.proof.configWarnings carries them.
+	ConsumerGaps []string
 }
 
 // statusOutcome is the computed status and the proof result behind it (nil
@@ -146,6 +150,9 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 		}
 		st.ObservedGeneration = in.Generation
 		st.Proof = proofStatus(out.Observation, res)
+		for _, w := range in.ConsumerGaps {
+			st.Proof.ConfigWarnings = append(st.Proof.ConfigWarnings, truncate(w, maxWarningLength*2))
+		}
 		if in.HandledRequestedAt != "" {
 			st.LastHandledRequestedAt = in.HandledRequestedAt
 		}

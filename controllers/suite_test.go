@@ -38,6 +38,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/testenv"
+	"github.com/retentionguard/retention-guard/internal/workloadread"
 )
 
 // The integration tests run the reconciler in a real controller-runtime
@@ -230,6 +231,10 @@ type harnessOptions struct {
 	// noHeartbeats runs without heartbeat Leases: every check writes the
 	// status (a manager that has no namespace for its Leases).
 	noHeartbeats bool
+	// workloads maps groups to workloads (the connections' unguarded
+	// groups, the policies' gaps), reading only the harness's namespace:
+	// kfake sees every test's consumers at 127.0.0.1.
+	workloads bool
 }
 
 // harness is a running manager with the reconciler, watching one
@@ -316,6 +321,9 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 		Recorder:         mgr.GetEventRecorder(ControllerName),
 		intervalOverride: o.interval,
 	}
+	if o.workloads {
+		r.Workloads = &workloadread.Reader{Reader: mgr.GetAPIReader(), Namespaces: []string{h.ns}}
+	}
 	if !o.noHeartbeats {
 		// As the manager runs: heartbeat Leases (here in the test's
 		// namespace) confirm unchanged proofs.
@@ -332,6 +340,9 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 		for _, kind := range []string{rgv1.KindClusterKafkaConnection, rgv1.KindKafkaConnection} {
 			cr := &KafkaConnectionReconciler{Resolver: resolver, Coalescer: h.coalescer,
 				Recorder: mgr.GetEventRecorder(ControllerName), Kind: kind, intervalOverride: o.interval}
+			if o.workloads {
+				cr.Workloads = &workloadread.Reader{Reader: mgr.GetAPIReader(), Namespaces: []string{h.ns}}
+			}
 			g.Expect(cr.SetupWithManager(mgr)).To(Succeed())
 		}
 	}

@@ -221,6 +221,49 @@ type UnguardedGroup struct {
 	// losing records.
 	// +optional
 	RecoveryHeadroom *metav1.Duration `json:"recoveryHeadroom,omitempty"`
+	// workloads are the workloads whose pods consume the group, surest
+	// first: the ones a policy for it should select.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Workloads []GroupWorkload `json:"workloads,omitempty"`
+}
+
+// GroupWorkload is a workload that consumes a group, with the evidence
+// that says so and how sure it is.
+type GroupWorkload struct {
+	// kind of the workload.
+	// +kubebuilder:validation:Enum=Deployment;StatefulSet;Job;CronJob;Rollout
+	Kind string `json:"kind"`
+	// namespace of the workload.
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// name of the workload.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// confidence: Certain when a live member of the group connects from
+	// a pod of the workload (its client host is the pod's IP); Likely when
+	// a variable or mounted ConfigMap sets the group ID under a name
+	// Kafka clients read it from (SPRING_KAFKA_CONSUMER_GROUP_ID,
+	// KAFKA_GROUP_ID, GROUP_ID, group.id, ...); Possible when a variable
+	// or property whose name contains GROUP is the group ID.
+	// +kubebuilder:validation:Enum=Certain;Likely;Possible
+	Confidence string `json:"confidence"`
+	// evidence lists the kinds of evidence that matched: MemberHost,
+	// Environment, ConfigMap.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:items:Enum=MemberHost;Environment;ConfigMap
+	Evidence []string `json:"evidence"`
+	// message says the strongest evidence, e.g. "member client settle-1
+	// at 10.1.2.3 is pod settle-7d9f-abcde".
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Message string `json:"message,omitempty"`
+	// parked: the workload runs no pods by its spec (0 replicas, a
+	// suspended Job or CronJob), so it matched by its configuration only.
+	// +optional
+	Parked bool `json:"parked,omitempty"`
 }
 
 // GroupVerdictCounts counts groups by verdict.

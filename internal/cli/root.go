@@ -79,7 +79,8 @@ offsets retention cover the longest downtime it must survive.
 
   manager   run the Kubernetes controller and admission webhook
   check     prove one consumer group against a live cluster (no Kubernetes)
-  scan      judge every consumer group on a cluster (no Kubernetes, no policy)
+  scan      judge every consumer group on a cluster (no policy; with a kubeconfig,
+            policies for the workloads that consume each group)
   version   print the version`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -9,16 +9,20 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/workloads"
 )
 
 // scan sits beside check in this package: both need only Kafka and the
-// proof (internal/kafka, internal/proof), no Kubernetes client, and run
-// where the manager does not (a laptop, a CI job). Its --emit-policies
-// prints the API's types, which every layer may import.
+// proof (internal/kafka, internal/proof) and run where the manager does
+// not (a laptop, a CI job). Its --emit-policies prints the API's types,
+// which every layer may import; given a kubeconfig it also reads the
+// cluster's workloads (scan_workloads.go) to fill each policy's selector
+// from the workloads the matcher (internal/workloads) finds.
 
 type scanOptions struct {
 	conn                      connectionFlags
@@ -33,6 +37,7 @@ type scanOptions struct {
 	timeout                   time.Duration
 	color                     string
 	logs                      logOptions
+	kube                      kubeOptions
 
 	pattern *regexp.Regexp
 	ref     *[2]string // kind, name
@@ -44,8 +49,8 @@ func newScanCommand() *cobra.Command {
 		Use:   "scan --bootstrap-server HOST:PORT --recovery-window 168h",
 		Short: "Judge every consumer group on a cluster, no policy needed",
 		Long: `Judge every consumer group on a Kafka cluster (ListGroups, then the topics
-each group committed on) against one recovery window, without Kubernetes and
-without any policy: the way a platform team sees, in one command, which groups
+each group committed on) against one recovery window, without any policy
+(and without Kubernetes, unless --emit-policies is given a kubeconfig): the way a platform team sees, in one command, which groups
 would silently lose data if their consumers stayed down that long.
 
 Each group gets the proof a policy would: committed offsets inside the
@@ -56,7 +61,25 @@ Unknown (GroupTopicsUnknown): nothing says what it reads or where it would
 resume. Kafka Connect worker groups and share groups are left out.
 
 --emit-policies prints a ConsumerRetentionPolicy per group instead, to adopt
-the guard on an existing cluster: fill in each selector and apply.
+the guard on an existing cluster. With a kubeconfig (--kubeconfig, or the
+KUBECONFIG variable; --context; --namespace to read only some namespaces)
+the scan finds the workloads that consume each group and emits the group's
+policy into each such workload's namespace, its selector the labels the
+workload's own selector uses (a Job's or CronJob's template labels), with a
+comment saying the evidence and how sure it is:
+
+  Certain   a live member of the group connects from a pod of the workload
+            (the member's client host is the pod's IP)
+  Likely    a container variable or a mounted ConfigMap sets the group ID
+            under a name the clients read it from (SPRING_KAFKA_CONSUMER_GROUP_ID,
+            KAFKA_GROUP_ID, GROUP_ID, group.id, application.id, ...)
+  Possible  any variable or property whose name contains GROUP is the group ID
+
+A parked workload (0 replicas, a suspended CronJob) has no pods: it matches
+by its configuration only, and the comment says so. A group no workload
+matches keeps the placeholder selector: fill it in before applying. An API
+server that cannot be read is an error (exit 2), never a silent fallback.
+Without a kubeconfig, every policy has the placeholder selector.
 
 Exit codes: 1 when any group is Violated, else 2 when any is Unknown (or the
 cluster could not be fully read), else 0; 64 usage error.`,
@@ -67,7 +90,10 @@ cluster could not be fully read), else 0; 64 usage error.`,
     --recovery-window 240h --group-pattern '^settle-' --output json
 
   retention-guard scan --bootstrap-server kafka:9092 --recovery-window 168h \
-    --emit-policies --emit-connection-ref ClusterKafkaConnection/prod > policies.yaml`,
+    --emit-policies --emit-connection-ref ClusterKafkaConnection/prod > policies.yaml
+
+  retention-guard scan --bootstrap-server kafka:9092 --recovery-window 168h \
+    --emit-policies --kubeconfig ~/.kube/prod --namespace ledger --namespace shop`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
@@ -83,11 +109,14 @@ cluster could not be fully read), else 0; 64 usage error.`,
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	f.BoolVar(&o.emitPolicies, "emit-policies", false, "print a ConsumerRetentionPolicy skeleton (YAML) per group with topics, instead of the table")
 	f.StringVar(&o.emitConnectionRef, "emit-connection-ref", "", "with --emit-policies: name a connection (ClusterKafkaConnection/NAME or KafkaConnection/NAME) instead of the bootstrap servers")
-	f.StringVar(&o.emitNamespace, "emit-namespace", "", "with --emit-policies: the policies' namespace (default: none, apply with -n)")
+	f.StringVar(&o.emitNamespace, "emit-namespace", "", "with --emit-policies: the policies' namespace (default: none, apply with -n); a policy matched to workloads goes to theirs")
 	f.BoolVar(&o.allowInfiniteRetention, "allow-infinite-retention", false, "accept topics with retention.ms=-1")
 	f.BoolVar(&o.allowSizeBoundedRetention, "allow-size-bounded-retention", false, "accept topics whose retention.bytes is not -1")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound on the whole scan")
 	f.StringVar(&o.color, "color", "auto", "colour the table: auto (only on a terminal, not with NO_COLOR), always or never")
+	f.StringVar(&o.kube.kubeconfig, "kubeconfig", "", "with --emit-policies: the kubeconfig to read the workloads that consume each group from (default: KUBECONFIG, when set)")
+	f.StringVar(&o.kube.context, "context", "", "with --emit-policies: the kubeconfig context (default: its current context)")
+	f.StringArrayVar(&o.kube.namespaces, "namespace", nil, "with --emit-policies and a kubeconfig: read workloads only in this namespace (repeat it; default: every namespace)")
 	o.logs.bind(f)
 	return cmd
 }
@@ -121,6 +150,17 @@ func (o *scanOptions) validate() error {
 	if (o.emitConnectionRef != "" || o.emitNamespace != "") && !o.emitPolicies {
 		add("--emit-connection-ref and --emit-namespace go with --emit-policies")
 	}
+	if (o.kube.kubeconfig != "" || o.kube.context != "" || len(o.kube.namespaces) > 0) && !o.emitPolicies {
+		add("--kubeconfig, --context and --namespace go with --emit-policies (they fill each policy's selector)")
+	}
+	if len(o.kube.namespaces) > 0 && !o.kube.wanted() {
+		add("--namespace needs a kubeconfig: --kubeconfig PATH, or set KUBECONFIG")
+	}
+	for _, ns := range o.kube.namespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			add("--namespace %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+	}
 	if o.timeout <= 0 {
 		add("--timeout must be positive, e.g. --timeout 30s")
 	}
@@ -135,6 +175,7 @@ func (o *scanOptions) validate() error {
 type scanResult struct {
 	judgements    []proof.Judgement
 	protocolTypes map[string]string
+	members       map[string][]proof.GroupMember
 	failures      []proof.Failure // the connection, or discovery, fell short
 }
 
@@ -149,6 +190,20 @@ func (o *scanOptions) run(cmd *cobra.Command) error {
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 	defer cancel()
+	// The workloads are read first: a cluster that cannot be read stops
+	// the scan before Kafka is asked anything.
+	var index *workloads.Index
+	if o.emitPolicies && o.kube.wanted() {
+		cfg, err := o.kube.restConfig()
+		if err != nil {
+			return exitError{code: ExitUnknown, err: fmt.Errorf("%w; the policies' selectors come from the cluster's workloads (drop --kubeconfig and unset KUBECONFIG for placeholder selectors)", err)}
+		}
+		snap, err := readSnapshot(ctx, cfg, o.kube.namespaces)
+		if err != nil {
+			return exitError{code: ExitUnknown, err: fmt.Errorf("cannot read the workloads that consume the groups: %w", err)}
+		}
+		index = workloads.NewIndex(snap)
+	}
 	observer := kafka.NewObserver(kafka.WithLogger(log))
 	defer observer.Close()
 
@@ -166,7 +221,7 @@ func (o *scanOptions) run(cmd *cobra.Command) error {
 	out := cmd.OutOrStdout()
 	switch {
 	case o.emitPolicies:
-		err = writePolicies(out, o, res)
+		err = writePolicies(out, o, res, index)
 	case o.output == "json":
 		err = writeScanJSON(out, res)
 	default:
@@ -195,13 +250,14 @@ func (o *scanOptions) run(cmd *cobra.Command) error {
 // judgeDiscovered judges every group a discovering observation found,
 // worst first.
 func judgeDiscovered(co kafka.ClusterObservation, dp proof.DiscoveryPolicy) scanResult {
-	res := scanResult{protocolTypes: make(map[string]string)}
+	res := scanResult{protocolTypes: make(map[string]string), members: make(map[string][]proof.GroupMember)}
 	res.failures = append(res.failures, co.Failures...)
 	res.failures = append(res.failures, co.DiscoveryFailures...)
 	for _, d := range co.Discovered {
 		obs := d.Observation
 		res.judgements = append(res.judgements, proof.JudgeGroup(obs, d.Topics, dp, co.ObservedAt))
 		res.protocolTypes[d.Group] = obs.Group.ProtocolType
+		res.members[d.Group] = obs.Group.Members
 	}
 	proof.SortWorstFirst(res.judgements)
 	return res

@@ -14,6 +14,7 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/workloads"
 )
 
 // scanJSON is `scan --output json`.
@@ -139,58 +140,169 @@ func policyName(group string) string {
 }
 
 // writePolicies prints one ConsumerRetentionPolicy per group with topics,
-// worst first, each preceded by what the scan found. The selector is a
-// placeholder (app: <name>) the team replaces with its consumers' labels.
-func writePolicies(w io.Writer, o *scanOptions, res scanResult) error {
+// worst first, each preceded by what the scan found. With an index (a
+// kubeconfig was given), a group the matcher maps to workloads gets a
+// policy per namespace of theirs (one per workload when no shared labels
+// select them alone), its selector theirs, and comments saying the
+// evidence and how sure it is; else the selector is a placeholder (app:
+// <name>) the team replaces with its consumers' labels.
+func writePolicies(w io.Writer, o *scanOptions, res scanResult, index *workloads.Index) error {
 	n := 0
 	for _, j := range res.judgements {
 		if len(j.Topics) == 0 {
 			fmt.Fprintf(w, "# group %s: no committed offsets, no policy emitted (name its topics by hand)\n", j.Group)
 			continue
 		}
-		name := policyName(j.Group)
-		p := rgv1.ConsumerRetentionPolicy{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rgv1.GroupVersion.String(), Kind: "ConsumerRetentionPolicy"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.emitNamespace},
-			Spec: rgv1.ConsumerRetentionPolicySpec{
-				GroupID:                   j.Group,
-				Topics:                    j.Topics,
-				RecoveryWindow:            metav1.Duration{Duration: o.recoveryWindow},
-				Selector:                  metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-				AllowInfiniteRetention:    o.allowInfiniteRetention,
-				AllowSizeBoundedRetention: o.allowSizeBoundedRetention,
-			},
-		}
-		if o.ref != nil {
-			p.Spec.Kafka.ConnectionRef = &rgv1.ConnectionReference{Kind: o.ref[0], Name: o.ref[1]}
-		} else {
-			p.Spec.Kafka.BootstrapServers = o.conn.bootstrapServers
-		}
-		doc, err := policyYAML(&p)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			fmt.Fprintln(w, "---")
-		}
-		n++
-		fmt.Fprintf(w, "# group %s: %s", j.Group, j.Verdict)
-		if len(j.Reasons) > 0 {
-			fmt.Fprintf(w, " (%s)", strings.Join(j.Reasons, ", "))
-		}
-		if j.ExpiredRecords > 0 {
-			fmt.Fprintf(w, ", %s expired", proof.Plural(j.ExpiredRecords, "record"))
-		}
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "# Set spec.selector to the pod labels of the group's consumers before applying.")
-		if o.ref == nil && (o.conn.tls || o.conn.tlsCA != "" || o.conn.saslMechanism != "") {
-			fmt.Fprintln(w, "# Add spec.kafka.tls and spec.kafka.sasl (Secrets), or use --emit-connection-ref.")
-		}
-		if _, err := w.Write(doc); err != nil {
-			return err
+		for _, e := range emittedPolicies(o, j, res.members[j.Group], index) {
+			p := rgv1.ConsumerRetentionPolicy{
+				TypeMeta:   metav1.TypeMeta{APIVersion: rgv1.GroupVersion.String(), Kind: "ConsumerRetentionPolicy"},
+				ObjectMeta: metav1.ObjectMeta{Name: e.name, Namespace: e.namespace},
+				Spec: rgv1.ConsumerRetentionPolicySpec{
+					GroupID:                   j.Group,
+					Topics:                    j.Topics,
+					RecoveryWindow:            metav1.Duration{Duration: o.recoveryWindow},
+					Selector:                  metav1.LabelSelector{MatchLabels: e.matchLabels},
+					AllowInfiniteRetention:    o.allowInfiniteRetention,
+					AllowSizeBoundedRetention: o.allowSizeBoundedRetention,
+				},
+			}
+			if o.ref != nil {
+				p.Spec.Kafka.ConnectionRef = &rgv1.ConnectionReference{Kind: o.ref[0], Name: o.ref[1]}
+			} else {
+				p.Spec.Kafka.BootstrapServers = o.conn.bootstrapServers
+			}
+			doc, err := policyYAML(&p)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				fmt.Fprintln(w, "---")
+			}
+			n++
+			fmt.Fprintf(w, "# group %s: %s", j.Group, j.Verdict)
+			if len(j.Reasons) > 0 {
+				fmt.Fprintf(w, " (%s)", strings.Join(j.Reasons, ", "))
+			}
+			if j.ExpiredRecords > 0 {
+				fmt.Fprintf(w, ", %s expired", proof.Plural(j.ExpiredRecords, "record"))
+			}
+			fmt.Fprintln(w)
+			for _, c := range e.comments {
+				fmt.Fprintln(w, "# "+c)
+			}
+			if o.ref == nil && (o.conn.tls || o.conn.tlsCA != "" || o.conn.saslMechanism != "") {
+				fmt.Fprintln(w, "# Add spec.kafka.tls and spec.kafka.sasl (Secrets), or use --emit-connection-ref.")
+			}
+			if _, err := w.Write(doc); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// emittedPolicy is one policy --emit-policies prints for a group.
+type emittedPolicy struct {
+	name, namespace string
+	matchLabels     map[string]string
+	comments        []string
+}
+
+// maxEvidenceLines bounds the evidence listed per workload.
+const maxEvidenceLines = 5
+
+// emittedPolicies lays out a group's policies: one per Selection of the
+// workloads the index matches, or the placeholder skeleton.
+func emittedPolicies(o *scanOptions, j proof.Judgement, members []proof.GroupMember, index *workloads.Index) []emittedPolicy {
+	name := policyName(j.Group)
+	placeholder := map[string]string{"app": name}
+	var m workloads.GroupMatch
+	if index != nil {
+		m = index.Match(j.Group, members)
+	}
+	var unplaced []string
+	for _, u := range m.Unplaced {
+		unplaced = append(unplaced, fmt.Sprintf("Member %s at %s is no pod of a workload read (outside the namespaces read "+
+			"or the cluster, behind NAT, host network, or a bare pod).", clientName(u.ClientID), hostText(u)))
+	}
+	if len(m.Workloads) == 0 {
+		e := emittedPolicy{name: name, namespace: o.emitNamespace, matchLabels: placeholder}
+		if index != nil {
+			e.comments = append(e.comments, "No workload in the namespaces read has a pod that is a live member of the group or "+
+				"configuration that names it.")
+			e.comments = append(e.comments, unplaced...)
+		}
+		e.comments = append(e.comments, "Set spec.selector to the pod labels of the group's consumers before applying.")
+		return []emittedPolicy{e}
+	}
+	byRef := make(map[workloads.Ref]workloads.Match, len(m.Workloads))
+	for _, wm := range m.Workloads {
+		byRef[wm.Workload] = wm
+	}
+	sels := index.Selections(m.Workloads)
+	perNS := map[string]int{}
+	for _, s := range sels {
+		perNS[s.Namespace]++
+	}
+	var out []emittedPolicy
+	for i, s := range sels {
+		e := emittedPolicy{name: name, namespace: s.Namespace, matchLabels: s.MatchLabels}
+		if perNS[s.Namespace] > 1 {
+			e.name = policyName(j.Group + "-" + s.Workloads[0].Name)
+		}
+		surest := workloads.Confidence(0)
+		for _, ref := range s.Workloads {
+			wm := byRef[ref]
+			surest = max(surest, wm.Confidence)
+			e.comments = append(e.comments, fmt.Sprintf("Consumed by %s (%s):", ref, wm.Confidence))
+			for k, ev := range wm.Evidence {
+				if k == maxEvidenceLines {
+					e.comments = append(e.comments, fmt.Sprintf("  and %d more", len(wm.Evidence)-k))
+					break
+				}
+				e.comments = append(e.comments, fmt.Sprintf("  %s [%s, %s]", ev, ev.Kind, ev.Confidence))
+			}
+			if wm.Parked && wm.Confidence < workloads.Certain {
+				e.comments = append(e.comments, "  parked (no pods by its spec): matched by its configuration only")
+			}
+		}
+		if len(e.matchLabels) == 0 {
+			e.matchLabels = placeholder
+			e.comments = append(e.comments, fmt.Sprintf("%s's pod template has no labels to select: add one, then set spec.selector to it.", s.Workloads[0]))
+		}
+		if len(s.AlsoSelects) > 0 {
+			also := make([]string, len(s.AlsoSelects))
+			for k, r := range s.AlsoSelects {
+				also[k] = r.String()
+			}
+			e.comments = append(e.comments, fmt.Sprintf("The selector also selects %s: that policy would guard them too.", strings.Join(also, ", ")))
+		}
+		if surest < workloads.Certain {
+			e.comments = append(e.comments, "No live member of the group was seen in the workload's pods: check the match before applying.")
+		}
+		if i == 0 {
+			e.comments = append(e.comments, unplaced...)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func clientName(id string) string {
+	if id == "" {
+		return "(no client ID)"
+	}
+	return "client " + id
+}
+
+func hostText(m proof.GroupMember) string {
+	if m.Host.IsValid() {
+		return m.Host.String()
+	}
+	if m.ClientHost == "" {
+		return "an unknown address"
+	}
+	return fmt.Sprintf("%q", m.ClientHost)
 }
 
 // policyYAML renders a policy without the empty status and creation time a

@@ -128,6 +128,7 @@ func TestScanUnreachable(t *testing.T) {
 }
 
 func TestScanUsageErrors(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
 	pw := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pw, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
@@ -142,6 +143,8 @@ func TestScanUsageErrors(t *testing.T) {
 		{[]string{"--bootstrap-server", "k:9092", "--recovery-window", "72h", "--output", "yaml"}, "--output"},
 		{[]string{"--bootstrap-server", "k:9092", "--recovery-window", "72h", "--emit-connection-ref", "Secret/x", "--emit-policies"}, "--emit-connection-ref"},
 		{[]string{"--bootstrap-server", "k:9092", "--recovery-window", "72h", "--emit-namespace", "x"}, "go with --emit-policies"},
+		{[]string{"--bootstrap-server", "k:9092", "--recovery-window", "72h", "--kubeconfig", "kc"}, "--kubeconfig, --context and --namespace go with --emit-policies"},
+		{[]string{"--bootstrap-server", "k:9092", "--recovery-window", "72h", "--emit-policies", "--kubeconfig", "kc", "--namespace", "Ledger"}, `--namespace "Ledger" is not a namespace name`},
 		{[]string{"--bootstrap-server", "k:9092", "--recovery-window", "72h", "--sasl-mechanism", "OAUTHBEARER"}, "exactly one of --sasl-oauth-token-endpoint"},
 		{[]string{"--bootstrap-server", "k:9092", "--recovery-window", "72h", "--sasl-mechanism", "OAUTHBEARER",
 			"--sasl-oauth-token-endpoint", "https://idp/t"}, "--sasl-oauth-client-id"},
@@ -161,6 +164,7 @@ func TestScanUsageErrors(t *testing.T) {
 // API server accepts as written (both the inline and the connectionRef
 // forms).
 func TestScanEmitPoliciesAreAccepted(t *testing.T) {
+	t.Setenv("KUBECONFIG", "") // placeholder selectors: no cluster to read workloads from
 	c := kafkatest.NewCluster(t)
 	c.SeedGroupKinds(t)
 	env, err := testenv.Start()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +27,8 @@ type groupAnswer struct {
 	protocolType      string
 	subscribed        []string
 	subscriptionKnown bool
+	// members: the live members (classic and KIP-848 groups).
+	members []proof.GroupMember
 }
 
 // describeGroups reads every group's state with DescribeGroups (classic
@@ -77,6 +80,7 @@ func (p *pass) describeGroups(ctx context.Context) {
 		switch {
 		case k.err == nil && k.found:
 			gs.stateKnown, gs.state, gs.protocol = true, k.state, proof.ProtocolConsumer
+			gs.members = k.members
 		case s.err == nil && s.found:
 			gs.stateKnown, gs.state, gs.protocol = true, s.state, proof.ProtocolStreams
 		case sh.err == nil && sh.found:
@@ -84,6 +88,7 @@ func (p *pass) describeGroups(ctx context.Context) {
 		case c.err == nil && c.found:
 			gs.stateKnown, gs.state, gs.protocol = true, c.state, proof.ProtocolClassic
 			gs.protocolType, gs.subscribed, gs.subscriptionKnown = c.protocolType, c.subscribed, c.subscriptionKnown
+			gs.members = c.members
 		case c.err == nil && k.err == nil && s.err == nil && sh.err == nil:
 			gs.stateKnown, gs.state = true, proof.GroupStateDead
 		}
@@ -160,6 +165,10 @@ func (p *pass) describeClassic(ctx context.Context) map[string]groupAnswer {
 				if state == proof.GroupStateStable && rg.ProtocolType == proof.ProtocolTypeConsumer {
 					a.subscribed, a.subscriptionKnown = subscriptions(rg.Members)
 				}
+				for _, m := range rg.Members {
+					a.members = append(a.members, member(m.MemberID, m.ClientID, m.ClientHost))
+				}
+				sortMembers(a.members)
 				out[rg.Group] = a
 			}
 		}
@@ -189,6 +198,36 @@ func subscriptions(members []kmsg.DescribeGroupsResponseGroupMember) ([]string, 
 	return topics, len(members) > 0
 }
 
+// member is one live member as a describe call reported it, its client
+// host read as an address.
+func member(id, clientID, clientHost string) proof.GroupMember {
+	return proof.GroupMember{MemberID: id, ClientID: clientID, ClientHost: clientHost, Host: hostAddr(clientHost)}
+}
+
+func sortMembers(ms []proof.GroupMember) {
+	slices.SortFunc(ms, func(a, b proof.GroupMember) int { return cmp.Compare(a.MemberID, b.MemberID) })
+}
+
+// hostAddr reads the address a broker reports as a member's client host.
+// Kafka writes Java's InetAddress.toString(): "/10.1.2.3", or
+// "name/10.1.2.3" when the name was resolved; a dual-stack JVM may write
+// an IPv4 address as ::ffff:10.1.2.3; kfake writes "10.1.2.3:54321".
+// Invalid when no address is there.
+func hostAddr(clientHost string) netip.Addr {
+	s := clientHost
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		s = s[i+1:]
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap().WithZone("")
+	}
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap().WithZone("")
+	}
+	return netip.Addr{}
+}
+
 func (p *pass) describeConsumer(ctx context.Context) map[string]groupAnswer {
 	out := make(map[string]groupAnswer, len(p.groups))
 	req := kmsg.NewPtrConsumerGroupDescribeRequest()
@@ -202,7 +241,14 @@ func (p *pass) describeConsumer(ctx context.Context) map[string]groupAnswer {
 			continue
 		}
 		for _, rg := range shard.Resp.(*kmsg.ConsumerGroupDescribeResponse).Groups {
-			mergeAnswer(out, rg.Group, modernAnswer(rg.ErrorCode, rg.ErrorMessage, rg.State))
+			a := modernAnswer(rg.ErrorCode, rg.ErrorMessage, rg.State)
+			if a.found {
+				for _, m := range rg.Members {
+					a.members = append(a.members, member(m.MemberID, m.ClientID, m.ClientHost))
+				}
+				sortMembers(a.members)
+			}
+			mergeAnswer(out, rg.Group, a)
 		}
 	}
 	fillMissing(out, p.groups)

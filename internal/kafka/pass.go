@@ -97,6 +97,7 @@ type groupState struct {
 	protocolType      string
 	subscribed        []string
 	subscriptionKnown bool
+	members           []proof.GroupMember
 	// migrationPossible: the brokers would convert this classic group to
 	// a consumer group (set once configs and kinds are read).
 	migrationPossible bool
@@ -119,6 +120,7 @@ func (gs *groupState) observation() proof.GroupObservation {
 		State: gs.state, Protocol: gs.protocol, ProtocolType: gs.protocolType,
 		Subscribed: gs.subscribed, SubscriptionKnown: gs.subscriptionKnown,
 		MigrationPossible: gs.protocol == proof.ProtocolClassic && gs.migrationPossible,
+		Members:           slices.Clone(gs.members),
 	}
 }
 

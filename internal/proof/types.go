@@ -6,7 +6,10 @@
 // and violations, in the spirit of cert-manager's policy chain.
 package proof
 
-import "time"
+import (
+	"net/netip"
+	"time"
+)
 
 // Verdict is the overall outcome of a proof.
 type Verdict string
@@ -474,6 +477,26 @@ type GroupObservation struct {
 	// their commit times then and expire per commit from then on, so they
 	// are dated too.
 	MigrationPossible bool
+	// Members are the group's live members as its coordinator describes
+	// them (DescribeGroups for classic groups, ConsumerGroupDescribe for
+	// KIP-848 groups), sorted by member ID: who consumes as the group
+	// right now, and from which address. Empty for an Empty group, and
+	// for kinds whose members are not read (streams, share).
+	Members []GroupMember
+}
+
+// GroupMember is one live member of a group.
+type GroupMember struct {
+	MemberID string
+	// ClientID is the client's client.id as it sent it.
+	ClientID string
+	// ClientHost is the address the broker saw the member's connection
+	// come from, as it reported it (Kafka writes "/10.1.2.3", sometimes
+	// "name/10.1.2.3"; kfake "10.1.2.3:port").
+	ClientHost string
+	// Host is ClientHost as an IP address (IPv4-mapped IPv6 unmapped);
+	// invalid when ClientHost names no address.
+	Host netip.Addr
 }
 
 // TopicObservation is one topic's configuration and partitions.

@@ -409,6 +409,13 @@ const (
 // Close the client to leave the group; the test's end closes it anyway.
 func (c *Cluster) JoinGroup(t testing.TB, group, protocol string, topics ...string) *kgo.Client {
 	t.Helper()
+	return c.JoinGroupWith(t, group, protocol, nil, topics...)
+}
+
+// JoinGroupWith is JoinGroup with more client options (kgo.ClientID, a
+// kgo.Dialer binding another local address), added after its own.
+func (c *Cluster) JoinGroupWith(t testing.TB, group, protocol string, extra []kgo.Opt, topics ...string) *kgo.Client {
+	t.Helper()
 	assigned := make(chan struct{}, 1)
 	opts := []kgo.Opt{
 		kgo.ConsumerGroup(group),
@@ -425,7 +432,7 @@ func (c *Cluster) JoinGroup(t testing.TB, group, protocol string, topics ...stri
 	if protocol == Consumer {
 		opts = append(opts, kgo.ServerSideBalancer())
 	}
-	cl := c.Client(t, opts...)
+	cl := c.Client(t, append(opts, extra...)...)
 	deadline := time.After(Timeout)
 	for {
 		pctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

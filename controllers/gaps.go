@@ -1,0 +1,113 @@
+package controllers
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/workloads"
+)
+
+// gapRecheck is how long a policy's gap check stands while the group's
+// members and the policy's selector stay the same.
+const gapRecheck = 10 * time.Minute
+
+// gapMemo keeps each policy's last gap check, so the pods at its group's
+// member hosts are looked up again only when the members or the selector
+// change, or gapRecheck has passed: a few uncached reads per change, not
+// per check.
+type gapMemo struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]gapEntry
+}
+
+type gapEntry struct {
+	key      string
+	at       time.Time
+	warnings []string
+}
+
+func (g *gapMemo) get(key types.NamespacedName, k string, now time.Time) ([]string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e, ok := g.m[key]
+	if !ok || e.key != k || now.Sub(e.at) >= gapRecheck {
+		return nil, false
+	}
+	return e.warnings, true
+}
+
+func (g *gapMemo) put(key types.NamespacedName, k string, now time.Time, warnings []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = make(map[types.NamespacedName]gapEntry)
+	}
+	g.m[key] = gapEntry{key: k, at: now, warnings: warnings}
+}
+
+func (g *gapMemo) forget(key types.NamespacedName) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.m, key)
+}
+
+// consumerGaps warns of the workloads a live member of the policy's group
+// runs in that the policy does not guard (workloads.Gaps): their
+// rollouts go unchecked. Nil without a workload reader or members; a read
+// that fails warns of nothing (logged).
+func (r *ConsumerRetentionPolicyReconciler) consumerGaps(ctx context.Context, policy *rgv1.ConsumerRetentionPolicy, obs *proof.Observation, now time.Time) []string {
+	if r.Workloads == nil || len(obs.Group.Members) == 0 {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&policy.Spec.Selector)
+	if err != nil {
+		return nil // the CRD refuses such selectors; the webhook reports them
+	}
+	addrs := memberHosts(obs.Group.Members)
+	var hosts []string
+	for _, a := range addrs {
+		hosts = append(hosts, a.String())
+	}
+	slices.Sort(hosts)
+	key := types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name}
+	memoKey := strings.Join(slices.Compact(hosts), ",") + "|" + sel.String()
+	if w, ok := r.gapChecks.get(key, memoKey, now); ok {
+		return w
+	}
+	var snap workloads.Snapshot
+	err = r.Workloads.PodsAt(ctx, addrs, &snap)
+	if err == nil {
+		err = r.Workloads.OwningWorkloads(ctx, &snap)
+	}
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "reading the workloads of the group's live members; no gap warnings")
+		return nil
+	}
+	var warnings []string
+	for _, m := range workloads.NewIndex(snap).Gaps(policy.Namespace, sel, obs.Group.Members) {
+		warnings = append(warnings, workloads.GapMessage(m, policy.Namespace))
+	}
+	r.gapChecks.put(key, memoKey, now, warnings)
+	return warnings
+}
+
+// memberHosts are the members' addresses, where the broker reported one.
+func memberHosts(members []proof.GroupMember) []netip.Addr {
+	var out []netip.Addr
+	for _, m := range members {
+		if m.Host.IsValid() {
+			out = append(out, m.Host)
+		}
+	}
+	return out
+}

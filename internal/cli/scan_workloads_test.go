@@ -1,0 +1,305 @@
+package cli
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
+	"github.com/retentionguard/retention-guard/internal/testenv"
+)
+
+// --emit-policies with a kubeconfig, on the real control plane and a
+// Kafka cluster with live consumers: seed 000's fan-out consumer runs in
+// namespace qim (its pod's IP is the consumer's address) and a second
+// region's copy sits in qim-eu, configured with the group ID but not
+// running; seed 003's nightly batch (a suspended CronJob in ledger, its
+// group ID in a ConfigMap) has lost its offsets; an Argo Rollout (the real
+// CRD) in shop runs a consumer from another address. The printed
+// policies, applied as printed, select exactly the consumers: the two
+// pods and the four workloads' templates, never the writer beside them;
+// each says its evidence and how sure it is.
+func TestScanEmitPoliciesSelectTheConsumers(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "outbox", 1, nil)
+	c.CreateTopic(t, "settle-task", 1, nil)
+	c.Produce(t, "outbox", 10)
+	c.Produce(t, "settle-task", 10)
+	c.RunConsumer(t, "qim-fanout", "outbox", map[int32]int64{0: 5})
+	// The Rollout's consumer connects from 127.0.0.2: its pod's IP, not
+	// the fan-out's.
+	c.CreateTopic(t, "orders", 1, nil)
+	c.Produce(t, "orders", 10)
+	from2 := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 5 * time.Second}
+	shop := c.JoinGroupWith(t, "shop-orders", kafkatest.Classic, []kgo.Opt{kgo.Dialer(from2.DialContext)}, "orders")
+	if err := kafkatest.CommitSync(t.Context(), shop, "orders", map[int32]int64{0: 10}); err != nil {
+		t.Fatal(err)
+	}
+	c.CommitOffsets(t, "ledger-settle-consumer", "settle-task", map[int32]int64{0: 2})
+	c.DeleteRecords(t, "settle-task", 0, 6)
+
+	rolloutCRD, err := testenv.ArgoRolloutsCRD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := testenv.Start(func(e *envtest.Environment) { e.CRDDirectoryPaths = append(e.CRDDirectoryPaths, rolloutCRD) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx, k := t.Context(), env.Client
+	create := func(obj client.Object) {
+		t.Helper()
+		if err := k.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+		}
+	}
+	for _, ns := range []string{"qim", "qim-eu", "ledger", "shop"} {
+		create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	app := func(name string, env ...corev1.EnvVar) corev1.PodSpec {
+		return corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "registry.example/" + name, Env: env}}}
+	}
+	deployment := func(ns, name string, replicas int32, spec corev1.PodSpec) *appsv1.Deployment {
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To(replicas),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name, "tier": "qim"}},
+					Spec:       spec,
+				},
+			},
+		}
+		create(d)
+		return d
+	}
+	runPod := func(d *appsv1.Deployment, hash, ip string) {
+		t.Helper()
+		if _, err := testenv.RunDeploymentPod(ctx, k, d, hash, ip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The consumer connects to kfake from 127.0.0.1: that is its pod's IP.
+	runPod(deployment("qim", "fanout", 1, app("fanout")), "7d9f", "127.0.0.1")
+	runPod(deployment("qim", "writer", 1, app("writer", corev1.EnvVar{Name: "OUTBOX_TOPIC", Value: "outbox"})), "55c4", "10.9.9.9")
+	deployment("qim-eu", "fanout", 0, app("fanout", corev1.EnvVar{Name: "KAFKA_GROUP_ID", Value: "qim-fanout"}))
+	create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ledger", Name: "settle-config"},
+		Data: map[string]string{"group": "ledger-settle-consumer"}})
+	settleSpec := app("settle", corev1.EnvVar{Name: "SPRING_KAFKA_CONSUMER_GROUP_ID", ValueFrom: &corev1.EnvVarSource{
+		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "settle-config"}, Key: "group"}}})
+	settleSpec.RestartPolicy = corev1.RestartPolicyOnFailure
+	create(&batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ledger", Name: "settle"},
+		Spec: batchv1.CronJobSpec{Schedule: "0 2 * * *", Suspend: ptr.To(true), JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "settle"}}, Spec: settleSpec}}}},
+	})
+	create(&batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ledger", Name: "report"},
+		Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "report"}},
+				Spec: func() corev1.PodSpec { s := app("report"); s.RestartPolicy = corev1.RestartPolicyNever; return s }()}}}},
+	})
+
+	rollout := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+		"metadata": map[string]any{"namespace": "shop", "name": "orders"},
+		"spec": map[string]any{
+			"replicas": int64(1),
+			"selector": map[string]any{"matchLabels": map[string]any{"app": "orders"}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": "orders", "tier": "qim"}},
+				"spec":     map[string]any{"containers": []any{map[string]any{"name": "orders", "image": "registry.example/orders"}}},
+			},
+			"strategy": map[string]any{"canary": map[string]any{}},
+		},
+	}}
+	create(rollout)
+	if _, err := testenv.RunPod(ctx, k, "shop", metav1.OwnerReference{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: "orders",
+		UID: rollout.GetUID(), Controller: ptr.To(true)}, map[string]string{"app": "orders"},
+		corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "orders", "tier": "qim"}}, Spec: app("orders")},
+		"6b8", "127.0.0.2"); err != nil {
+		t.Fatal(err)
+	}
+
+	kubeconfig := writeKubeconfig(t, env)
+	code, stdout, stderr := runScan(t, "--bootstrap-server", c.Addrs[0], "--recovery-window", "72h", "--emit-policies",
+		"--kubeconfig", kubeconfig, "--namespace", "qim", "--namespace", "qim-eu", "--namespace", "ledger", "--namespace", "shop")
+	if code != ExitViolated {
+		t.Fatalf("exit %d, want %d (seed 003's group lost records); stderr: %s\n%s", code, ExitViolated, stderr, stdout)
+	}
+	for _, want := range []string{
+		"# Consumed by Rollout/orders (Certain):\n#   member client kgo at 127.0.0.2 is pod orders-6b8-x1 [MemberHost, Certain]",
+		"# Consumed by Deployment/fanout (Certain):\n#   member client kgo at 127.0.0.1 is pod fanout-7d9f-x1 [MemberHost, Certain]",
+		"# Consumed by Deployment/fanout (Likely):\n#   container fanout sets KAFKA_GROUP_ID to the group ID [Environment, Likely]\n" +
+			"#   parked (no pods by its spec): matched by its configuration only",
+		"# Consumed by CronJob/settle (Likely):\n#   container settle sets SPRING_KAFKA_CONSUMER_GROUP_ID to the group ID (ConfigMap settle-config key group) [Environment, Likely]\n" +
+			"#   parked (no pods by its spec): matched by its configuration only\n# No live member of the group was seen in the workload's pods: check the match before applying.",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the policies do not say\n%s\n---\n%s", want, stdout)
+		}
+	}
+
+	// Applied as printed, each policy goes to its workload's namespace;
+	// the selectors select exactly the consumers.
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stdout), 4096)
+	var got []string
+	var selectedPods, selectedTemplates []string
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			break
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := k.Create(ctx, u); err != nil {
+			t.Fatalf("the API server refused an emitted policy: %v\n%s", err, stdout)
+		}
+		var p rgv1.ConsumerRetentionPolicy
+		if err := k.Get(ctx, client.ObjectKeyFromObject(u), &p); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p.Namespace+"/"+p.Name+" "+p.Spec.GroupID)
+		sel, err := metav1.LabelSelectorAsSelector(&p.Spec.Selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pods corev1.PodList
+		if err := k.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			t.Fatal(err)
+		}
+		for _, pod := range pods.Items {
+			selectedPods = append(selectedPods, pod.Namespace+"/"+pod.Name)
+		}
+		var ds appsv1.DeploymentList
+		var cjs batchv1.CronJobList
+		var ros unstructured.UnstructuredList
+		ros.SetAPIVersion("argoproj.io/v1alpha1")
+		ros.SetKind("RolloutList")
+		if err := k.List(ctx, &ros, client.InNamespace(p.Namespace)); err != nil {
+			t.Fatal(err)
+		}
+		for _, ro := range ros.Items {
+			tl, _, _ := unstructured.NestedStringMap(ro.Object, "spec", "template", "metadata", "labels")
+			if sel.Matches(labels.Set(tl)) {
+				selectedTemplates = append(selectedTemplates, p.Spec.GroupID+" "+ro.GetNamespace()+"/Rollout/"+ro.GetName())
+			}
+		}
+		if err := k.List(ctx, &ds, client.InNamespace(p.Namespace)); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.List(ctx, &cjs, client.InNamespace(p.Namespace)); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds.Items {
+			if sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+				selectedTemplates = append(selectedTemplates, p.Spec.GroupID+" "+d.Namespace+"/Deployment/"+d.Name)
+			}
+		}
+		for _, cj := range cjs.Items {
+			if sel.Matches(labels.Set(cj.Spec.JobTemplate.Spec.Template.Labels)) {
+				selectedTemplates = append(selectedTemplates, p.Spec.GroupID+" "+cj.Namespace+"/CronJob/"+cj.Name)
+			}
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(selectedTemplates)
+	if want := []string{"ledger/ledger-settle-consumer ledger-settle-consumer", "qim-eu/qim-fanout qim-fanout", "qim/qim-fanout qim-fanout",
+		"shop/shop-orders shop-orders"}; !slices.Equal(got, want) {
+		t.Errorf("policies %v, want %v", got, want)
+	}
+	slices.Sort(selectedPods)
+	if want := []string{"qim/fanout-7d9f-x1", "shop/orders-6b8-x1"}; !slices.Equal(selectedPods, want) {
+		t.Errorf("the policies select pods %v, want exactly the consumer's %v", selectedPods, want)
+	}
+	if want := []string{
+		"ledger-settle-consumer ledger/CronJob/settle", "qim-fanout qim-eu/Deployment/fanout", "qim-fanout qim/Deployment/fanout",
+		"shop-orders shop/Rollout/orders",
+	}; !slices.Equal(selectedTemplates, want) {
+		t.Errorf("the policies select workloads %v, want exactly %v", selectedTemplates, want)
+	}
+
+	// Every namespace read: the same policies (nothing else consumes).
+	code, all, stderr := runScan(t, "--bootstrap-server", c.Addrs[0], "--recovery-window", "72h", "--emit-policies", "--kubeconfig", kubeconfig)
+	if code != ExitViolated || all != stdout {
+		t.Errorf("every namespace: exit %d (%s), output differs from the three namespaces':\n%s", code, stderr, all)
+	}
+
+	// Only qim read: the seed 003 group has no workload there, and keeps
+	// the placeholder and the instruction.
+	_, some, _ := runScan(t, "--bootstrap-server", c.Addrs[0], "--recovery-window", "72h", "--emit-policies", "--kubeconfig", kubeconfig, "--namespace", "qim")
+	if !strings.Contains(some, "# No workload in the namespaces read has a pod that is a live member of the group or configuration that names it.\n"+
+		"# Set spec.selector to the pod labels of the group's consumers before applying.") {
+		t.Errorf("a group without workloads is not explained:\n%s", some)
+	}
+}
+
+// writeKubeconfig writes a kubeconfig for a user of env's API server.
+func writeKubeconfig(t *testing.T, env *testenv.Env) string {
+	t.Helper()
+	user, err := env.AddUser(envtest.User{Name: "platform", Groups: []string{"system:masters"}}, &rest.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// An API server that cannot be reached stops the scan with an error that
+// says so (exit 2), and prints no policy: never placeholder selectors in
+// silence.
+func TestScanEmitPoliciesAPIServerUnreachable(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: not-a-secret}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runScan(t, "--bootstrap-server", "127.0.0.1:1", "--recovery-window", "72h", "--emit-policies",
+		"--kubeconfig", kubeconfig, "--timeout", "5s")
+	if code != ExitUnknown || stdout != "" || !strings.Contains(stderr, "cannot read the workloads that consume the groups") ||
+		!strings.Contains(stderr, "https://127.0.0.1:1") || strings.Contains(stderr, "not-a-secret") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 2, nothing printed, the API server named, no token", code, stdout, stderr)
+	}
+
+	// A context the kubeconfig does not have is the same kind of error.
+	code, _, stderr = runScan(t, "--bootstrap-server", "127.0.0.1:1", "--recovery-window", "72h", "--emit-policies",
+		"--kubeconfig", kubeconfig, "--context", "prod")
+	if code != ExitUnknown || !strings.Contains(stderr, `context "prod" does not exist`) {
+		t.Errorf("missing context: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -1,0 +1,166 @@
+package workloads
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// generatedLabels are the labels Kubernetes adds to a Job's pod template
+// (its selector's): they name one Job, never the consumers across runs.
+var generatedLabels = []string{"controller-uid", "job-name", "batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name"}
+
+// PolicySelector is the label selection (matchLabels) a policy guarding w
+// selects its pod template with: the template labels w's own selector
+// uses (spec.selector.matchLabels) for a Deployment, StatefulSet or
+// Rollout; the template's labels without those Kubernetes generates for a
+// Job or CronJob (and for a selector of matchExpressions only). Empty when
+// the template has no label to select.
+func PolicySelector(w *Workload) map[string]string {
+	tmpl := w.Template.Labels
+	out := map[string]string{}
+	for k, v := range w.Selector {
+		if tmpl[k] == v {
+			out[k] = v
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for k, v := range tmpl {
+		if !slices.Contains(generatedLabels, k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Selection is one policy's selector for a group's workloads in one
+// namespace.
+type Selection struct {
+	Namespace string
+	// MatchLabels selects the pod templates of Workloads; empty when they
+	// have no label to select (NoLabels).
+	MatchLabels map[string]string
+	Workloads   []Ref
+	// AlsoSelects are the namespace's other workloads the selector
+	// selects too: a policy with it would guard them as well.
+	AlsoSelects []Ref
+}
+
+// Selections lays out the policies a group's matches need: one per
+// namespace — the workload's PolicySelector, or for several workloads the
+// template labels they share when those select them and no other workload
+// — else one per workload. A workload whose template has no label
+// gets a Selection with empty MatchLabels.
+func (idx *Index) Selections(matches []Match) []Selection {
+	byNS := map[string][]Ref{}
+	var namespaces []string
+	for _, m := range matches {
+		if _, ok := byNS[m.Workload.Namespace]; !ok {
+			namespaces = append(namespaces, m.Workload.Namespace)
+		}
+		byNS[m.Workload.Namespace] = append(byNS[m.Workload.Namespace], m.Workload)
+	}
+	slices.Sort(namespaces)
+	var out []Selection
+	for _, ns := range namespaces {
+		refs := byNS[ns]
+		if len(refs) > 1 {
+			if common := idx.commonLabels(refs); len(common) > 0 {
+				if also := idx.alsoSelects(ns, common, refs); len(also) == 0 {
+					out = append(out, Selection{Namespace: ns, MatchLabels: common, Workloads: refs})
+					continue
+				}
+			}
+		}
+		for _, ref := range refs {
+			w, _ := idx.Workload(ref)
+			sel := PolicySelector(w)
+			s := Selection{Namespace: ns, MatchLabels: sel, Workloads: []Ref{ref}}
+			if len(sel) > 0 {
+				s.AlsoSelects = idx.alsoSelects(ns, sel, s.Workloads)
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// commonLabels is the intersection of the workloads' pod template labels
+// (without those Kubernetes generates).
+func (idx *Index) commonLabels(refs []Ref) map[string]string {
+	var common map[string]string
+	for _, ref := range refs {
+		w, ok := idx.Workload(ref)
+		if !ok {
+			return nil
+		}
+		sel := maps.Clone(w.Template.Labels)
+		for _, k := range generatedLabels {
+			delete(sel, k)
+		}
+		if common == nil {
+			common = maps.Clone(sel)
+			continue
+		}
+		for k, v := range common {
+			if sel[k] != v {
+				delete(common, k)
+			}
+		}
+	}
+	return common
+}
+
+// alsoSelects lists the workloads of namespace ns, other than refs, whose
+// pod template matchLabels selects.
+func (idx *Index) alsoSelects(ns string, matchLabels map[string]string, refs []Ref) []Ref {
+	sel := labels.SelectorFromSet(matchLabels)
+	var out []Ref
+	for i := range idx.workloads {
+		w := &idx.workloads[i]
+		if w.Ref.Namespace != ns || slices.Contains(refs, w.Ref) {
+			continue
+		}
+		if sel.Matches(labels.Set(w.Template.Labels)) {
+			out = append(out, w.Ref)
+		}
+	}
+	slices.SortFunc(out, func(a, b Ref) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// Gaps are the workloads a live member of a group runs in (MemberHost
+// evidence, Certain) that a policy of namespace, selecting pod templates
+// with sel, does not guard: their template is not selected, or they live
+// in another namespace (a policy guards only its own). Their rollouts go
+// unchecked: a gap.
+func (idx *Index) Gaps(namespace string, sel labels.Selector, members []proof.GroupMember) []Match {
+	var out []Match
+	for _, m := range idx.Match("", members).Workloads {
+		w, ok := idx.Workload(m.Workload)
+		if !ok {
+			continue
+		}
+		if m.Workload.Namespace != namespace || !sel.Matches(labels.Set(w.Template.Labels)) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// GapMessage says a gap Gaps found for a policy of namespace.
+func GapMessage(m Match, namespace string) string {
+	if m.Workload.Namespace != namespace {
+		return fmt.Sprintf("%s in namespace %s consumes the group (%s) but a policy guards only its own namespace: "+
+			"add a policy for the group in %s", m.Workload, m.Workload.Namespace, m.Evidence[0], m.Workload.Namespace)
+	}
+	return fmt.Sprintf("%s consumes the group (%s) but spec.selector does not select its pod template: "+
+		"its rollouts are not guarded; widen the selector", m.Workload, m.Evidence[0])
+}
