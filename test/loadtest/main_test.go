@@ -29,7 +29,11 @@ func BenchmarkAdmission(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	guard := webhook.NewHandler(newIndexReader(1000, 10), nil, webhook.Options{})
+	reader, err := newIndexReader(1000, 10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	guard := webhook.NewHandler(reader, nil, webhook.Options{PolicyIndex: reader})
 	noop := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })
 
 	b.Run("handle", func(b *testing.B) {
