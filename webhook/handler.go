@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -41,6 +42,9 @@ type Handler struct {
 	recorder  events.EventRecorder
 	opts      Options
 	selectors *selectorCache
+	// index is the policy informer's store (Options.PolicyIndex); nil:
+	// policies are listed through the reader.
+	index PolicyIndex
 	// namespaces the policy cache holds; nil: all.
 	namespaces map[string]bool
 }
@@ -96,7 +100,6 @@ func workloadKind(group, resource string) string {
 }
 
 func (h *Handler) handle(ctx context.Context, req admission.Request, kind string) (admission.Response, outcome) {
-	log := logf.FromContext(ctx)
 	if kind == "" || (req.SubResource != "" && (req.SubResource != "scale" || kind == kindJob || kind == kindCronJob)) {
 		return admission.Allowed("not a Deployment, StatefulSet, Job, CronJob or Rollout rollout"), outcomeSkipped
 	}
@@ -121,7 +124,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 	}
 	if req.SubResource == "scale" {
 		if err := h.readScaled(ctx, kind, req.Namespace, req.Name, cur); err != nil {
-			log.Error(err, "reading the scaled workload", "workload", t.String())
+			logf.FromContext(ctx).Error(err, "reading the scaled workload", "workload", t.String())
 			return failClosed(t, "reading the "+kind+" being scaled", err), outcomeError
 		}
 	}
@@ -130,7 +133,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 		// template: its labels and environment are what policies select
 		// and judge.
 		if err := h.readReferencedTemplate(ctx, req.Namespace, cur); err != nil {
-			log.Error(err, "reading the Rollout's spec.workloadRef", "workload", t.String())
+			logf.FromContext(ctx).Error(err, "reading the Rollout's spec.workloadRef", "workload", t.String())
 			return failClosed(t, "reading the Deployment the Rollout's spec.workloadRef names", err), outcomeError
 		}
 	}
@@ -140,21 +143,19 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 	}
 	oldLabels := tmpl.Labels
 	if old != nil && req.SubResource == "" && !bytes.Equal(old.RawTemplate, cur.RawTemplate) {
-		oldTmpl, err := old.template()
-		if err != nil {
+		if oldLabels, err = old.labels(); err != nil {
 			return failClosed(t, "reading the old pod template", err), outcomeError
 		}
-		oldLabels = oldTmpl.Labels
 	}
 
-	var list rgv1.ConsumerRetentionPolicyList
-	if err := h.policies.List(ctx, &list, client.InNamespace(req.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		log.Error(err, "listing policies", "namespace", req.Namespace)
+	policies, err := h.namespacePolicies(ctx, req.Namespace)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "listing policies", "namespace", req.Namespace)
 		return failClosed(t, "listing the namespace's ConsumerRetentionPolicies", err), outcomeError
 	}
-	matched, invalid := matchPolicies(h.selectors, list.Items, tmpl.Labels, oldLabels)
+	matched, invalid := matchPolicies(h.selectors, policies, tmpl.Labels, oldLabels)
 	for _, p := range invalid {
-		log.Info("policy selector does not parse; it matches nothing", "policy", p.Namespace+"/"+p.Name)
+		logf.FromContext(ctx).Info("policy selector does not parse; it matches nothing", "policy", p.Namespace+"/"+p.Name)
 	}
 	if len(matched) == 0 {
 		return admission.Allowed("no ConsumerRetentionPolicy selects this workload"), outcomeAllowed
@@ -170,7 +171,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 	ws := warnings(&d)
 	if !d.allowed() {
 		msg := denyMessage(t, &d, h.opts.Clock())
-		log.V(1).Info("rollout denied", "workload", t.String(), "rollout", string(ro), "dryRun", dryRun)
+		logf.FromContext(ctx).V(1).Info("rollout denied", "workload", t.String(), "rollout", string(ro), "dryRun", dryRun)
 		return admission.Denied(msg).WithWarnings(ws...), d.Outcome
 	}
 	resp := admission.Allowed("")
@@ -178,6 +179,38 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 		resp = resp.WithWarnings(ws...)
 	}
 	return resp, d.Outcome
+}
+
+// namespacePolicies returns the namespace's policies, read-only: from the
+// policy informer's namespace index once it has synced (the informer's own
+// objects, no copy), else listed through the reader (the cache, which
+// waits for its sync within ctx: a replica that cannot read its policies
+// refuses, it never judges by a partial list).
+func (h *Handler) namespacePolicies(ctx context.Context, namespace string) ([]*rgv1.ConsumerRetentionPolicy, error) {
+	if h.index != nil && h.index.HasSynced() {
+		objs, err := h.index.GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*rgv1.ConsumerRetentionPolicy, len(objs))
+		for i, o := range objs {
+			p, ok := o.(*rgv1.ConsumerRetentionPolicy)
+			if !ok {
+				return nil, fmt.Errorf("the policy index holds a %T", o)
+			}
+			out[i] = p
+		}
+		return out, nil
+	}
+	var list rgv1.ConsumerRetentionPolicyList
+	if err := h.policies.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	out := make([]*rgv1.ConsumerRetentionPolicy, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
 }
 
 // failClosed refuses a rollout the handler could not judge.
@@ -385,27 +418,6 @@ func (h *Handler) readReferencedTemplate(ctx context.Context, namespace string, 
 	return nil
 }
 
-// workloadJSON decodes the fields admission needs of a Deployment, a
-// StatefulSet, a Job, a CronJob or a Rollout, skipping the rest (managedFields,
-// status, and every annotation but the override: a kubectl-applied
-// object's last-applied-configuration repeats the whole object). It is
-// decoded case-sensitively, as the API server reads objects.
-type workloadJSON struct {
-	Metadata struct {
-		Name            string                  `json:"name"`
-		Annotations     overrideAnnotationJSON  `json:"annotations"`
-		OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
-	} `json:"metadata"`
-	Spec struct {
-		Replicas    *int32          `json:"replicas"`
-		Paused      bool            `json:"paused"`
-		Suspend     *bool           `json:"suspend"`
-		Template    json.RawMessage `json:"template"`
-		JobTemplate json.RawMessage `json:"jobTemplate"`
-		WorkloadRef *workloadRef    `json:"workloadRef"`
-	} `json:"spec"`
-}
-
 // workloadRef is a Rollout's spec.workloadRef.
 type workloadRef struct {
 	APIVersion string `json:"apiVersion"`
@@ -469,39 +481,110 @@ func decodeWorkloads(req admission.Request, kind string) (cur, old *workload, er
 	return cur, old, nil
 }
 
+// decodeWorkload reads, in one pass over the object, the fields admission
+// needs of a Deployment, a StatefulSet, a Job, a CronJob or a Rollout:
+// metadata.name, the override annotation (every other annotation skipped:
+// a kubectl-applied object's last-applied-configuration repeats the whole
+// object), ownerReferences, spec.replicas, paused, suspend, workloadRef,
+// and where spec.template and spec.jobTemplate lie (pod templates are read
+// when needed: see workload.template). Everything else — managedFields,
+// status, the rest of the spec — is validated and skipped. Keys are
+// matched case-sensitively, as the API server reads objects.
 func decodeWorkload(kind string, raw []byte) (*workload, error) {
 	if len(raw) == 0 {
 		return nil, errors.New("the request carries no object")
 	}
-	var w workloadJSON
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &w); err != nil {
+	out := &workload{Kind: kind}
+	var (
+		override    overrideAnnotationJSON
+		owners      *[]metav1.OwnerReference // allocated when there are some
+		suspended   bool
+		jobTemplate []byte
+	)
+	s := &jsonScanner{data: raw}
+	metadata := func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "name":
+			var name string
+			var isNull bool
+			if name, isNull, err = s.str("metadata.name"); !isNull {
+				out.Name = name
+			}
+		case "annotations":
+			err = s.overrideAnnotation("metadata.annotations", &override)
+		case "ownerReferences":
+			if owners == nil {
+				owners = new([]metav1.OwnerReference)
+			}
+			err = s.decode("metadata.ownerReferences", owners)
+		default:
+			err = s.skip()
+		}
+		return err
+	}
+	spec := func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "replicas":
+			var n int32
+			var isNull bool
+			if n, isNull, err = s.int32("spec.replicas"); err == nil {
+				out.Replicas = nil
+				if !isNull {
+					out.Replicas = &n
+				}
+			}
+		case "paused":
+			var b, isNull bool
+			if b, isNull, err = s.boolean("spec.paused"); !isNull {
+				out.Paused = b
+			}
+		case "suspend":
+			suspended, _, err = s.boolean("spec.suspend")
+		case "template":
+			out.RawTemplate, err = s.span()
+		case "jobTemplate":
+			jobTemplate, err = s.span()
+		case "workloadRef":
+			err = s.decode("spec.workloadRef", &out.WorkloadRef)
+		default:
+			err = s.skip()
+		}
+		return err
+	}
+	err := s.document(func() error {
+		return s.object("the workload", func(key []byte) error {
+			switch string(key) {
+			case "metadata":
+				return s.object("metadata", metadata)
+			case "spec":
+				return s.object("spec", spec)
+			}
+			return s.skip()
+		})
+	})
+	if err != nil {
 		return nil, fmt.Errorf("decoding the workload: %w", err)
 	}
-	out := &workload{
-		Kind:        kind,
-		Name:        w.Metadata.Name,
-		Annotations: w.Metadata.Annotations.annotations(),
-		Replicas:    w.Spec.Replicas,
-		Paused:      w.Spec.Paused,
-		Suspended:   w.Spec.Suspend != nil && *w.Spec.Suspend,
-		RawTemplate: w.Spec.Template,
+	out.Annotations = override.annotations()
+	out.Suspended = suspended
+	if kind != kindRollout || out.WorkloadRef != nil && out.WorkloadRef.Name == "" {
+		out.WorkloadRef = nil
 	}
 	switch kind {
-	case kindRollout:
-		if w.Spec.WorkloadRef != nil && w.Spec.WorkloadRef.Name != "" {
-			ref := *w.Spec.WorkloadRef
-			out.WorkloadRef = &ref
-		}
 	case kindJob:
-		if ref := cronJobOwner(w.Metadata.OwnerReferences); ref != nil {
-			out.CronJob, out.CronJobUID = ref.Name, string(ref.UID)
+		if owners != nil {
+			if ref := cronJobOwner(*owners); ref != nil {
+				out.CronJob, out.CronJobUID = ref.Name, string(ref.UID)
+			}
 		}
 	case kindCronJob:
 		out.RawTemplate = nil
-		out.RawJobTemplate = w.Spec.JobTemplate
-		if len(w.Spec.JobTemplate) > 0 {
+		out.RawJobTemplate = jobTemplate
+		if len(jobTemplate) > 0 {
 			var jt jobTemplateJSON
-			if err := kjson.UnmarshalCaseSensitivePreserveInts(w.Spec.JobTemplate, &jt); err != nil {
+			if err := kjson.UnmarshalCaseSensitivePreserveInts(jobTemplate, &jt); err != nil {
 				return nil, fmt.Errorf("decoding the CronJob's job template: %w", err)
 			}
 			out.Annotations = jt.Metadata.Annotations.annotations()
@@ -509,6 +592,25 @@ func decodeWorkload(kind string, raw []byte) (*workload, error) {
 		}
 	}
 	return out, nil
+}
+
+// overrideAnnotation reads the override annotation of the annotations at
+// path into a; null leaves a as it is, as a struct's null does.
+func (s *jsonScanner) overrideAnnotation(path string, a *overrideAnnotationJSON) error {
+	return s.object(path, func(key []byte) error {
+		if string(key) != OverrideAnnotation {
+			return s.skip()
+		}
+		v, isNull, err := s.str("the " + OverrideAnnotation + " annotation")
+		switch {
+		case err != nil:
+		case isNull:
+			a.Override = nil
+		default:
+			a.Override = &v
+		}
+		return err
+	})
 }
 
 // cronJobOwner returns a Job's owning CronJob reference (the controller

@@ -15,8 +15,10 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -367,4 +369,65 @@ func TestHandlerOnlyGuardsWatchedNamespaces(t *testing.T) {
 	}
 	h, _, _ = newTestHandler(t, Options{Namespaces: []string{"payments", "settlement"}}, p)
 	denied(t, h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, false)))
+}
+
+// testIndex is a policy informer's store whose sync the test decides.
+type testIndex struct {
+	toolscache.Indexer
+	synced atomic.Bool
+}
+
+func (i *testIndex) HasSynced() bool                { return i.synced.Load() }
+func (i *testIndex) GetIndexer() toolscache.Indexer { return i.Indexer }
+
+func newTestIndex(t *testing.T, objs ...any) *testIndex {
+	t.Helper()
+	idx := &testIndex{Indexer: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc,
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})}
+	for _, o := range objs {
+		if err := idx.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return idx
+}
+
+// Issue 26: once the policy informer has synced, a request reads its
+// namespace's policies from the informer's index — no List, no copy — and
+// leaves them as they were; before the sync it lists through the reader
+// (which waits for the sync), never judging by a partial index. Seed 003:
+// the settlement consumer's Violated proof refuses either way.
+func TestHandlerReadsThePolicyIndexOnceSynced(t *testing.T) {
+	p := settlePolicy(withProof(noCommittedOffset(), time.Second))
+	indexed := p.DeepCopy()
+	idx := newTestIndex(t, indexed)
+	h, rec, lists := newTestHandler(t, Options{PolicyIndex: idx}, p)
+	create := func() admission.Response {
+		return h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, false))
+	}
+
+	msg := denied(t, create())
+	if !strings.Contains(msg, "ledger-settle-consumer") || lists.Load() != 1 {
+		t.Errorf("before the sync: %d Lists (want 1), message:\n%s", lists.Load(), msg)
+	}
+	idx.synced.Store(true)
+	msg = denied(t, create())
+	if !strings.Contains(msg, "ledger-settle-consumer") || lists.Load() != 1 {
+		t.Errorf("after the sync: %d Lists (want still 1), message:\n%s", lists.Load(), msg)
+	}
+	if len(rec.Events) != 2 {
+		t.Errorf("%d events, want one per refusal", len(rec.Events))
+	}
+	if want := settlePolicy(withProof(noCommittedOffset(), time.Second)); !equality.Semantic.DeepEqual(indexed, want) {
+		t.Errorf("the informer's policy was modified:\n%+v\nwant\n%+v", indexed, want)
+	}
+
+	// An index holding anything but policies refuses (fail closed).
+	bad := newTestIndex(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "settlement"}})
+	bad.synced.Store(true)
+	h, _, _ = newTestHandler(t, Options{PolicyIndex: bad}, p)
+	msg = denied(t, h.Handle(context.Background(), request(t, admissionv1.Create, "deployments", deployment("settlement", "settle", 1, settleTemplate()), nil, false)))
+	if !strings.Contains(msg, "could not finish listing the namespace's ConsumerRetentionPolicies") {
+		t.Errorf("message:\n%s", msg)
+	}
 }

@@ -71,9 +71,8 @@ func (c *selectorCache) len() int {
 // selector does not parse is reported in invalid and matches nothing (the
 // API server's schema makes this rare; the reconciler reports it on the
 // policy).
-func matchPolicies(sc *selectorCache, policies []rgv1.ConsumerRetentionPolicy, cur, old map[string]string) (matched []*rgv1.ConsumerRetentionPolicy, invalid []*rgv1.ConsumerRetentionPolicy) {
-	for i := range policies {
-		p := &policies[i]
+func matchPolicies(sc *selectorCache, policies []*rgv1.ConsumerRetentionPolicy, cur, old map[string]string) (matched []*rgv1.ConsumerRetentionPolicy, invalid []*rgv1.ConsumerRetentionPolicy) {
+	for _, p := range policies {
 		sel, err := sc.selector(p)
 		if err != nil {
 			invalid = append(invalid, p)

@@ -24,7 +24,7 @@ func TestMatchPolicies(t *testing.T) {
 			{Key: "tier", Operator: metav1.LabelSelectorOpIn}, // In without values does not parse
 		}}
 	})
-	policies := []rgv1.ConsumerRetentionPolicy{*settle, *expr, *broken}
+	policies := []*rgv1.ConsumerRetentionPolicy{settle, expr, broken}
 
 	cases := []struct {
 		name     string

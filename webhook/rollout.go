@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	kjson "sigs.k8s.io/json"
 )
 
 // workload is what admission needs of a Deployment, StatefulSet, Job,
@@ -51,42 +51,174 @@ type workload struct {
 	decoded     bool
 }
 
-// podTemplateJSON is what admission reads of a pod template: the labels
-// policies select on, and each container's environment (the consumer
-// clause). Decoding only these costs a fraction of a whole
-// corev1.PodTemplateSpec (probes, resources, volumes, security contexts),
-// on the path every guarded rollout takes.
-type podTemplateJSON struct {
-	Metadata struct {
-		Labels map[string]string `json:"labels"`
-	} `json:"metadata"`
-	Spec struct {
-		Containers []struct {
-			Name    string                 `json:"name"`
-			Env     []corev1.EnvVar        `json:"env"`
-			EnvFrom []corev1.EnvFromSource `json:"envFrom"`
-		} `json:"containers"`
-	} `json:"spec"`
-}
-
-// template returns the decoded pod template (see Template).
+// template returns the pod template (see Template), decoded on first use
+// from RawTemplate to what admission reads: the labels policies select on
+// and each container's name and environment (the consumer clause). Probes,
+// resources, volumes and security contexts are validated and skipped, in
+// one pass, on the path every guarded rollout takes.
 func (w *workload) template() (*corev1.PodTemplateSpec, error) {
 	if !w.decoded {
+		w.Template = corev1.PodTemplateSpec{}
 		if len(w.RawTemplate) > 0 {
-			var t podTemplateJSON
-			if err := kjson.UnmarshalCaseSensitivePreserveInts(w.RawTemplate, &t); err != nil {
+			if err := decodePodTemplate(w.RawTemplate, &w.Template, false); err != nil {
 				return nil, fmt.Errorf("decoding the pod template: %w", err)
-			}
-			w.Template = corev1.PodTemplateSpec{}
-			w.Template.Labels = t.Metadata.Labels
-			w.Template.Spec.Containers = make([]corev1.Container, len(t.Spec.Containers))
-			for i, c := range t.Spec.Containers {
-				w.Template.Spec.Containers[i] = corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom}
 			}
 		}
 		w.decoded = true
 	}
 	return &w.Template, nil
+}
+
+// labels returns the pod template's labels. An undecoded template is read
+// for its labels alone (the old object's template: what a policy may have
+// selected it by; its containers are never judged).
+func (w *workload) labels() (map[string]string, error) {
+	if w.decoded || len(w.RawTemplate) == 0 {
+		t, err := w.template()
+		if err != nil {
+			return nil, err
+		}
+		return t.Labels, nil
+	}
+	var t corev1.PodTemplateSpec
+	if err := decodePodTemplate(w.RawTemplate, &t, true); err != nil {
+		return nil, fmt.Errorf("decoding the pod template: %w", err)
+	}
+	return t.Labels, nil
+}
+
+// decodePodTemplate reads a pod template's metadata.labels and, unless
+// labelsOnly, spec.containers[].name, env and envFrom into t.
+func decodePodTemplate(raw []byte, t *corev1.PodTemplateSpec, labelsOnly bool) error {
+	s := &jsonScanner{data: raw}
+	metadata := func(key []byte) error {
+		if string(key) != "labels" {
+			return s.skip()
+		}
+		return s.stringMap("metadata.labels", "a label in metadata.labels", &t.Labels)
+	}
+	var c *corev1.Container
+	container := func(key []byte) error {
+		switch string(key) {
+		case "name":
+			name, isNull, err := s.str("name")
+			if !isNull {
+				c.Name = name
+			}
+			return err
+		case "env":
+			return s.env(&c.Env)
+		case "envFrom":
+			return s.decode("envFrom", &c.EnvFrom)
+		}
+		return s.skip()
+	}
+	spec := func(key []byte) error {
+		if labelsOnly || string(key) != "containers" {
+			return s.skip()
+		}
+		cs := t.Spec.Containers
+		n, isNull, err := s.array("spec.containers", func(i int) error {
+			cs = growTo(cs, i)
+			c = &cs[i]
+			return s.object("spec.containers[]", container)
+		})
+		t.Spec.Containers = endSlice(cs, n, isNull)
+		return err
+	}
+	return s.document(func() error {
+		return s.object("the pod template", func(key []byte) error {
+			switch string(key) {
+			case "metadata":
+				return s.object("metadata", metadata)
+			case "spec":
+				return s.object("spec", spec)
+			}
+			return s.skip()
+		})
+	})
+}
+
+// env reads a container's env into *env: each variable's name and value;
+// valueFrom, rare, is decoded whole.
+func (s *jsonScanner) env(env *[]corev1.EnvVar) error {
+	vars := *env
+	var e *corev1.EnvVar
+	member := func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "name":
+			var v string
+			var isNull bool
+			if v, isNull, err = s.str("env[].name"); !isNull {
+				e.Name = v
+			}
+		case "value":
+			var v string
+			var isNull bool
+			if v, isNull, err = s.str("env[].value"); !isNull {
+				e.Value = v
+			}
+		case "valueFrom":
+			err = s.decode("env[].valueFrom", &e.ValueFrom)
+		default:
+			err = s.skip()
+		}
+		return err
+	}
+	n, isNull, err := s.array("env", func(i int) error {
+		vars = growTo(vars, i)
+		e = &vars[i]
+		return s.object("env[]", member)
+	})
+	*env = endSlice(vars, n, isNull)
+	return err
+}
+
+// stringMap reads an object of strings into *m, as encoding/json does into
+// a map[string]string: into the map an earlier duplicate key left, null
+// values as "", null as a nil map.
+func (s *jsonScanner) stringMap(path, valuePath string, m *map[string]string) error {
+	if isNull, err := s.null(); isNull || err != nil {
+		if isNull {
+			*m = nil
+		}
+		return err
+	}
+	if *m == nil && s.peek() == '{' {
+		*m = make(map[string]string, 4)
+	}
+	return s.object(path, func(key []byte) error {
+		v, _, err := s.str(valuePath)
+		if err == nil {
+			(*m)[string(key)] = v
+		}
+		return err
+	})
+}
+
+// growTo makes element i of a slice being decoded available, reusing what
+// an earlier duplicate key decoded there (as encoding/json does).
+func growTo[T any](s []T, i int) []T {
+	if i >= cap(s) {
+		s = slices.Grow(s, 1)
+	}
+	if i >= len(s) {
+		s = s[:i+1]
+	}
+	return s
+}
+
+// endSlice ends a decoded array of n elements as encoding/json does: null
+// is a nil slice, [] an empty one.
+func endSlice[T any](s []T, n int, isNull bool) []T {
+	switch {
+	case isNull:
+		return nil
+	case n == 0:
+		return []T{}
+	}
+	return s[:n]
 }
 
 // templatesDiffer reports whether the pod template changed. Templates from

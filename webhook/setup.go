@@ -112,6 +112,13 @@ type Options struct {
 	// without its certificate files). Give the server the manager was
 	// built with, to register before the certificate is in place.
 	Server webhook.Server
+	// PolicyIndex is the policy informer, read without copying: once it
+	// has synced, a request's policies come from its namespace index (the
+	// informer's own objects, read-only), not from a List through the
+	// reader (a copy of each policy per request). Setup sets it to the
+	// manager's informer when that informer exposes its store (not with
+	// several --watch-namespaces); nil: every request Lists.
+	PolicyIndex PolicyIndex
 	// Namespaces are the namespaces the policy cache holds, when the
 	// manager watches only some (--watch-namespaces); empty: all. A
 	// rollout elsewhere is not guarded — no policy there is reconciled or
@@ -146,9 +153,10 @@ func (o Options) withDefaults(reader client.Reader) Options {
 // traffic it would answer without its policies. Call it before the manager
 // starts: the handler is then in place before the server serves, so the
 // path never answers 404. Policies are read from the manager's informer
-// cache, listed by namespace through the informer's built-in namespace
-// index (so a request costs O(policies in its namespace)); no other index
-// is needed. The policy informer is created here so it starts and syncs
+// cache, by namespace through the informer's built-in namespace index (so
+// a request costs O(policies in its namespace)): from the index itself,
+// without copying, once the informer has synced (Options.PolicyIndex); no
+// other index is needed. The policy informer is created here so it starts and syncs
 // with the manager, and its delete events drop parsed selectors. The
 // metrics are registered on controller-runtime's registry when the package
 // loads.
@@ -159,7 +167,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (healthz.Checker
 	if opts.WorkloadReader == nil {
 		opts.WorkloadReader = mgr.GetAPIReader()
 	}
-	h := NewHandler(mgr.GetCache(), mgr.GetEventRecorder(EventSource), opts)
 	// Before the manager starts, GetInformer creates the informer and
 	// returns; after, it waits for the sync: bounded either way.
 	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
@@ -168,6 +175,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (healthz.Checker
 	if err != nil {
 		return nil, fmt.Errorf("webhook: informer for ConsumerRetentionPolicies: %w", err)
 	}
+	if idx, ok := inf.(PolicyIndex); ok && opts.PolicyIndex == nil {
+		opts.PolicyIndex = idx
+	}
+	h := NewHandler(mgr.GetCache(), mgr.GetEventRecorder(EventSource), opts)
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: h.forgetPolicy}); err != nil {
 		return nil, fmt.Errorf("webhook: watching ConsumerRetentionPolicy deletions: %w", err)
 	}
@@ -184,6 +195,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (healthz.Checker
 	}, nil
 }
 
+// PolicyIndex is what the handler reads of the policy informer: a
+// client-go SharedIndexInformer is one.
+type PolicyIndex interface {
+	HasSynced() bool
+	GetIndexer() toolscache.Indexer
+}
+
 var errNotSynced = errors.New("the admission handler's policy cache has not synced yet")
 
 // NewHandler returns the admission handler reading policies from reader
@@ -196,6 +214,7 @@ func NewHandler(reader client.Reader, recorder events.EventRecorder, opts Option
 		recorder:  recorder,
 		opts:      opts.withDefaults(reader),
 		selectors: newSelectorCache(),
+		index:     opts.PolicyIndex,
 	}
 	if len(opts.Namespaces) > 0 {
 		h.namespaces = make(map[string]bool, len(opts.Namespaces))

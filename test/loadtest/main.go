@@ -5,9 +5,10 @@
 // One controller-runtime webhook server (TLS, self-signed certificate)
 // serves the guard at /validate-apps-v1-workloads and a handler that
 // allows everything at /noop. The guard reads 10,000 policies across 1,000
-// namespaces from an in-memory namespace index (the same shape of answer as
-// the informer cache: a fresh slice of the namespace's policies; the
-// informer-backed cache itself is measured by BenchmarkHandle). Each request
+// namespaces from a client-go Indexer with the namespace index, the store
+// of the manager's policy informer, as the manager's guard does
+// (webhook.Options.PolicyIndex; the informer cache itself is measured by
+// BenchmarkHandle). Each request
 // is a real AdmissionReview: an UPDATE of a Deployment that changes its pod
 // template in a namespace with 10 policies, one of which selects it with a
 // fresh Proven proof and a consumer clause the template satisfies — the
@@ -18,7 +19,12 @@
 // go), then open loop at -rate requests per second, latencies measured
 // from each request's scheduled time. Bounded by -requests per phase and
 // -max-phase; repeated -rounds times, alternating which handler goes first,
-// and summarized by the median. Loopback only.
+// and summarized by the median. -warmup rounds of the same phases go first,
+// printed apart and left out of the median (a process's first round pays
+// for growing its heap, connections and CPU caches). Each phase prints the
+// whole process's allocations per request and garbage collections (client
+// included: the difference between the handlers is the server's). Loopback
+// only.
 //
 //	go run ./test/loadtest
 //	go run ./test/loadtest -rate 0 -rounds 1 -cpuprofile cpu.out   # then: go tool pprof -top -focus webhook cpu.out
@@ -39,6 +45,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"net"
 	"net/http"
@@ -60,6 +67,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -81,6 +89,7 @@ func main() {
 		rate        = flag.Float64("rate", 1000, "requests per second in the open-loop phase (0: skip it)")
 		maxPhase    = flag.Duration("max-phase", 30*time.Second, "upper bound on each phase")
 		rounds      = flag.Int("rounds", 3, "rounds of all phases, alternating which handler goes first; the summary is the median")
+		warmup      = flag.Int("warmup", 1, "rounds of all phases before the measured ones, printed apart, not in the median")
 		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of the whole run (client and server) to this file")
 	)
 	flag.Parse()
@@ -98,7 +107,11 @@ func main() {
 	}
 	log.SetLogger(logr.Discard())
 	ctrl.SetLogger(logr.Discard())
-	if err := run(*namespaces, *perNS, *requests, *concurrency, *rate, *maxPhase, *rounds); err != nil {
+	if *rounds < 1 || *warmup < 0 || *requests < 1 || *concurrency < 1 {
+		fmt.Fprintln(os.Stderr, "loadtest: -rounds, -requests and -concurrency must be at least 1, -warmup at least 0")
+		os.Exit(64)
+	}
+	if err := run(*namespaces, *perNS, *requests, *concurrency, *rate, *maxPhase, *rounds, *warmup); err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -107,7 +120,7 @@ func main() {
 
 const target = "bench-0500"
 
-func run(namespaces, perNS, requests, concurrency int, rate float64, maxPhase time.Duration, rounds int) error {
+func run(namespaces, perNS, requests, concurrency int, rate float64, maxPhase time.Duration, rounds, warmup int) error {
 	dir, err := os.MkdirTemp("", "rg-loadtest-")
 	if err != nil {
 		return err
@@ -122,8 +135,11 @@ func run(namespaces, perNS, requests, concurrency int, rate float64, maxPhase ti
 		return err
 	}
 
-	reader := newIndexReader(namespaces, perNS)
-	guard := webhook.NewHandler(reader, nil, webhook.Options{})
+	reader, err := newIndexReader(namespaces, perNS)
+	if err != nil {
+		return err
+	}
+	guard := webhook.NewHandler(reader, nil, webhook.Options{PolicyIndex: reader})
 	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir})
 	srv.Register(webhook.Path, &ctrlwebhook.Admission{Handler: guard})
 	srv.Register("/noop", &ctrlwebhook.Admission{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
@@ -171,54 +187,86 @@ func run(namespaces, perNS, requests, concurrency int, rate float64, maxPhase ti
 	fmt.Printf("request: UPDATE Deployment %s/svc-0 (pod template change), %d bytes; 10 policies in its namespace, 1 matching (Proven, consumer env ok)\n\n", target, len(body))
 
 	paths := []struct{ name, url string }{{"no-op", base + "/noop"}, {"guard", base + webhook.Path}}
-	for _, p := range paths { // warm up connections and caches
-		if _, err := closedLoop(httpc, p.url, body, 500, concurrency, maxPhase); err != nil {
-			return err
-		}
-	}
 	closedName := fmt.Sprintf("closed loop, %d clients", concurrency)
 	openName := fmt.Sprintf("open loop at %.0f req/s", rate)
-	all := map[string][]phaseResult{} // handler + phase → rounds
-	fmt.Printf("%-6s %-8s %-28s %10s %10s %10s %10s\n", "round", "handler", "phase", "requests", "req/s", "p50", "p99")
-	for round := 1; round <= rounds; round++ {
+	all := map[string][]phaseResult{} // handler + phase → measured rounds
+	fmt.Printf("%-7s %-8s %-28s %10s %10s %10s %10s %11s %5s\n", "round", "handler", "phase", "requests", "req/s", "p50", "p99", "allocs/req", "GCs")
+	for round := 1 - warmup; round <= rounds; round++ {
+		label := fmt.Sprint(round)
+		if round < 1 {
+			label = "warm-up"
+		}
 		order := paths
 		if round%2 == 0 {
 			order = []struct{ name, url string }{paths[1], paths[0]}
 		}
-		for _, p := range order {
-			r, err := closedLoop(httpc, p.url, body, requests, concurrency, maxPhase)
-			if err != nil {
-				return err
+		phase := func(name string, measure func(url string) (phaseResult, error)) error {
+			for _, p := range order {
+				before := memStats()
+				r, err := measure(p.url)
+				if err != nil {
+					return err
+				}
+				r.handler, r.phase = p.name, name
+				r.mem = memStats().since(before, r.n)
+				r.print(label)
+				if round >= 1 {
+					all[r.handler+r.phase] = append(all[r.handler+r.phase], r)
+				}
 			}
-			r.handler, r.phase = p.name, closedName
-			r.print(round)
-			all[r.handler+r.phase] = append(all[r.handler+r.phase], r)
+			return nil
+		}
+		if err := phase(closedName, func(url string) (phaseResult, error) {
+			return closedLoop(httpc, url, body, requests, concurrency, maxPhase)
+		}); err != nil {
+			return err
 		}
 		if rate <= 0 {
 			continue
 		}
-		for _, p := range order {
-			r, err := openLoop(httpc, p.url, body, requests, rate, maxPhase)
-			if err != nil {
-				return err
-			}
-			r.handler, r.phase = p.name, openName
-			r.print(round)
-			all[r.handler+r.phase] = append(all[r.handler+r.phase], r)
+		if err := phase(openName, func(url string) (phaseResult, error) {
+			return openLoop(httpc, url, body, requests, rate, maxPhase)
+		}); err != nil {
+			return err
 		}
 	}
-	fmt.Printf("\nmedian of %d rounds:\n", rounds)
+	fmt.Printf("\nmedian of %d rounds (warm-up rounds left out):\n", rounds)
 	phases := []string{closedName}
 	if rate > 0 {
 		phases = append(phases, openName)
 	}
 	for _, ph := range phases {
 		noop, g := median(all["no-op"+ph]), median(all["guard"+ph])
-		noop.print(0)
-		g.print(0)
-		fmt.Printf("       guard vs no-op: throughput %.2fx, p50 %+.2fms, p99 %+.2fms\n", g.rps/noop.rps, ms(g.p50-noop.p50), ms(g.p99-noop.p99))
+		noop.print("median")
+		g.print("median")
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for i := range all["guard"+ph] {
+			r := all["guard"+ph][i].rps / all["no-op"+ph][i].rps
+			lo, hi = min(lo, r), max(hi, r)
+		}
+		fmt.Printf("        guard vs no-op: throughput %.2fx (rounds %.2fx to %.2fx), p50 %+.2fms, p99 %+.2fms (%.2fx)\n",
+			g.rps/noop.rps, lo, hi, ms(g.p50-noop.p50), ms(g.p99-noop.p99), float64(g.p99)/float64(noop.p99))
 	}
 	return nil
+}
+
+// memSnapshot is the process's allocation and GC counters.
+type memSnapshot struct{ mallocs, numGC uint64 }
+
+func memStats() memSnapshot {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return memSnapshot{mallocs: m.Mallocs, numGC: uint64(m.NumGC)}
+}
+
+// since is the allocations per request and the GCs between before and m.
+func (m memSnapshot) since(before memSnapshot, n int) phaseMem {
+	return phaseMem{allocsPerReq: float64(m.mallocs-before.mallocs) / float64(max(n, 1)), gcs: m.numGC - before.numGC}
+}
+
+type phaseMem struct {
+	allocsPerReq float64
+	gcs          uint64
 }
 
 // median takes each figure's median over rounds.
@@ -236,6 +284,8 @@ func median(rs []phaseResult) phaseResult {
 	m.p50 = time.Duration(pick(func(r phaseResult) float64 { return float64(r.p50) }))
 	m.p99 = time.Duration(pick(func(r phaseResult) float64 { return float64(r.p99) }))
 	m.n = int(pick(func(r phaseResult) float64 { return float64(r.n) }))
+	m.mem.allocsPerReq = pick(func(r phaseResult) float64 { return r.mem.allocsPerReq })
+	m.mem.gcs = uint64(pick(func(r phaseResult) float64 { return float64(r.mem.gcs) }))
 	m.errors = 0
 	for _, r := range rs {
 		m.errors += r.errors
@@ -248,16 +298,13 @@ type phaseResult struct {
 	n, errors      int
 	rps            float64
 	p50, p99       time.Duration
+	mem            phaseMem
 }
 
-func (r phaseResult) print(round int) {
-	label := "median"
-	if round > 0 {
-		label = fmt.Sprint(round)
-	}
-	fmt.Printf("%-6s %-8s %-28s %10d %10.0f %9.2fms %9.2fms\n", label, r.handler, r.phase, r.n, r.rps, ms(r.p50), ms(r.p99))
+func (r phaseResult) print(label string) {
+	fmt.Printf("%-7s %-8s %-28s %10d %10.0f %9.2fms %9.2fms %11.0f %5d\n", label, r.handler, r.phase, r.n, r.rps, ms(r.p50), ms(r.p99), r.mem.allocsPerReq, r.mem.gcs)
 	if r.errors > 0 {
-		fmt.Printf("       %d requests failed\n", r.errors)
+		fmt.Printf("        %d requests failed\n", r.errors)
 	}
 }
 
@@ -349,14 +396,21 @@ func send(httpc *http.Client, url string, body []byte) (allowed bool, msg string
 	return rev.Response.Allowed, msg, nil
 }
 
-// indexReader serves policies from a namespace index, answering List like
-// the informer cache does: a new slice of the namespace's policies.
+// indexReader holds the policies in a client-go Indexer with the namespace
+// index, the store of an informer (webhook.PolicyIndex, what the guard
+// reads), and answers List like the informer cache does, with a new slice
+// of the namespace's policies.
 type indexReader struct {
 	byNamespace map[string][]rgv1.ConsumerRetentionPolicy
+	index       toolscache.Indexer
 }
 
-func newIndexReader(namespaces, perNS int) *indexReader {
-	r := &indexReader{byNamespace: make(map[string][]rgv1.ConsumerRetentionPolicy, namespaces)}
+func (r *indexReader) HasSynced() bool                { return true }
+func (r *indexReader) GetIndexer() toolscache.Indexer { return r.index }
+
+func newIndexReader(namespaces, perNS int) (*indexReader, error) {
+	r := &indexReader{byNamespace: make(map[string][]rgv1.ConsumerRetentionPolicy, namespaces),
+		index: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})}
 	now := metav1.Now()
 	for i := range namespaces {
 		ns := fmt.Sprintf("bench-%04d", i)
@@ -380,9 +434,12 @@ func newIndexReader(namespaces, perNS int) *indexReader {
 				}},
 			}
 			r.byNamespace[ns] = append(r.byNamespace[ns], p)
+			if err := r.index.Add(p.DeepCopy()); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return r
+	return r, nil
 }
 
 func (r *indexReader) Get(_ context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
