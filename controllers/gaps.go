@@ -33,10 +33,43 @@ type gapMemo struct {
 type gapEntry struct {
 	key      string
 	at       time.Time
-	warnings []string
+	warnings []consumerGap
 }
 
-func (g *gapMemo) get(key types.NamespacedName, k string, now time.Time) ([]string, bool) {
+// The warningFacts type and reasons of a consumer gap (a configWarning).
+const (
+	// WarningConsumerWorkload: a live member of the group runs in a
+	// workload the policy does not guard.
+	WarningConsumerWorkload = "consumerWorkload"
+	// WarningReasonNotSelected: the workload is in the policy's namespace
+	// and spec.selector misses its pod template.
+	WarningReasonNotSelected = "NotSelected"
+	// WarningReasonOtherNamespace: the workload is in another namespace,
+	// which a policy never guards.
+	WarningReasonOtherNamespace = "OtherNamespace"
+)
+
+// consumerGap is one gap: its prose (a configWarning) and its fact (a
+// warningFact), compared by the status's change detection.
+type consumerGap struct {
+	Message string
+	Fact    rgv1.WarningFact
+}
+
+// newConsumerGap is the gap m (from workloads.Gaps) for a policy of
+// namespace.
+func newConsumerGap(m workloads.Match, namespace string) consumerGap {
+	reason := WarningReasonNotSelected
+	if m.Workload.Namespace != namespace {
+		reason = WarningReasonOtherNamespace
+	}
+	return consumerGap{
+		Message: workloads.GapMessage(m, namespace),
+		Fact:    rgv1.WarningFact{Type: WarningConsumerWorkload, Reason: reason, Subject: m.Workload.String()},
+	}
+}
+
+func (g *gapMemo) get(key types.NamespacedName, k string, now time.Time) ([]consumerGap, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	e, ok := g.m[key]
@@ -46,7 +79,7 @@ func (g *gapMemo) get(key types.NamespacedName, k string, now time.Time) ([]stri
 	return e.warnings, true
 }
 
-func (g *gapMemo) put(key types.NamespacedName, k string, now time.Time, warnings []string) {
+func (g *gapMemo) put(key types.NamespacedName, k string, now time.Time, warnings []consumerGap) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.m == nil {
@@ -65,7 +98,7 @@ func (g *gapMemo) forget(key types.NamespacedName) {
 // runs in that the policy does not guard (workloads.Gaps): their
 // rollouts go unchecked. Nil without a workload reader or members; a read
 // that fails warns of nothing (logged).
-func (r *ConsumerRetentionPolicyReconciler) consumerGaps(ctx context.Context, policy *rgv1.ConsumerRetentionPolicy, obs *proof.Observation, now time.Time) []string {
+func (r *ConsumerRetentionPolicyReconciler) consumerGaps(ctx context.Context, policy *rgv1.ConsumerRetentionPolicy, obs *proof.Observation, now time.Time) []consumerGap {
 	if r.Workloads == nil || len(obs.Group.Members) == 0 {
 		return nil
 	}
@@ -93,9 +126,9 @@ func (r *ConsumerRetentionPolicyReconciler) consumerGaps(ctx context.Context, po
 		logf.FromContext(ctx).Error(err, "reading the workloads of the group's live members; no gap warnings")
 		return nil
 	}
-	var warnings []string
+	var warnings []consumerGap
 	for _, m := range workloads.NewIndex(snap).Gaps(policy.Namespace, sel, obs.Group.Members) {
-		warnings = append(warnings, workloads.GapMessage(m, policy.Namespace))
+		warnings = append(warnings, newConsumerGap(m, policy.Namespace))
 	}
 	r.gapChecks.put(key, memoKey, now, warnings)
 	return warnings

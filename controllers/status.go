@@ -63,8 +63,9 @@ type statusInput struct {
 	HandledRequestedAt string
 	// ConsumerGaps say which workloads the group's live members run in
 	// that the policy does not guard (gathered with an observation);
-	// status.proof.configWarnings carries them.
-	ConsumerGaps []string
+	// status.proof.configWarnings carries their prose and warningFacts
+	// their facts.
+	ConsumerGaps []consumerGap
 }
 
 // statusOutcome is the computed status and the proof result behind it (nil
@@ -151,7 +152,8 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 		st.ObservedGeneration = in.Generation
 		st.Proof = proofStatus(out.Observation, res)
 		for _, w := range in.ConsumerGaps {
-			st.Proof.ConfigWarnings = append(st.Proof.ConfigWarnings, truncate(w, maxWarningLength*2))
+			st.Proof.ConfigWarnings = append(st.Proof.ConfigWarnings, truncate(w.Message, maxWarningLength*2))
+			st.Proof.WarningFacts = append(st.Proof.WarningFacts, w.Fact)
 		}
 		if in.HandledRequestedAt != "" {
 			st.LastHandledRequestedAt = in.HandledRequestedAt

@@ -597,3 +597,36 @@ func TestViolationFactsDecideWhetherTheStatusChanged(t *testing.T) {
 		g.Expect(check(first, simple(), minute)).To(Equal(first), `"in 24h (1d)" then "in 23h59m": the same expiry`)
 	})
 }
+
+// Seed 000 (a second consumer of the group deployed beside the guarded
+// one): the gap warning that a live member runs in a workload the
+// selector misses is news on its own. With a heartbeat, an unchanged proof
+// is not rewritten; a gap that appears (or goes) must be, carried as a
+// fact beside its prose, or the policy reads guarded while a consumer's
+// rollouts go unchecked.
+func TestConsumerGapIsAFact(t *testing.T) {
+	hb := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: HeartbeatLeaseName([]string{"kafka:9092"}, time.Minute)}
+	obs := healthyObs()
+	check := func(cur rgv1.ConsumerRetentionPolicyStatus, at time.Time, gaps []consumerGap) rgv1.ConsumerRetentionPolicyStatus {
+		o := obs
+		o.ObservedAt = at
+		return computeStatus(cur, statusInput{Generation: 1, Policy: testPolicy(), Now: at, Observation: &o, Heartbeat: hb, ConsumerGaps: gaps}).Status
+	}
+	g := NewWithT(t)
+	first := check(rgv1.ConsumerRetentionPolicyStatus{}, statusNow, nil)
+	same := check(first, statusNow.Add(time.Minute), nil)
+	g.Expect(same).To(Equal(first), "nothing changed: not rewritten")
+
+	gap := consumerGap{
+		Message: "Deployment shop/fraud-scorer consumes the group (a live member at 10.0.0.7) but spec.selector does not select its pod template",
+		Fact:    rgv1.WarningFact{Type: WarningConsumerWorkload, Reason: WarningReasonNotSelected, Subject: "Deployment shop/fraud-scorer"},
+	}
+	found := check(first, statusNow.Add(time.Minute), []consumerGap{gap})
+	g.Expect(found.Proof.CheckedAt.Time).To(Equal(statusNow.Add(time.Minute)), "a new gap is written at once")
+	g.Expect(found.Proof.ConfigWarnings).To(ContainElement(gap.Message))
+	g.Expect(found.Proof.WarningFacts).To(ContainElement(gap.Fact))
+
+	gone := check(found, statusNow.Add(2*time.Minute), nil)
+	g.Expect(gone.Proof.CheckedAt.Time).To(Equal(statusNow.Add(2*time.Minute)), "a gap that is closed is written at once")
+	g.Expect(gone.Proof.WarningFacts).NotTo(ContainElement(gap.Fact))
+}

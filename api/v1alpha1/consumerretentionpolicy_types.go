@@ -628,7 +628,9 @@ type ProofStatus struct {
 type WarningFact struct {
 	// type is the kind of warning: recoveryHeadroom, groupOffsetsExpireIn,
 	// groupOffsets, seekRequired, cronJobSchedule (warnings);
-	// recordTimestamps, offsetsTopic (configWarnings).
+	// recordTimestamps, offsetsTopic, consumerWorkload (configWarnings:
+	// a live member of the group runs in a workload the policy does not
+	// select, reason NotSelected, or in another namespace, OtherNamespace).
 	Type string `json:"type"`
 	// reason tells warnings of one type apart, a stable CamelCase word,
 	// e.g. PastRetention or ShorterThanWindow (recoveryHeadroom),
