@@ -130,7 +130,7 @@ build-e2e: ## Build the binaries the end-to-end suite and the demo test run (sam
 	$(GO) build -o bin/e2e/kafka-broker ./test/kafka-broker
 
 .PHONY: verify
-verify: ## Fail when generated files (CRD, RBAC, deepcopy, the chart's schema and README) or formatting are out of date.
+verify: ## Fail when generated files (CRD, RBAC, deepcopy, the chart's schema and README, the package graph in docs/architecture.md) or formatting are out of date.
 	hack/verify.sh
 
 .PHONY: lint
@@ -179,6 +179,10 @@ manifests: ## Generate the CRD, RBAC and webhook manifests into config/ (and the
 chart-docs: ## Generate the chart's values.schema.json and README.md (through README.md.gotmpl) from the comments of its values.yaml (hack/chartschema).
 	$(GO) run ./hack/chartschema -values charts/retention-guard/values.yaml -out charts/retention-guard/values.schema.json \
 		-chart charts/retention-guard/Chart.yaml -readme-template charts/retention-guard/README.md.gotmpl -readme charts/retention-guard/README.md
+
+.PHONY: arch-graph
+arch-graph: ## Draw the package imports as a Mermaid graph in docs/architecture.md (hack/archgraph.sh, from go list -deps).
+	hack/archgraph.sh
 
 .PHONY: chart-crds
 chart-crds: ## Copy the generated CRDs, RBAC rules and webhook rules from config/ into charts/retention-guard.

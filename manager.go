@@ -19,11 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
-	"github.com/retentionguard/retention-guard/controllers"
 	"github.com/retentionguard/retention-guard/internal/certs"
 	"github.com/retentionguard/retention-guard/internal/cli"
 	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/logging"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 	"github.com/retentionguard/retention-guard/webhook"
 )
 
@@ -71,8 +71,8 @@ type managerOptions struct {
 	certs            certs.Options
 
 	// Derived by validate.
-	allowlist   controllers.BootstrapAllowlist
-	cursorHosts controllers.BootstrapAllowlist
+	allowlist   resolve.BootstrapAllowlist
+	cursorHosts resolve.BootstrapAllowlist
 }
 
 func (o *managerOptions) bind(fs *pflag.FlagSet) {
@@ -139,12 +139,12 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 // validate checks the flags and derives what they imply. Its errors are
 // usage errors.
 func (o *managerOptions) validate() error {
-	allow, err := controllers.NewBootstrapAllowlist(o.allowedBootstrapServers)
+	allow, err := resolve.NewBootstrapAllowlist(o.allowedBootstrapServers)
 	if err != nil {
 		return fmt.Errorf("--allowed-bootstrap-servers: %w", err)
 	}
 	o.allowlist = allow
-	if o.cursorHosts, err = controllers.NewCursorHostAllowlist(o.allowedCursorHosts); err != nil {
+	if o.cursorHosts, err = resolve.NewCursorHostAllowlist(o.allowedCursorHosts); err != nil {
 		return fmt.Errorf("--allowed-cursor-hosts: %w", err)
 	}
 	switch {

@@ -17,6 +17,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/certs"
 	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 	"github.com/retentionguard/retention-guard/internal/webhookscope"
 	"github.com/retentionguard/retention-guard/internal/workloadread"
 	"github.com/retentionguard/retention-guard/webhook"
@@ -29,7 +30,7 @@ type kafkaSide struct {
 	observer  *kafka.Observer
 	coalescer *controllers.Coalescer
 	cursors   *cursor.Reader
-	resolver  *controllers.ConnectionResolver
+	resolver  *resolve.ConnectionResolver
 }
 
 func (k *kafkaSide) close() {
@@ -59,7 +60,7 @@ func setupKafka(mgr ctrl.Manager, o *managerOptions) (*kafkaSide, error) {
 		cursor.WithConnectTimeout(o.cursorTimeout),
 		cursor.WithLogger(ctrl.Log.WithName("cursor")),
 	)
-	resolver := &controllers.ConnectionResolver{
+	resolver := &resolve.ConnectionResolver{
 		Metadata:         mgr.GetClient(),
 		Secrets:          mgr.GetAPIReader(),
 		Objects:          mgr.GetClient(),

@@ -27,6 +27,7 @@ import (
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 	"github.com/retentionguard/retention-guard/internal/workloadread"
 	"github.com/retentionguard/retention-guard/internal/workloads"
 )
@@ -40,7 +41,7 @@ import (
 // manager (the field indexes).
 type KafkaConnectionReconciler struct {
 	Client    client.Client
-	Resolver  *ConnectionResolver
+	Resolver  *resolve.ConnectionResolver
 	Coalescer *Coalescer
 	Recorder  events.EventRecorder
 	// Kind is rgv1.KindClusterKafkaConnection or rgv1.KindKafkaConnection.

@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
-	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 	"github.com/retentionguard/retention-guard/internal/workloadread"
 )
 
@@ -50,7 +50,7 @@ type ConsumerRetentionPolicyReconciler struct {
 	// Client is the manager's cached client.
 	Client client.Client
 	// Resolver turns spec.kafka into a connection.
-	Resolver *ConnectionResolver
+	Resolver *resolve.ConnectionResolver
 	// Coalescer shares observations among policies of one cluster.
 	Coalescer *Coalescer
 	// Recorder records events.k8s.io events on verdict transitions.
@@ -167,7 +167,7 @@ func (r *ConsumerRetentionPolicyReconciler) policiesForSecret(ctx context.Contex
 		}
 	}
 	if len(reqs) == 0 && len(keys) == 0 {
-		r.Resolver.drop(client.ObjectKeyFromObject(s))
+		r.Resolver.Forget(client.ObjectKeyFromObject(s))
 	}
 	for _, k := range keys {
 		reqs = append(reqs, r.policiesOf(ctx, k)...)
@@ -333,12 +333,12 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 	}
 	pending := pendingRecheck(policy.Annotations, policy.Status.LastHandledRequestedAt)
 	var (
-		conn    kafka.Connection
+		res     resolve.Resolved
 		err     error
 		problem = selectorProblem(policy)
 	)
 	if problem == nil {
-		conn, err = r.Resolver.Resolve(ctx, policy)
+		res, err = r.Resolver.Resolve(ctx, policy)
 	}
 	interval := r.interval(policy)
 	switch {
@@ -353,14 +353,13 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 		return in, ctrl.Result{}, err
 	}
 
+	conn := res.Connection
 	in.Interval, in.Servers = interval, conn.BootstrapServers
 	if r.Heartbeats != nil {
 		in.Heartbeat = r.Heartbeats.Reference(conn.BootstrapServers, interval)
 	}
 	target := policyTarget(policy)
-	if in.CursorProblem, err = r.Resolver.cursorTarget(ctx, policy, &target); err != nil {
-		return in, ctrl.Result{}, err
-	}
+	target.Cursor, in.CursorProblem = res.Cursor, res.CursorProblem
 	var notBefore time.Time
 	if pending != "" {
 		// retentionguard.io/requestedAt: only a pass that starts now

@@ -20,6 +20,7 @@ import (
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
 	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 )
 
 const (
@@ -527,8 +528,8 @@ func TestKstatusConformance(t *testing.T) {
 		Should(Equal(status.FailedStatus))
 	p = getPolicy(g, h.ns, "billing")
 	assertConditions(g, p.Status, map[string]condWant{
-		ConditionStalled:  {metav1.ConditionTrue, ReasonSecretKeyMissing},
-		proof.ClauseReady: {metav1.ConditionFalse, ReasonSecretKeyMissing},
+		ConditionStalled:  {metav1.ConditionTrue, resolve.ReasonSecretKeyMissing},
+		proof.ClauseReady: {metav1.ConditionFalse, resolve.ReasonSecretKeyMissing},
 	}, ConditionReconciling)
 	g.Expect(condition(p.Status, proof.ClauseReady).Message).To(ContainSubstring(`"password"`))
 

@@ -20,6 +20,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/cursor/cursortest"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
 	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 )
 
 // A real PostgreSQL for the business cursor tests, started on first use
@@ -163,12 +164,12 @@ func TestCursorSourceProblems(t *testing.T) {
 		g.Expect(condition(p.Status, proof.ClauseKafkaReachable).Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(kstatusOf(g, h.ns, name).Status).To(Equal(status.FailedStatus))
 	}
-	stalled("missing", ReasonSecretNotFound)
+	stalled("missing", resolve.ReasonSecretNotFound)
 
 	// A host the manager does not allow is never contacted.
 	far := cursorDB(t, db, h.ns, "far_cursor", "postgres://guard:"+cursortest.Password+"@db.elsewhere.example:5432/settlement", rgv1.ResumeFromCursor)
 	createPolicy(t, h.ns, "far", "g", []string{"settle-task"}, policyOptions{servers: c.Addrs, cursor: far})
-	stalled("far", ReasonDatabaseHostNotAllowed)
+	stalled("far", resolve.ReasonDatabaseHostNotAllowed)
 
 	// A wrong password: the cursor is unreadable, the message says why,
 	// and the password is nowhere.
@@ -319,7 +320,7 @@ func TestConnectionRefPolicyCursorSecretWatched(t *testing.T) {
 		}
 		return ""
 	}
-	g.Eventually(stalledReason, eventually, poll).Should(Equal(ReasonSecretNotFound))
+	g.Eventually(stalledReason, eventually, poll).Should(Equal(resolve.ReasonSecretNotFound))
 	// Observed once: the next pass is an hour away.
 	g.Eventually(func(g Gomega) metav1.ConditionStatus {
 		if c := condition(getPolicy(g, h.ns, "settle").Status, proof.ClauseKafkaReachable); c != nil {
@@ -329,5 +330,5 @@ func TestConnectionRefPolicyCursorSecretWatched(t *testing.T) {
 	}, eventually, poll).Should(Equal(metav1.ConditionTrue))
 
 	createSecret(t, h.ns, "settle-cursor", map[string]string{"dsn": "postgres://guard@db.elsewhere.example:5432/settlement"})
-	g.Eventually(stalledReason, eventually, poll).Should(Equal(ReasonDatabaseHostNotAllowed))
+	g.Eventually(stalledReason, eventually, poll).Should(Equal(resolve.ReasonDatabaseHostNotAllowed))
 }

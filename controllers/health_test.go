@@ -12,6 +12,7 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 	"github.com/retentionguard/retention-guard/test/argocd"
 )
 
@@ -60,7 +61,7 @@ func TestGitOpsHealthOfPolicies(t *testing.T) {
 		Should(Equal(status.FailedStatus))
 	st, msg := health(g, "stalled")
 	g.Expect(st).To(Equal("Degraded"))
-	g.Expect(msg).To(HavePrefix(ReasonSecretKeyMissing + ": "))
+	g.Expect(msg).To(HavePrefix(resolve.ReasonSecretKeyMissing + ": "))
 
 	createPolicy(t, h.ns, "billing", "billing", []string{"orders"}, policyOptions{servers: c.Addrs})
 	g.Eventually(verdictOf(h.ns, "billing"), eventually, poll).Should(Equal(rgv1.VerdictProven))

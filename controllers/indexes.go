@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 )
 
 // Field indexes on the manager's cache, so a watch event finds what it
@@ -53,7 +54,7 @@ func setupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		case !ok:
 			return nil
 		case p.Spec.Kafka.ConnectionRef == nil:
-			return secretRefs(p)
+			return resolve.SecretRefs(p)
 		case p.Spec.Cursor != nil && p.Spec.Cursor.SQL.SecretRef.Name != "":
 			// The connection's Secrets are the connection's: indexed by
 			// connectionSecretIndex.
@@ -75,7 +76,7 @@ func setupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	}
 	if err := idx.IndexField(ctx, &rgv1.ClusterKafkaConnection{}, connectionSecretIndex, func(o client.Object) []string {
 		if c, ok := o.(*rgv1.ClusterKafkaConnection); ok {
-			return connectionSecretRefs(c.Spec.TLS, c.Spec.SASL)
+			return resolve.ConnectionSecretRefs(c.Spec.TLS, c.Spec.SASL)
 		}
 		return nil
 	}); err != nil {
@@ -83,7 +84,7 @@ func setupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	}
 	if err := idx.IndexField(ctx, &rgv1.KafkaConnection{}, connectionSecretIndex, func(o client.Object) []string {
 		if c, ok := o.(*rgv1.KafkaConnection); ok {
-			return connectionSecretRefs(c.Spec.TLS, c.Spec.SASL)
+			return resolve.ConnectionSecretRefs(c.Spec.TLS, c.Spec.SASL)
 		}
 		return nil
 	}); err != nil {

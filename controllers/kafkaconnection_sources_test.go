@@ -18,6 +18,7 @@ import (
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
 	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 )
 
 // OAUTHBEARER end to end: a ClusterKafkaConnection whose client
@@ -164,7 +165,7 @@ func TestClusterKafkaConnectionFromStrimzi(t *testing.T) {
 		g.Expect(meta.IsStatusConditionTrue(getCKC(g, wrong).Status.Conditions, ConditionStalled)).To(BeTrue())
 		return ready.Reason + ": " + ready.Message
 	}, 30*time.Second, 100*time.Millisecond).Should(And(
-		HavePrefix(ReasonStrimziListenerNotReady), ContainSubstring(`no listener "external"`), ContainSubstring("plain, tls")))
+		HavePrefix(resolve.ReasonStrimziListenerNotReady), ContainSubstring(`no listener "external"`), ContainSubstring("plain, tls")))
 }
 
 // retentionguard.io/requestedAt asks for a fresh observation now: with a

@@ -22,6 +22,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/cli"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
 	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 )
 
 // labeledNamespace creates a namespace with labels.
@@ -139,7 +140,7 @@ func TestClusterKafkaConnectionSharedByNamespaces(t *testing.T) {
 	g.Eventually(verdictOf(teamA, "billing"), 30*time.Second, 100*time.Millisecond).Should(Equal(rgv1.VerdictProven))
 	g.Eventually(verdictOf(teamB, "shipping"), 30*time.Second, 100*time.Millisecond).Should(Equal(rgv1.VerdictProven))
 	g.Eventually(func(g Gomega) string { return readyReason(g, getPolicy(g, teamC, "audit")) }, 30*time.Second, 100*time.Millisecond).
-		Should(Equal(ReasonNamespaceNotAllowed))
+		Should(Equal(resolve.ReasonNamespaceNotAllowed))
 	audit := getPolicy(g, teamC, "audit")
 	stalled := meta.FindStatusCondition(audit.Status.Conditions, ConditionStalled)
 	g.Expect(stalled).NotTo(BeNil())
@@ -187,7 +188,7 @@ func TestClusterKafkaConnectionSharedByNamespaces(t *testing.T) {
 	g.Expect(env.Client.Delete(testCtx(t), &rgv1.ClusterKafkaConnection{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
 	for _, p := range [][2]string{{teamA, "billing"}, {teamB, "shipping"}} {
 		g.Eventually(func(g Gomega) string { return readyReason(g, getPolicy(g, p[0], p[1])) }, 30*time.Second, 100*time.Millisecond).
-			Should(Equal(ReasonConnectionNotFound))
+			Should(Equal(resolve.ReasonConnectionNotFound))
 		g.Expect(getPolicy(g, p[0], p[1]).Status.Proof.Verdict).To(Equal(rgv1.VerdictUnknown))
 	}
 	g.Consistently(verdictOf(teamA, "billing"), 2*time.Second, 200*time.Millisecond).Should(Equal(rgv1.VerdictUnknown))
@@ -226,7 +227,7 @@ func TestKafkaConnectionServesItsNamespace(t *testing.T) {
 
 	g.Eventually(verdictOf(h.ns, "billing"), 30*time.Second, 100*time.Millisecond).Should(Equal(rgv1.VerdictProven))
 	g.Eventually(func(g Gomega) string { return readyReason(g, getPolicy(g, other, "billing")) }, 30*time.Second, 100*time.Millisecond).
-		Should(Equal(ReasonConnectionNotFound))
+		Should(Equal(resolve.ReasonConnectionNotFound))
 	g.Eventually(func(g Gomega) {
 		got := &rgv1.KafkaConnection{}
 		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(kc), got)).To(Succeed())

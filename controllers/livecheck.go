@@ -9,6 +9,7 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/assemble"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 )
 
 // LiveChecker proves one policy against the brokers now, for the admission
@@ -19,7 +20,7 @@ import (
 // (assemble.Proof, with the CronJobs the policy selects), so a live proof
 // says what the status would.
 type LiveChecker struct {
-	Resolver  *ConnectionResolver
+	Resolver  *resolve.ConnectionResolver
 	Coalescer *Coalescer
 	// CronJobs lists the CronJobs a policy selects, normally the manager's
 	// cached client (CronJobs are cached reduced to what the proof reads:
@@ -38,7 +39,7 @@ type LiveChecker struct {
 // not be read).
 func (l *LiveChecker) Check(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) {
 	pol := proofPolicy(p)
-	conn, err := l.Resolver.Resolve(ctx, p)
+	res, err := l.Resolver.Resolve(ctx, p)
 	var problem *SpecProblem
 	switch {
 	case errors.As(err, &problem):
@@ -50,16 +51,14 @@ func (l *LiveChecker) Check(ctx context.Context, p *rgv1.ConsumerRetentionPolicy
 		return nil, err
 	}
 	target := policyTarget(p)
-	if _, err := l.Resolver.cursorTarget(ctx, p, &target); err != nil {
-		return nil, err
-	}
-	obs, err := l.Coalescer.ObserveNow(ctx, conn, target)
+	target.Cursor = res.Cursor
+	obs, err := l.Coalescer.ObserveNow(ctx, res.Connection, target)
 	if err != nil {
 		return nil, err
 	}
 	cronJobs := l.CronJobs
 	if cronJobs == nil {
-		cronJobs = l.Resolver.objects()
+		cronJobs = l.Resolver.ObjectReader()
 	}
 	cjs, err := selectedCronJobs(ctx, cronJobs, &l.gaps, p, time.Now())
 	if err != nil {

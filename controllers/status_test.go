@@ -14,6 +14,7 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 )
 
 // The status setters are pure: these tables need no cluster.
@@ -98,7 +99,7 @@ func provenStatus(gen int64) rgv1.ConsumerRetentionPolicyStatus {
 func stalledStatus(gen int64) rgv1.ConsumerRetentionPolicyStatus {
 	return computeStatus(rgv1.ConsumerRetentionPolicyStatus{}, statusInput{
 		Generation: gen, Policy: testPolicy(), Now: statusNow,
-		Problem: &SpecProblem{Reason: ReasonSecretKeyMissing, Message: `Secret "kafka-user" has no key "password"`},
+		Problem: &SpecProblem{Reason: resolve.ReasonSecretKeyMissing, Message: `Secret "kafka-user" has no key "password"`},
 	}).Status
 }
 
@@ -272,7 +273,7 @@ func TestComputeStatus(t *testing.T) {
 			name: "the same spec problem decided again: nothing changes, checkedAt included",
 			cur:  stalledStatus(2),
 			in: statusInput{Generation: 2, Policy: testPolicy(), Now: statusNow.Add(10 * time.Minute),
-				Problem: &SpecProblem{Reason: ReasonSecretKeyMissing, Message: `Secret "kafka-user" has no key "password"`}},
+				Problem: &SpecProblem{Reason: resolve.ReasonSecretKeyMissing, Message: `Secret "kafka-user" has no key "password"`}},
 			assert: func(g Gomega, cur rgv1.ConsumerRetentionPolicyStatus, out statusOutcome) {
 				g.Expect(out.Status).To(Equal(cur))
 			},
@@ -479,7 +480,7 @@ func TestComputeStatusCursor(t *testing.T) {
 	pol.Cursor = &proof.CursorPolicy{ResumeFrom: proof.ResumeFromCursor}
 	obs := healthyObs()
 	obs.Cursor = proof.CursorObservation{Problem: `Secret "settle-db" named by spec.cursor.sql.secretRef does not exist in the policy's namespace`}
-	problem := &SpecProblem{Reason: ReasonSecretNotFound, Message: obs.Cursor.Problem}
+	problem := &SpecProblem{Reason: resolve.ReasonSecretNotFound, Message: obs.Cursor.Problem}
 	out := computeStatus(rgv1.ConsumerRetentionPolicyStatus{}, statusInput{Generation: 2, Policy: pol, Now: statusNow, Observation: &obs, CursorProblem: problem})
 	st := out.Status
 	g.Expect(st.ObservedGeneration).To(Equal(int64(2)))
@@ -491,7 +492,7 @@ func TestComputeStatusCursor(t *testing.T) {
 	g.Expect(cur.Message).To(ContainSubstring(`Secret "settle-db"`))
 	stalled := condition(st, ConditionStalled)
 	g.Expect(stalled).NotTo(BeNil())
-	g.Expect(stalled.Reason).To(Equal(ReasonSecretNotFound))
+	g.Expect(stalled.Reason).To(Equal(resolve.ReasonSecretNotFound))
 	g.Expect(st.Proof.Cursor).To(Equal(&rgv1.CursorStatus{ResumeFrom: rgv1.ResumeFromCursor}))
 
 	// spec.cursor removed: the clause and the stall go.

@@ -37,6 +37,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/freshness"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 	"github.com/retentionguard/retention-guard/internal/testenv"
 	"github.com/retentionguard/retention-guard/internal/workloadread"
 )
@@ -245,7 +246,7 @@ type harness struct {
 	writes    *writeCounter
 	observer  *countingObserver
 	coalescer *Coalescer
-	resolver  *ConnectionResolver
+	resolver  *resolve.ConnectionResolver
 	logs      *syncBuffer
 	stop      func()
 }
@@ -286,9 +287,9 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 	if o.cursorHosts == nil {
 		o.cursorHosts = []string{"127.0.0.1:*"}
 	}
-	allow, err := NewBootstrapAllowlist(o.allow)
+	allow, err := resolve.NewBootstrapAllowlist(o.allow)
 	g.Expect(err).NotTo(HaveOccurred())
-	cursorHosts, err := NewCursorHostAllowlist(o.cursorHosts)
+	cursorHosts, err := resolve.NewCursorHostAllowlist(o.cursorHosts)
 	g.Expect(err).NotTo(HaveOccurred())
 	if o.cursorTimeout == 0 {
 		o.cursorTimeout = 2 * time.Second
@@ -311,7 +312,7 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(mgr.Add(h.coalescer)).To(Succeed())
-	resolver := &ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow,
+	resolver := &resolve.ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow,
 		ManagerNamespace: o.managerNamespace, Cursors: cursors, CursorHosts: cursorHosts}
 	h.resolver = resolver
 	r := &ConsumerRetentionPolicyReconciler{

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fails when a generated file (CRD, RBAC, webhook manifests, deepcopy, the
-# chart's values.schema.json and README.md) is out of date with the sources
+# chart's values.schema.json and README.md, the package graph in
+# docs/architecture.md) is out of date with the sources
 # in the working tree, or when gofmt would change a file. It regenerates in place and compares against a snapshot taken before,
 # so it works on a dirty working tree as well as in CI: after a failure the
 # files are up to date and only need committing.
@@ -9,14 +10,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 generated() {
   { find config charts/retention-guard/templates/crds charts/retention-guard/files/generated -type f -name '*.yaml' 2>/dev/null; git ls-files -co --exclude-standard -- '*zz_generated*.go'
-    echo charts/retention-guard/values.schema.json; echo charts/retention-guard/README.md; } | sort -u
+    echo charts/retention-guard/values.schema.json; echo charts/retention-guard/README.md; echo docs/architecture.md; } | sort -u
 }
 
 snap=$(mktemp -d)
 trap 'rm -rf "$snap"' EXIT
 generated | while read -r f; do mkdir -p "$snap/$(dirname "$f")"; cp "$f" "$snap/$f"; done
 
-make --no-print-directory -s manifests generate chart-docs
+make --no-print-directory -s manifests generate chart-docs arch-graph
 
 status=0
 while read -r f; do

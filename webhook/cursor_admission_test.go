@@ -15,6 +15,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/cursor/cursortest"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 )
 
 // A real PostgreSQL for the business cursor admission test, started on
@@ -62,16 +63,16 @@ func TestStartJudgedLiveWithTheBusinessCursor(t *testing.T) {
 	defer coalescer.Close()
 	// The broker and the database listen on loopback: allowed (an empty
 	// allowlist allows nothing).
-	loopback, err := controllers.NewBootstrapAllowlist([]string{"127.0.0.1:*"})
+	loopback, err := resolve.NewBootstrapAllowlist([]string{"127.0.0.1:*"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cursorHosts, err := controllers.NewCursorHostAllowlist([]string{"127.0.0.1:*"})
+	cursorHosts, err := resolve.NewCursorHostAllowlist([]string{"127.0.0.1:*"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	live := &controllers.LiveChecker{
-		Resolver: &controllers.ConnectionResolver{Metadata: s.admin, Secrets: s.admin, Cursors: reader,
+		Resolver: &resolve.ConnectionResolver{Metadata: s.admin, Secrets: s.admin, Cursors: reader,
 			Allowlist: loopback, CursorHosts: cursorHosts},
 		Coalescer: coalescer,
 	}

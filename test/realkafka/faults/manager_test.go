@@ -21,6 +21,7 @@ import (
 	"github.com/retentionguard/retention-guard/controllers"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 	"github.com/retentionguard/retention-guard/internal/testenv"
 )
 
@@ -51,7 +52,7 @@ func startManager(t *testing.T, allowed []string) *manager {
 
 	observer := kafka.NewObserver()
 	coalescer := controllers.NewCoalescer(observer, controllers.CoalescerOptions{})
-	allow, err := controllers.NewBootstrapAllowlist(allowed)
+	allow, err := resolve.NewBootstrapAllowlist(allowed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func startManager(t *testing.T, allowed []string) *manager {
 	}
 	r := &controllers.ConsumerRetentionPolicyReconciler{
 		Client:    mgr.GetClient(),
-		Resolver:  &controllers.ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow},
+		Resolver:  &resolve.ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow},
 		Coalescer: coalescer,
 		Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
 	}

@@ -1,4 +1,4 @@
-package controllers
+package resolve
 
 import (
 	"errors"
@@ -43,8 +43,9 @@ const (
 	SecretKeyStrimziKey  = "user.key"
 )
 
-// Reasons the reconciler sets on its own, besides the proof's (see
-// internal/proof). Like those, they are an API: CamelCase and stable.
+// Reasons of a connection's Secrets, set by the reconcilers besides the
+// proof's (see internal/proof). Like those, they are an API: CamelCase and
+// stable.
 const (
 	// ReasonSecretNotFound: a Secret named by spec.kafka.tls.secretRef or
 	// spec.kafka.sasl.secretRef does not exist in the policy's namespace.
@@ -57,15 +58,6 @@ const (
 	// ReasonInvalidConnection: the connection cannot work as configured,
 	// e.g. the CA or client certificate in the Secret is not valid PEM.
 	ReasonInvalidConnection = "InvalidConnection"
-	// ReasonProofPending: the brokers are being observed for the first
-	// proof of the current spec (condition Reconciling, and Ready Unknown).
-	ReasonProofPending = "ProofPending"
-)
-
-// Condition types kstatus reads, besides the clauses and Ready.
-const (
-	ConditionReconciling = "Reconciling"
-	ConditionStalled     = "Stalled"
 )
 
 // SpecProblem is a problem with the policy or what it references that only
@@ -182,16 +174,18 @@ var errSecretNotFound = errors.New("secret not found")
 // another (transient) error.
 type secretGetter func(name string) (map[string][]byte, error)
 
-// secretRefs lists the Secrets a policy references, for the field index.
-func secretRefs(p *rgv1.ConsumerRetentionPolicy) []string {
-	names := connectionSecretRefs(p.Spec.Kafka.TLS, p.Spec.Kafka.SASL)
+// SecretRefs lists the Secrets a policy references, for the field index.
+func SecretRefs(p *rgv1.ConsumerRetentionPolicy) []string {
+	names := ConnectionSecretRefs(p.Spec.Kafka.TLS, p.Spec.Kafka.SASL)
 	if c := p.Spec.Cursor; c != nil && c.SQL.SecretRef.Name != "" && !slices.Contains(names, c.SQL.SecretRef.Name) {
 		names = append(names, c.SQL.SecretRef.Name)
 	}
 	return names
 }
 
-func connectionSecretRefs(t *rgv1.KafkaTLS, s *rgv1.KafkaSASL) []string {
+// ConnectionSecretRefs lists the Secrets a connection's TLS and SASL
+// reference, for the field index.
+func ConnectionSecretRefs(t *rgv1.KafkaTLS, s *rgv1.KafkaSASL) []string {
 	var names []string
 	if t != nil && t.SecretRef.Name != "" {
 		names = append(names, t.SecretRef.Name)

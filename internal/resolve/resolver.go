@@ -1,4 +1,14 @@
-package controllers
+// Package resolve turns what a policy or a connection declares (an inline
+// spec.kafka, a connectionRef to a KafkaConnection or
+// ClusterKafkaConnection, a Strimzi listener, spec.cursor) and the Secrets
+// they name into what can be dialed: a kafka.Connection and a business
+// cursor reader. It checks the allowlists first (a server or database host
+// not allowed is never contacted, and no Secret is read for it) and tells
+// a problem a person must fix (*SpecProblem) from a transient error.
+//
+// The reconcilers in controllers use it, and through their live check the
+// admission webhook; it never imports controllers.
+package resolve
 
 import (
 	"context"
@@ -55,12 +65,40 @@ type cachedSecret struct {
 	data            map[string][]byte
 }
 
-// Resolve returns the policy's connection: the one its connectionRef names
-// (when the policy's namespace may use it), or the one written inline. A
-// *SpecProblem error is a problem a person must fix (connection missing,
+// Resolved is what a policy's spec resolves to: the connection to dial and
+// the business cursor to read.
+type Resolved struct {
+	Connection kafka.Connection
+	// Cursor reads spec.cursor (nil without one). For a problem a person
+	// must fix it is a cursor that reports the problem (cursor.Unreadable),
+	// so the proof still shows the group's facts.
+	Cursor kafka.CursorReader
+	// CursorProblem is that problem, or nil: the policy is Stalled while
+	// it lasts.
+	CursorProblem *SpecProblem
+}
+
+// Resolve is the one entry point for a policy: its connection, the one its
+// connectionRef names (when the policy's namespace may use it) or the one
+// written inline, then its business cursor. A *SpecProblem error is a
+// problem with the connection a person must fix (connection missing,
 // namespace not allowed, server not allowed, Secret or key missing,
-// unusable PEM); any other error is transient.
-func (r *ConnectionResolver) Resolve(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (kafka.Connection, error) {
+// unusable PEM), and the cursor is not resolved; a problem with the cursor
+// is Resolved.CursorProblem instead. Any other error is transient.
+func (r *ConnectionResolver) Resolve(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (Resolved, error) {
+	conn, err := r.connection(ctx, p)
+	if err != nil {
+		return Resolved{}, err
+	}
+	res := Resolved{Connection: conn}
+	if res.Cursor, res.CursorProblem, err = r.policyCursor(ctx, p); err != nil {
+		return Resolved{}, err
+	}
+	return res, nil
+}
+
+// connection returns the policy's connection (see Resolve).
+func (r *ConnectionResolver) connection(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (kafka.Connection, error) {
 	if ref := p.Spec.Kafka.ConnectionRef; ref != nil {
 		return r.resolveRef(ctx, p.Namespace, *ref)
 	}
@@ -73,21 +111,13 @@ func (r *ConnectionResolver) secretsIn(ctx context.Context, namespace string) se
 	}
 }
 
-func (r *ConnectionResolver) objects() client.Reader {
+// ObjectReader is the reader of connections and namespaces: Objects, or
+// Metadata when Objects is nil.
+func (r *ConnectionResolver) ObjectReader() client.Reader {
 	if r.Objects != nil {
 		return r.Objects
 	}
 	return r.Metadata
-}
-
-// ResolveCursor returns the policy's business cursor reader (nil without
-// spec.cursor). A *SpecProblem error is a problem a person must fix
-// (Secret or key missing, connection string unparsable, host not
-// allowed); any other error is transient.
-func (r *ConnectionResolver) ResolveCursor(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (kafka.CursorReader, error) {
-	return resolveCursor(p, r.Cursors, r.CursorHosts, func(name string) (map[string][]byte, error) {
-		return r.secretData(ctx, types.NamespacedName{Namespace: p.Namespace, Name: name})
-	})
 }
 
 func (r *ConnectionResolver) secretData(ctx context.Context, key types.NamespacedName) (map[string][]byte, error) {
@@ -95,7 +125,7 @@ func (r *ConnectionResolver) secretData(ctx context.Context, key types.Namespace
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	if err := r.Metadata.Get(ctx, key, m); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.drop(key)
+			r.Forget(key)
 			return nil, errSecretNotFound
 		}
 		return nil, err
@@ -110,7 +140,7 @@ func (r *ConnectionResolver) secretData(ctx context.Context, key types.Namespace
 	s := &corev1.Secret{}
 	if err := r.Secrets.Get(ctx, key, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.drop(key)
+			r.Forget(key)
 			return nil, errSecretNotFound
 		}
 		return nil, err
@@ -124,8 +154,9 @@ func (r *ConnectionResolver) secretData(ctx context.Context, key types.Namespace
 	return s.Data, nil
 }
 
-// drop forgets a Secret's data.
-func (r *ConnectionResolver) drop(key types.NamespacedName) {
+// Forget drops a Secret's data (the Secret is gone, or nothing references
+// it any more).
+func (r *ConnectionResolver) Forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.cache, key)
 	r.mu.Unlock()

@@ -1,4 +1,4 @@
-package controllers
+package resolve
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func (r *ConnectionResolver) resolveRef(ctx context.Context, namespace string, r
 	switch ref.Kind {
 	case rgv1.KindClusterKafkaConnection:
 		ckc := &rgv1.ClusterKafkaConnection{}
-		if err := r.objects().Get(ctx, client.ObjectKey{Name: ref.Name}, ckc); err != nil {
+		if err := r.ObjectReader().Get(ctx, client.ObjectKey{Name: ref.Name}, ckc); err != nil {
 			if apierrors.IsNotFound(err) {
 				return kafka.Connection{}, &SpecProblem{Reason: ReasonConnectionNotFound,
 					Message: fmt.Sprintf("ClusterKafkaConnection %q named by spec.kafka.connectionRef does not exist (kubectl get ckc)", ref.Name)}
@@ -45,7 +45,7 @@ func (r *ConnectionResolver) resolveRef(ctx context.Context, namespace string, r
 		return conn, err
 	case rgv1.KindKafkaConnection:
 		kc := &rgv1.KafkaConnection{}
-		if err := r.objects().Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, kc); err != nil {
+		if err := r.ObjectReader().Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, kc); err != nil {
 			if apierrors.IsNotFound(err) {
 				return kafka.Connection{}, &SpecProblem{Reason: ReasonConnectionNotFound,
 					Message: fmt.Sprintf("KafkaConnection %q named by spec.kafka.connectionRef does not exist in namespace %s", ref.Name, namespace)}
@@ -74,7 +74,7 @@ func (r *ConnectionResolver) namespaceAllowed(ctx context.Context, ckc *rgv1.Clu
 		}
 		ns := &metav1.PartialObjectMetadata{}
 		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-		if err := r.objects().Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		if err := r.ObjectReader().Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
 			return fmt.Errorf("reading namespace %s: %w", namespace, err)
 		}
 		if sel.Matches(labels.Set(ns.Labels)) {
@@ -97,7 +97,7 @@ func (r *ConnectionResolver) namespaceAllowed(ctx context.Context, ckc *rgv1.Clu
 // its Secrets in the manager's namespace, and returns the servers in use.
 func (r *ConnectionResolver) ResolveClusterConnection(ctx context.Context, ckc *rgv1.ClusterKafkaConnection) (kafka.Connection, []string, error) {
 	src := connectionSource{field: "spec", secretsIn: "the manager's namespace " + r.ManagerNamespace, ambient: true}
-	if len(connectionSecretRefs(ckc.Spec.TLS, ckc.Spec.SASL)) > 0 && r.ManagerNamespace == "" {
+	if len(ConnectionSecretRefs(ckc.Spec.TLS, ckc.Spec.SASL)) > 0 && r.ManagerNamespace == "" {
 		return kafka.Connection{}, nil, &SpecProblem{Reason: ReasonInvalidConnection,
 			Message: "the manager does not know its namespace (--namespace, $POD_NAMESPACE), where a ClusterKafkaConnection's Secrets live"}
 	}

@@ -1,4 +1,4 @@
-package controllers
+package resolve
 
 import (
 	"context"

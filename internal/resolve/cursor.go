@@ -1,4 +1,4 @@
-package controllers
+package resolve
 
 import (
 	"context"
@@ -66,19 +66,17 @@ func resolveCursor(p *rgv1.ConsumerRetentionPolicy, reader *cursor.Reader, allow
 	return cursor.Query{Reader: reader, Source: src, Group: p.Spec.GroupID}, nil
 }
 
-// cursorTarget resolves the policy's cursor into the target: the reader,
-// or, for a problem a person must fix, a cursor that reports it. It
-// returns the problem too (the policy is Stalled while it lasts).
-func (r *ConnectionResolver) cursorTarget(ctx context.Context, p *rgv1.ConsumerRetentionPolicy, t *kafka.Target) (*SpecProblem, error) {
-	cr, err := r.ResolveCursor(ctx, p)
+// policyCursor resolves the policy's cursor: the reader, or, for a
+// problem a person must fix, a cursor that reports it, with the problem
+// (the policy is Stalled while it lasts). An error is transient.
+func (r *ConnectionResolver) policyCursor(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) (kafka.CursorReader, *SpecProblem, error) {
+	cr, err := resolveCursor(p, r.Cursors, r.CursorHosts, r.secretsIn(ctx, p.Namespace))
 	var problem *SpecProblem
 	switch {
 	case errors.As(err, &problem):
-		t.Cursor = cursor.Unreadable(problem.Message)
-		return problem, nil
+		return cursor.Unreadable(problem.Message), problem, nil
 	case err != nil:
-		return nil, err
+		return nil, nil, err
 	}
-	t.Cursor = cr
-	return nil, nil
+	return cr, nil, nil
 }
