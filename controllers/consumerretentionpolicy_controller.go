@@ -65,6 +65,8 @@ type ConsumerRetentionPolicyReconciler struct {
 	verdicts lastVerdicts
 	gaps     scheduleGapCache
 	rechecks rechecks
+	// first keeps a first proof to one write (firstproof.go).
+	first firstProofs
 
 	// intervalOverride replaces every policy's checkInterval (tests: the
 	// CRD's minimum is 10s).
@@ -104,9 +106,9 @@ func (r *ConsumerRetentionPolicyReconciler) SetupWithManager(ctx context.Context
 	}
 
 	notifications := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		r.Coalescer.SetNotify(func(owner types.NamespacedName) {
-			q.Add(reconcile.Request{NamespacedName: owner})
-		})
+		enqueue := func(owner types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: owner}) }
+		r.Coalescer.SetNotify(enqueue)
+		r.first.setEnqueue(enqueue)
 		return nil
 	})
 
@@ -342,7 +344,7 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 			}
 			ev = lossEvent(prev, prevReason, *ready, outcome.Result)
 		}
-		if ev != nil {
+		if ev = r.first.event(ev); ev != nil {
 			r.Recorder.Eventf(policy, nil, ev.Type, ev.Reason, EventActionProve, "%s", ev.Note)
 		}
 		if outcome.Result.Verdict != proof.Proven {
@@ -354,6 +356,9 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 	in, result, err := r.gather(ctx, policy)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if r.first.hold(req.NamespacedName, in.Observation == nil && in.Problem == nil) {
+		return result, nil // the first proof is on its way: it will be the first write (firstproof.go)
 	}
 	outcome, decided = computeStatus(policy.Status, in), true
 	return result, nil
@@ -488,6 +493,7 @@ func patchStatus(ctx context.Context, c client.Client, before, after client.Obje
 func (r *ConsumerRetentionPolicyReconciler) forget(key types.NamespacedName) {
 	r.Coalescer.Unregister(key)
 	r.rechecks.forget(policyRecheckKey(key))
+	r.first.forget(key)
 	metricsState.forget(key)
 	r.verdicts.forget(key)
 	if r.Heartbeats != nil {
