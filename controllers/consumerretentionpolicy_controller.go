@@ -357,7 +357,7 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if r.first.hold(req.NamespacedName, in.Observation == nil && in.Problem == nil) {
+	if r.first.hold(req.NamespacedName, in.Observation == nil && in.Problem == nil && owesPendingStatus(policy.Status, policy.Generation)) {
 		return result, nil // the first proof is on its way: it will be the first write (firstproof.go)
 	}
 	outcome, decided = computeStatus(policy.Status, in), true

@@ -5,7 +5,10 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 )
 
 // A policy's first proof costs one API write (issue 26): many policies
@@ -93,6 +96,14 @@ func (f *firstProofs) hold(key types.NamespacedName, pending bool) bool {
 		}
 	})
 	return true
+}
+
+// owesPendingStatus says whether a reconcile without an observation would
+// write the pending status: the status holds no proof of this generation
+// (computeStatus), or it is Stalled. A periodic check waiting for its pass
+// writes nothing, and is not held.
+func owesPendingStatus(cur rgv1.ConsumerRetentionPolicyStatus, generation int64) bool {
+	return cur.Proof == nil || cur.ObservedGeneration != generation || meta.IsStatusConditionTrue(cur.Conditions, ConditionStalled)
 }
 
 // forget drops a deleted policy's hold.
