@@ -159,7 +159,7 @@ oracle: ## Reality as the oracle, long run: ORACLE_TRIALS scenarios from ORACLE_
 BENCH_SCALE_FLAGS ?=
 
 .PHONY: bench-scale
-bench-scale: build-e2e ## Measure the manager in a large cluster (5,000 policies, 3 Kafka clusters, 35,000 other objects): memory, time to prove, CPU, Kafka requests, API writes, admission p99. About 25 minutes.
+bench-scale: build-e2e ## Measure the manager in a large cluster (steps up to 20,000 policies, 3 Kafka clusters, 35,000 other objects): memory, time to prove, CPU, Kafka requests, API writes, admission p99. About 25 minutes to 5,000 policies, more with the 20,000 step.
 	export KUBEBUILDER_ASSETS=$$(hack/build-control-plane.sh) \
 	  RETENTION_GUARD_BIN=$(CURDIR)/bin/e2e/retention-guard KAFKA_BROKER_BIN=$(CURDIR)/bin/e2e/kafka-broker; \
 	$(GO) run ./test/scale $(BENCH_SCALE_FLAGS)

@@ -28,7 +28,7 @@ type connAccessor struct {
 	// pooled client was last forgotten.
 	registered bool
 
-	owners   map[types.NamespacedName]string      // policy → its target's key
+	owners   map[types.NamespacedName]ownerState  // policy → its target's key, and what it read of it
 	targets  map[string]*targetState              // by target key
 	watchers map[ConnectionOwner]*kafka.Discovery // connection owners watching the cluster, each with the discovery it wants (nil: none)
 
@@ -48,16 +48,60 @@ type connAccessor struct {
 	discovered   bool
 
 	live map[string]*livePass // ObserveNow single flight, by target key
+
+	passes uint64 // passes launched, numbering them
 }
 
 // targetState is one registered target and its cached observation.
+//
+// The cache holds an observation only until every policy registered on
+// the target has reconciled with it (issue 26): the proof is then in each
+// status, and 24 partitions of offsets and timestamps per policy would
+// otherwise stay in the heap until the next pass replaces them. When and
+// how it was taken (at, started) stay: a policy that reconciles again
+// before its next check (a spec, CronJob, Secret or namespace change)
+// would have been served the dropped observation, and is served a fresh
+// one of its target alone (the live single flight) rather than a pass of
+// the whole connection.
 type targetState struct {
 	target  kafka.Target
 	refs    int
-	has     bool
-	obs     proof.Observation
-	at      time.Time // when the pass that produced obs completed
-	started time.Time // when it started
+	has     bool              // obs is held
+	obs     proof.Observation // the last observation, while has
+	at      time.Time         // when the pass that produced the last observation completed (zero: none yet)
+	started time.Time         // when it started
+	seq     uint64            // counts the observations cached, so an owner knows which it read
+	unread  int               // registered owners that have not read obs
+	pass    uint64            // the pass that delivered the last observation (0: a live check)
+}
+
+// ownerState is one policy's registration: its target and the last of
+// that target's observations (targetState.seq) it was served.
+type ownerState struct {
+	tk   string
+	read uint64
+}
+
+// setLocked caches obs as the target's observation, for every registered
+// owner to read.
+func (ts *targetState) setLocked(obs proof.Observation, at, started time.Time, pass uint64) {
+	ts.has, ts.obs, ts.at, ts.started, ts.pass = true, obs, at, started, pass
+	ts.seq++
+	ts.unread = ts.refs
+}
+
+// dropIfReadLocked drops the observation once every registered owner has
+// read it.
+func (ts *targetState) dropIfReadLocked() {
+	if ts.has && ts.unread <= 0 {
+		ts.has, ts.obs = false, proof.Observation{}
+	}
+}
+
+// olderThan says whether an observation that started at started is older
+// than the target's last one (which the cache never moves back from).
+func (ts *targetState) olderThan(started time.Time) bool {
+	return !ts.at.IsZero() && started.Before(ts.started)
 }
 
 func newConnAccessor(c *Coalescer, key string, conn kafka.Connection) *connAccessor {
@@ -65,7 +109,7 @@ func newConnAccessor(c *Coalescer, key string, conn kafka.Connection) *connAcces
 		c:        c,
 		key:      key,
 		conn:     conn,
-		owners:   make(map[types.NamespacedName]string),
+		owners:   make(map[types.NamespacedName]ownerState),
 		targets:  make(map[string]*targetState),
 		watchers: make(map[ConnectionOwner]*kafka.Discovery),
 		live:     make(map[string]*livePass),
@@ -74,8 +118,11 @@ func newConnAccessor(c *Coalescer, key string, conn kafka.Connection) *connAcces
 
 // request registers owner's target and answers it from the cache, or
 // joins the running pass when that covers the target and began no earlier
-// than notBefore, or schedules the next pass. ok is false when the
-// accessor was retired: ask the registry again.
+// than notBefore, or joins the scheduled pass; else, when the cache
+// dropped an observation owner would have been served (every owner had
+// read it), it observes the target alone, and otherwise it schedules the
+// next pass. ok is false when the accessor was retired: ask the registry
+// again.
 func (a *connAccessor) request(owner types.NamespacedName, target kafka.Target, maxAge time.Duration, notBefore time.Time) (obs proof.Observation, age time.Duration, fresh, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -84,16 +131,28 @@ func (a *connAccessor) request(owner types.NamespacedName, target kafka.Target, 
 	}
 	tk := a.registerLocked(owner, target)
 	ts := a.targets[tk]
-	if ts.has && !ts.started.Before(notBefore) {
-		if age := a.c.opts.now().Sub(ts.at); age <= maxAge {
-			return ts.obs, max(age, 0), true, true
+	wouldServe := !ts.at.IsZero() && !ts.started.Before(notBefore) && a.c.opts.now().Sub(ts.at) <= maxAge
+	if wouldServe && ts.has {
+		if o := a.owners[owner]; o.read != ts.seq {
+			o.read = ts.seq
+			a.owners[owner] = o
+			ts.unread--
 		}
+		obs, age := ts.obs, max(a.c.opts.now().Sub(ts.at), 0)
+		ts.dropIfReadLocked()
+		return obs, age, true, true
 	}
 	if r := a.running; r != nil && !r.started.Before(notBefore) {
 		if _, covered := r.targets[tk]; covered {
 			r.waiters[owner] = struct{}{}
 			return proof.Observation{}, 0, false, true
 		}
+	}
+	if wouldServe && a.next == nil {
+		// Read and dropped: this target alone, not every target of the
+		// connection. Its owners are notified when it completes.
+		_, _ = a.observeLiveLocked(tk, ts.target)
+		return proof.Observation{}, 0, false, true
 	}
 	if p := a.scheduleLocked(); p != nil {
 		p.waiters[owner] = struct{}{}
@@ -132,7 +191,7 @@ func (a *connAccessor) requestCluster(owner ConnectionOwner, d *kafka.Discovery,
 func (a *connAccessor) registerLocked(owner types.NamespacedName, target kafka.Target) string {
 	tk := targetKey(target)
 	if prev, ok := a.owners[owner]; ok {
-		if prev == tk {
+		if prev.tk == tk {
 			return tk
 		}
 		a.unregisterLocked(owner)
@@ -143,7 +202,10 @@ func (a *connAccessor) registerLocked(owner types.NamespacedName, target kafka.T
 		a.targets[tk] = ts
 	}
 	ts.refs++
-	a.owners[owner] = tk
+	if ts.has {
+		ts.unread++ // a newcomer has not read it
+	}
+	a.owners[owner] = ownerState{tk: tk}
 	a.registered = true
 	return tk
 }
@@ -156,14 +218,19 @@ func (a *connAccessor) unregister(owner types.NamespacedName) {
 }
 
 func (a *connAccessor) unregisterLocked(owner types.NamespacedName) {
-	tk, ok := a.owners[owner]
+	o, ok := a.owners[owner]
 	if !ok {
 		return
 	}
 	delete(a.owners, owner)
-	if ts := a.targets[tk]; ts != nil {
+	if ts := a.targets[o.tk]; ts != nil {
 		if ts.refs--; ts.refs <= 0 {
-			delete(a.targets, tk)
+			delete(a.targets, o.tk)
+			return
+		}
+		if ts.has && o.read != ts.seq {
+			ts.unread--
+			ts.dropIfReadLocked()
 		}
 	}
 }

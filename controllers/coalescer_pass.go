@@ -24,6 +24,7 @@ type observationPass struct {
 	watchers map[ConnectionOwner]struct{} // connection owners waiting for it
 	discover *kafka.Discovery             // set at launch
 	started  time.Time                    // set at launch
+	seq      uint64                       // set at launch: which of the connection's passes
 }
 
 // livePass is one ObserveNow pass, shared by its concurrent callers.
@@ -68,6 +69,8 @@ func (a *connAccessor) launchLocked() {
 	}
 	p.discover = a.discoveryLocked()
 	p.started = a.c.opts.now()
+	a.passes++
+	p.seq = a.passes
 	p.targets = make(map[string]kafka.Target, len(a.targets))
 	keys := make([]string, 0, len(a.targets))
 	for tk, ts := range a.targets {
@@ -99,9 +102,10 @@ func (a *connAccessor) runPass(p *observationPass, keys []string, targets []kafk
 		for i, tk := range keys {
 			// A live check that began after this pass may have ended
 			// first: the cache keeps the observation that began last,
-			// never moving back in time.
-			if ts := a.targets[tk]; ts != nil && (!ts.has || !p.started.Before(ts.started)) {
-				ts.has, ts.obs, ts.at, ts.started = true, results[i], done, p.started
+			// never moving back in time. What deliver cached (and its
+			// owners may have read, and the cache dropped) stays as is.
+			if ts := a.targets[tk]; ts != nil && ts.pass != p.seq && !ts.olderThan(p.started) {
+				ts.setLocked(results[i], done, p.started, p.seq)
 			}
 		}
 	}
@@ -130,10 +134,10 @@ func (a *connAccessor) runPass(p *observationPass, keys []string, targets []kafk
 func (a *connAccessor) deliver(p *observationPass, tk string, obs proof.Observation) {
 	a.mu.Lock()
 	var ready []types.NamespacedName
-	if ts := a.targets[tk]; ts != nil {
-		ts.has, ts.obs, ts.at, ts.started = true, obs, a.c.opts.now(), p.started
+	if ts := a.targets[tk]; ts != nil && !ts.olderThan(p.started) {
+		ts.setLocked(obs, a.c.opts.now(), p.started, p.seq)
 		for o := range p.waiters {
-			if a.owners[o] == tk {
+			if a.owners[o].tk == tk {
 				ready = append(ready, o)
 				delete(p.waiters, o) // notified once, now
 			}
@@ -154,6 +158,12 @@ func (a *connAccessor) observeLive(target kafka.Target) (*livePass, error) {
 	if a.retired {
 		return nil, nil
 	}
+	return a.observeLiveLocked(tk, target)
+}
+
+// observeLiveLocked returns the live pass of the normalized target tk,
+// starting it when none runs.
+func (a *connAccessor) observeLiveLocked(tk string, target kafka.Target) (*livePass, error) {
 	lp := a.live[tk]
 	if lp == nil {
 		if a.c.ctx.Err() != nil {
@@ -180,10 +190,10 @@ func (a *connAccessor) runLive(tk string, target kafka.Target, lp *livePass) {
 	a.mu.Lock()
 	delete(a.live, tk)
 	var owners []types.NamespacedName
-	if ts := a.targets[tk]; ts != nil && len(obs) == 1 && (!ts.has || !started.Before(ts.started)) {
-		ts.has, ts.obs, ts.at, ts.started = true, lp.obs, a.c.opts.now(), started
-		for o, otk := range a.owners {
-			if otk == tk {
+	if ts := a.targets[tk]; ts != nil && len(obs) == 1 && !ts.olderThan(started) {
+		ts.setLocked(lp.obs, a.c.opts.now(), started, 0)
+		for o, os := range a.owners {
+			if os.tk == tk {
 				owners = append(owners, o)
 			}
 		}

@@ -469,3 +469,79 @@ func TestCoalescerTargetChangeKeepsTheConnection(t *testing.T) {
 	g.Expect(fresh).To(BeTrue())
 	g.Expect(obs.Group.ID).To(Equal(changed.Group))
 }
+
+// holds says whether the Coalescer still holds target's observation on
+// plainConn.
+func holds(c *Coalescer, target kafka.Target) bool {
+	c.mu.Lock()
+	a := c.accessors[plainConn.Key()]
+	c.mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ts := a.targets[targetKey(target)]
+	return ts != nil && ts.has
+}
+
+// Seed 000 (fan-out) at scale: the fan-out's policy is proven from the
+// pass's observation and the proof lives in its status; the Coalescer
+// keeps that observation (24 partitions of offsets and timestamps in
+// make bench-scale) only until every policy sharing the target has
+// reconciled with it (issue 26). A policy that reconciles again before its
+// next check (its spec or a CronJob changed) is still served a fresh
+// observation, of its target alone, not a pass of the whole connection;
+// its next check, once the observation is stale, rides the connection's
+// pass as before.
+func TestCoalescerDropsObservationsOnceRead(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeObserver()
+	c, n := newTestCoalescer(t, f, CoalescerOptions{})
+
+	// Policies 1 and 2 share the fan-out's target, policy 3 has its own.
+	shared := target(1)
+	for _, o := range []types.NamespacedName{owner(1), owner(2)} {
+		_, _, fresh := c.Request(o, plainConn, shared, time.Minute)
+		g.Expect(fresh).To(BeFalse())
+	}
+	c.Request(owner(3), plainConn, target(3), time.Minute)
+	for _, i := range []int{1, 2, 3} {
+		g.Eventually(func() int { return n.of(owner(i)) }).Should(Equal(1), "policy %d is notified", i)
+	}
+	g.Expect(f.passCount()).To(Equal(1))
+
+	obs, _, fresh := c.Request(owner(1), plainConn, shared, time.Minute)
+	g.Expect(fresh).To(BeTrue())
+	g.Expect(obs.Group.ID).To(Equal(shared.Group))
+	g.Expect(holds(c, shared)).To(BeTrue(), "policy 2 has not read it yet")
+	obs, _, fresh = c.Request(owner(2), plainConn, shared, time.Minute)
+	g.Expect(fresh).To(BeTrue(), "the second policy of a target is served the same pass")
+	g.Expect(obs.Group.ID).To(Equal(shared.Group))
+	g.Expect(holds(c, shared)).To(BeFalse(), "read by every policy of the target: dropped")
+	_, _, fresh = c.Request(owner(3), plainConn, target(3), time.Minute)
+	g.Expect(fresh).To(BeTrue())
+	g.Expect(holds(c, target(3))).To(BeFalse())
+
+	// Policy 1 reconciles again within its interval: its target alone is
+	// observed, and both policies of the target learn of it.
+	_, _, fresh = c.Request(owner(1), plainConn, shared, time.Minute)
+	g.Expect(fresh).To(BeFalse(), "nothing held to serve")
+	g.Eventually(func() int { return n.of(owner(1)) }).Should(Equal(2))
+	g.Eventually(func() int { return n.of(owner(2)) }).Should(Equal(2))
+	g.Expect(f.passCount()).To(Equal(2))
+	g.Expect(f.pass(1)).To(Equal([]kafka.Target{normalizeTarget(shared)}), "only the target that asked, not the connection")
+	g.Expect(n.of(owner(3))).To(Equal(1), "policy 3 was not observed again")
+	obs, _, fresh = c.Request(owner(1), plainConn, shared, time.Minute)
+	g.Expect(fresh).To(BeTrue())
+	g.Expect(obs.Group.ID).To(Equal(shared.Group))
+
+	// A policy that goes away unread does not keep the observation alive.
+	g.Expect(holds(c, shared)).To(BeTrue(), "policy 2 has not read the new one")
+	c.Unregister(owner(2))
+	g.Expect(holds(c, shared)).To(BeFalse())
+
+	// Stale (the next check): one pass of every target of the connection.
+	_, _, fresh = c.Request(owner(3), plainConn, target(3), 0)
+	g.Expect(fresh).To(BeFalse())
+	g.Eventually(func() int { return n.of(owner(3)) }).Should(Equal(2))
+	g.Expect(f.passCount()).To(Equal(3))
+	g.Expect(f.pass(2)).To(HaveLen(2))
+}

@@ -68,6 +68,8 @@ type ConsumerRetentionPolicyReconciler struct {
 	gaps      scheduleGapCache
 	rechecks  rechecks
 	gapChecks gapMemo
+	// first keeps a first proof to one write (firstproof.go).
+	first firstProofs
 
 	// intervalOverride replaces every policy's checkInterval (tests: the
 	// CRD's minimum is 10s).
@@ -107,9 +109,9 @@ func (r *ConsumerRetentionPolicyReconciler) SetupWithManager(ctx context.Context
 	}
 
 	notifications := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		r.Coalescer.SetNotify(func(owner types.NamespacedName) {
-			q.Add(reconcile.Request{NamespacedName: owner})
-		})
+		enqueue := func(owner types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: owner}) }
+		r.Coalescer.SetNotify(enqueue)
+		r.first.setEnqueue(enqueue)
 		return nil
 	})
 
@@ -318,6 +320,9 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if r.first.hold(req.NamespacedName, in.Observation == nil && in.Problem == nil && owesPendingStatus(policy.Status, policy.Generation)) {
+		return result, nil // the first proof is on its way: it will be the first write (firstproof.go)
+	}
 	summary.in, summary.outcome, decided = in, computeStatus(policy.Status, in), true
 	return result, nil
 }
@@ -451,6 +456,7 @@ func patchStatus(ctx context.Context, c client.Client, before, after client.Obje
 func (r *ConsumerRetentionPolicyReconciler) forget(key types.NamespacedName) {
 	r.Coalescer.Unregister(key)
 	r.rechecks.forget(policyRecheckKey(key))
+	r.first.forget(key)
 	metricsState.forget(key)
 	r.verdicts.forget(key)
 	r.gapChecks.forget(key)

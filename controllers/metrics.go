@@ -1,10 +1,10 @@
 package controllers
 
 import (
-	"maps"
 	"slices"
 	"sync"
 	"time"
+	"unique"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,69 +19,76 @@ import (
 // policy is deleted. A value that is not known (no observation, or the
 // brokers could not say) has no series rather than a made-up one: alert on
 // retentionguard_policy_verdict for Unknown.
+//
+// The per-policy series are not GaugeVecs (issue 26): a vector keeps a
+// gauge, its label pairs and its hash entry per series, about 450 bytes
+// each, 11 series a policy in make bench-scale's shape. policyMetrics keeps
+// what the series say of each policy in one small struct, with label
+// values shared (unique), and writes the series out at each scrape: the
+// same names, labels and values.
 var (
-	policyVerdict = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	policyVerdict = policyDesc(prometheus.GaugeOpts{
 		Name: "retentionguard_policy_verdict",
 		Help: "1 for the policy's current verdict (Proven, Violated or Unknown), 0 for the others.",
-	}, []string{"namespace", "policy", "verdict"})
+	}, "verdict")
 
-	recoveryHeadroomExpiration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	recoveryHeadroomExpiration = policyDesc(prometheus.GaugeOpts{
 		Name: "retentionguard_recovery_headroom_expiration_timestamp_seconds",
 		Help: "When the group's recovery headroom runs out, in unix seconds: the soonest, over partitions, of " +
 			"timestamp(record at committed offset) + retention.ms (a caught-up partition: the check's time + retention.ms). " +
 			"Alert on (this - time()): it stays right between checks.",
-	}, []string{"namespace", "policy"})
+	})
 
 	// Deprecated: recoveryHeadroomExpiration without going stale between
 	// checks. Kept one release for dashboards of users' own.
-	recoveryHeadroomSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	recoveryHeadroomSeconds = policyDesc(prometheus.GaugeOpts{
 		Name: "retentionguard_recovery_headroom_seconds",
 		Help: "Deprecated, removed in a later release: use retentionguard_recovery_headroom_expiration_timestamp_seconds - time(). " +
 			"How long the group could go down, as of the last check, without losing records: the smallest, over partitions, of " +
 			"timestamp(record at committed offset) + retention.ms - the check's time.",
-	}, []string{"namespace", "policy"})
+	})
 
-	expiredRecords = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	expiredRecords = policyDesc(prometheus.GaugeOpts{
 		Name: "retentionguard_expired_records",
 		Help: "Records of the topic deleted by retention before the group read them (log start minus committed offset, summed over partitions).",
-	}, []string{"namespace", "policy", "topic"})
+	}, "topic")
 
-	groupOffsetsExpiration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	groupOffsetsExpiration = policyDesc(prometheus.GaugeOpts{
 		Name: "retentionguard_group_offsets_expiration_timestamp_seconds",
 		Help: "When the group's soonest committed offset may expire, in unix seconds, on the clock Kafka uses for the group, named by " +
 			"the clock label (GroupEmpty: a classic group's offsets, offsets.retention.minutes after it became Empty; " +
 			"LastCommit: simple, KIP-848 and streams groups' offsets, after each offset's last commit). " +
 			"No series while no clock runs (a classic group with members) or no commit can be dated. " +
 			"Alert on (this - time()): it stays right between checks.",
-	}, []string{"namespace", "policy", "clock"})
+	}, "clock")
 
 	// Deprecated: groupOffsetsExpiration without going stale between
 	// checks. Kept one release for dashboards of users' own.
-	groupOffsetsExpirySeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	groupOffsetsExpirySeconds = policyDesc(prometheus.GaugeOpts{
 		Name: "retentionguard_group_offsets_expiry_seconds",
 		Help: "Deprecated, removed in a later release: use retentionguard_group_offsets_expiration_timestamp_seconds - time(). " +
 			"How long, as of the last check, until the group's soonest committed offset may expire, on the clock named by the clock label.",
-	}, []string{"namespace", "policy", "clock"})
+	}, "clock")
 
-	recoveryWindowSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	recoveryWindowSeconds = policyDesc(prometheus.GaugeOpts{
 		Name: "retentionguard_policy_recovery_window_seconds",
 		Help: "The policy's spec.recoveryWindow: the longest downtime its group must survive. Compare " +
 			"retentionguard_recovery_headroom_expiration_timestamp_seconds - time() and " +
 			"retentionguard_group_offsets_expiration_timestamp_seconds - time() with it.",
-	}, []string{"namespace", "policy"})
+	})
 
-	policyInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	policyInfo = policyDesc(prometheus.GaugeOpts{
 		Name: "retentionguard_policy_info",
 		Help: "Always 1: the policy's consumer group, enforcement (Deny, Warn, Audit) and the reason of its Ready condition, " +
 			"to join on (namespace, policy).",
-	}, []string{"namespace", "policy", "consumer_group", "enforcement", "reason"})
+	}, "consumer_group", "enforcement", "reason")
 
-	cronJobScheduleGapSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	cronJobScheduleGapSeconds = policyDesc(prometheus.GaugeOpts{
 		Name: "retentionguard_cronjob_schedule_gap_seconds",
 		Help: "The longest time between two scheduled runs of a CronJob the policy selects, over the next year " +
 			"(startingDeadlineSeconds included; no series while suspended or unreadable). " +
 			"Compare with offsets.retention.minutes: a gap that reaches it expires the group's offsets between runs.",
-	}, []string{"namespace", "policy", "cronjob"})
+	}, "cronjob")
 
 	kafkaRequestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "retentionguard_kafka_request_duration_seconds",
@@ -90,10 +97,14 @@ var (
 	}, []string{"api"})
 )
 
+// policyDesc describes a per-policy gauge: labels namespace, policy, then
+// more.
+func policyDesc(o prometheus.GaugeOpts, more ...string) *prometheus.Desc {
+	return prometheus.NewDesc(o.Name, o.Help, append([]string{"namespace", "policy"}, more...), nil)
+}
+
 func init() {
-	metrics.Registry.MustRegister(policyVerdict, recoveryHeadroomExpiration, recoveryHeadroomSeconds, expiredRecords,
-		groupOffsetsExpiration, groupOffsetsExpirySeconds, recoveryWindowSeconds, policyInfo, cronJobScheduleGapSeconds,
-		kafkaRequestDuration)
+	metrics.Registry.MustRegister(metricsState, kafkaRequestDuration)
 }
 
 // ObserveKafkaRequest feeds retentionguard_kafka_request_duration_seconds.
@@ -102,55 +113,70 @@ func ObserveKafkaRequest(api string, took time.Duration, _ error) {
 	kafkaRequestDuration.WithLabelValues(api).Observe(took.Seconds())
 }
 
-// metricsState tracks the per-policy series of this process.
+// metricsState holds the per-policy series of this process.
 var metricsState = newPolicyMetrics()
 
 var verdicts = []rgv1.Verdict{rgv1.VerdictProven, rgv1.VerdictViolated, rgv1.VerdictUnknown}
 
-// policyMetrics records the per-policy series, remembering which topics
-// have a series so that a topic dropped from the spec loses its own.
+// policyMetrics is the collector of the per-policy series: what each
+// policy's say, written out at each scrape.
 type policyMetrics struct {
-	mu       sync.Mutex
-	topics   map[types.NamespacedName][]string
-	cronJobs map[types.NamespacedName][]string
-	// single holds the labels of the one series a policy has of the
-	// vectors whose other labels change (info, offsets expiry clock).
-	single map[singleKey]prometheus.Labels
+	mu       sync.RWMutex
+	policies map[types.NamespacedName]*policySeries
 }
 
-type singleKey struct {
-	vec    *prometheus.GaugeVec
-	policy types.NamespacedName
+// policySeries is what one policy's series say. Label values are interned
+// (unique.Make): enforcement, reasons, clocks and topics repeat across
+// policies.
+type policySeries struct {
+	recorded                   bool // record has run (recordSchedules may come first)
+	verdict                    proof.Verdict
+	group, enforcement, reason string
+	window                     float64
+	hasHeadroom                bool
+	headroomAt, headroomIn     float64
+	hasOffsets                 bool
+	clock                      string
+	offsetsAt, offsetsIn       float64
+	expired                    []labeledValue // by topic
+	gaps                       []labeledValue // by CronJob
+}
+
+type labeledValue struct {
+	label string
+	value float64
 }
 
 func newPolicyMetrics() *policyMetrics {
-	return &policyMetrics{
-		topics:   make(map[types.NamespacedName][]string),
-		cronJobs: make(map[types.NamespacedName][]string),
-		single:   make(map[singleKey]prometheus.Labels),
-	}
+	return &policyMetrics{policies: make(map[types.NamespacedName]*policySeries)}
 }
 
-// recordSchedules sets the gap series of the CronJobs the policy selects,
-// removing those of CronJobs it no longer selects, suspended ones and
-// unreadable schedules.
+func intern(s string) string { return unique.Make(s).Value() }
+
+// seriesLocked returns the policy's entry, creating it.
+func (m *policyMetrics) seriesLocked(policy types.NamespacedName) *policySeries {
+	s := m.policies[policy]
+	if s == nil {
+		s = &policySeries{}
+		m.policies[policy] = s
+	}
+	return s
+}
+
+// recordSchedules sets the gap series of the CronJobs the policy selects;
+// those it no longer selects, suspended ones and unreadable schedules
+// have none.
 func (m *policyMetrics) recordSchedules(policy types.NamespacedName, cjs []cronJobSchedule) {
-	var names []string
+	var gaps []labeledValue
 	for _, c := range cjs {
 		if c.Suspended || c.Err != nil {
 			continue
 		}
-		cronJobScheduleGapSeconds.WithLabelValues(policy.Namespace, policy.Name, c.Name).Set(c.Gap.Gap.Seconds())
-		names = append(names, c.Name)
+		gaps = append(gaps, labeledValue{label: c.Name, value: c.Gap.Gap.Seconds()})
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, n := range m.cronJobs[policy] {
-		if !slices.Contains(names, n) {
-			cronJobScheduleGapSeconds.DeleteLabelValues(policy.Namespace, policy.Name, n)
-		}
-	}
-	m.cronJobs[policy] = names
+	m.seriesLocked(policy).gaps = gaps
 }
 
 // policyFacts are what the series say about the policy itself, beside
@@ -166,90 +192,48 @@ type policyFacts struct {
 // record sets the policy's series from a proof result and the policy it
 // judged.
 func (m *policyMetrics) record(policy types.NamespacedName, facts policyFacts, res *proof.Result) {
-	ns, name := policy.Namespace, policy.Name
-	m.setSingle(policyInfo, policy, prometheus.Labels{"namespace": ns, "policy": name,
-		"consumer_group": facts.GroupID, "enforcement": facts.Enforcement, "reason": facts.ReadyReason}, 1)
-	recoveryWindowSeconds.WithLabelValues(ns, name).Set(facts.RecoveryWindow.Seconds())
-	for _, v := range verdicts {
-		value := 0.0
-		if string(v) == string(res.Verdict) {
-			value = 1
+	// Expired records per topic, for the topics whose partitions were
+	// observed (a topic whose offsets could not be read has no series).
+	var expired []labeledValue
+	for _, p := range res.Partitions {
+		if p.Verdict == proof.Unknown {
+			continue
 		}
-		policyVerdict.WithLabelValues(ns, name, string(v)).Set(value)
+		i := slices.IndexFunc(expired, func(e labeledValue) bool { return e.label == p.Topic })
+		if i < 0 {
+			expired = append(expired, labeledValue{label: intern(p.Topic)})
+			i = len(expired) - 1
+		}
+		expired[i].value += float64(p.ExpiredRecords)
 	}
-
+	next := policySeries{
+		recorded: true, verdict: res.Verdict,
+		group: facts.GroupID, enforcement: intern(facts.Enforcement), reason: intern(facts.ReadyReason),
+		window:  facts.RecoveryWindow.Seconds(),
+		expired: slices.Clip(expired),
+	}
 	// The proof's own times, absolute: a series that is not set again
 	// until the next check still says when, and (it - time()) how long.
 	if res.HasRecoveryHeadroom {
-		recoveryHeadroomExpiration.WithLabelValues(ns, name).Set(unixSeconds(res.RecoveryHeadroomExpiresAt))
-		recoveryHeadroomSeconds.WithLabelValues(ns, name).Set(res.RecoveryHeadroom.Seconds())
-	} else {
-		recoveryHeadroomExpiration.DeleteLabelValues(ns, name)
-		recoveryHeadroomSeconds.DeleteLabelValues(ns, name)
+		next.hasHeadroom = true
+		next.headroomAt, next.headroomIn = unixSeconds(res.RecoveryHeadroomExpiresAt), res.RecoveryHeadroom.Seconds()
 	}
 	if res.HasGroupOffsetsExpireIn {
 		clock := res.OffsetExpiry.Clock
 		if clock == "" {
 			clock = "Unknown"
 		}
-		labels := prometheus.Labels{"namespace": ns, "policy": name, "clock": clock}
-		m.setSingle(groupOffsetsExpiration, policy, labels, unixSeconds(res.OffsetExpiry.Soonest))
-		m.setSingle(groupOffsetsExpirySeconds, policy, labels, res.GroupOffsetsExpireIn.Seconds())
-	} else {
-		m.dropSingle(groupOffsetsExpiration, policy)
-		m.dropSingle(groupOffsetsExpirySeconds, policy)
+		next.hasOffsets, next.clock = true, intern(clock)
+		next.offsetsAt, next.offsetsIn = unixSeconds(res.OffsetExpiry.Soonest), res.GroupOffsetsExpireIn.Seconds()
 	}
-
-	// Expired records per topic, for the topics whose partitions were
-	// observed (a topic whose offsets could not be read has no series).
-	perTopic := make(map[string]int64)
-	var topics []string
-	for _, p := range res.Partitions {
-		if p.Verdict == proof.Unknown {
-			continue
-		}
-		if _, ok := perTopic[p.Topic]; !ok {
-			topics = append(topics, p.Topic)
-		}
-		perTopic[p.Topic] += p.ExpiredRecords
-	}
-	for _, t := range topics {
-		expiredRecords.WithLabelValues(ns, name, t).Set(float64(perTopic[t]))
-	}
-
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, t := range m.topics[policy] {
-		if !slices.Contains(topics, t) {
-			expiredRecords.DeleteLabelValues(ns, name, t)
-		}
+	s := m.seriesLocked(policy)
+	if s.group == next.group {
+		next.group = s.group // keep one copy of the string
 	}
-	m.topics[policy] = topics
-}
-
-// setSingle sets the one series of vec the policy has (its labels
-// include the policy's): when its other label values change, the new
-// series is set before the old one goes, so a scrape never finds none.
-func (m *policyMetrics) setSingle(vec *prometheus.GaugeVec, policy types.NamespacedName, labels prometheus.Labels, v float64) {
-	vec.With(labels).Set(v)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	k := singleKey{vec, policy}
-	if old, ok := m.single[k]; ok && !maps.Equal(old, labels) {
-		vec.Delete(old)
-	}
-	m.single[k] = labels
-}
-
-// dropSingle removes the one series of vec the policy has.
-func (m *policyMetrics) dropSingle(vec *prometheus.GaugeVec, policy types.NamespacedName) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	k := singleKey{vec, policy}
-	if old, ok := m.single[k]; ok {
-		vec.Delete(old)
-		delete(m.single, k)
-	}
+	next.gaps = s.gaps
+	*s = next
 }
 
 // unixSeconds is t in unix seconds, to the millisecond (cert-manager's
@@ -261,23 +245,53 @@ func unixSeconds(t time.Time) float64 {
 
 // forget removes every series of a deleted policy.
 func (m *policyMetrics) forget(policy types.NamespacedName) {
-	labels := prometheus.Labels{"namespace": policy.Namespace, "policy": policy.Name}
-	policyVerdict.DeletePartialMatch(labels)
-	recoveryHeadroomExpiration.DeletePartialMatch(labels)
-	recoveryHeadroomSeconds.DeletePartialMatch(labels)
-	expiredRecords.DeletePartialMatch(labels)
-	groupOffsetsExpiration.DeletePartialMatch(labels)
-	groupOffsetsExpirySeconds.DeletePartialMatch(labels)
-	recoveryWindowSeconds.DeletePartialMatch(labels)
-	policyInfo.DeletePartialMatch(labels)
-	cronJobScheduleGapSeconds.DeletePartialMatch(labels)
 	m.mu.Lock()
-	delete(m.topics, policy)
-	delete(m.cronJobs, policy)
-	for k := range m.single {
-		if k.policy == policy {
-			delete(m.single, k)
+	defer m.mu.Unlock()
+	delete(m.policies, policy)
+}
+
+// Describe implements prometheus.Collector.
+func (m *policyMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{policyVerdict, recoveryHeadroomExpiration, recoveryHeadroomSeconds, expiredRecords,
+		groupOffsetsExpiration, groupOffsetsExpirySeconds, recoveryWindowSeconds, policyInfo, cronJobScheduleGapSeconds} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: every policy's series.
+func (m *policyMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for key, s := range m.policies {
+		ns, name := key.Namespace, key.Name
+		for _, g := range s.gaps {
+			gauge(cronJobScheduleGapSeconds, g.value, ns, name, g.label)
+		}
+		if !s.recorded {
+			continue
+		}
+		gauge(policyInfo, 1, ns, name, s.group, s.enforcement, s.reason)
+		gauge(recoveryWindowSeconds, s.window, ns, name)
+		for _, v := range verdicts {
+			value := 0.0
+			if string(v) == string(s.verdict) {
+				value = 1
+			}
+			gauge(policyVerdict, value, ns, name, string(v))
+		}
+		if s.hasHeadroom {
+			gauge(recoveryHeadroomExpiration, s.headroomAt, ns, name)
+			gauge(recoveryHeadroomSeconds, s.headroomIn, ns, name)
+		}
+		if s.hasOffsets {
+			gauge(groupOffsetsExpiration, s.offsetsAt, ns, name, s.clock)
+			gauge(groupOffsetsExpirySeconds, s.offsetsIn, ns, name, s.clock)
+		}
+		for _, e := range s.expired {
+			gauge(expiredRecords, e.value, ns, name, e.label)
 		}
 	}
-	m.mu.Unlock()
 }

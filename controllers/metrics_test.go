@@ -32,7 +32,7 @@ func labelsOf(name string, labels map[string]string) []map[string]string {
 // deprecated relative gauges, with the same labels.
 func TestPolicySeriesFollowTheProof(t *testing.T) {
 	g := NewWithT(t)
-	m := newPolicyMetrics()
+	m := metricsState // the collector on the registry
 	key := types.NamespacedName{Namespace: "metrics-unit", Name: "settle"}
 	policy := map[string]string{"namespace": key.Namespace, "policy": key.Name}
 	facts := policyFacts{GroupID: "ledger-settle-consumer", Enforcement: "Deny", RecoveryWindow: 72 * time.Hour, ReadyReason: proof.ReasonProven}
@@ -92,5 +92,7 @@ func TestPolicySeriesFollowTheProof(t *testing.T) {
 		offsetsAt, offsetsIn, headroomAt, headroomIn, "retentionguard_policy_verdict"} {
 		g.Expect(seriesOf(name, policy)).To(BeEmpty(), name)
 	}
-	g.Expect(m.single).To(BeEmpty(), "forget drops what it remembered of the policy")
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g.Expect(m.policies).NotTo(HaveKey(key), "forget drops what it remembered of the policy")
 }

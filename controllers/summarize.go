@@ -51,7 +51,9 @@ func (r *ConsumerRetentionPolicyReconciler) summarizeAndPatch(ctx context.Contex
 	if ready == nil {
 		return nil
 	}
-	if ev := transitionEvent(prev, s.before.Status, *ready, res); ev != nil {
+	// The routine first Proven events share a budget of their own
+	// (firstproof.go); the others are always recorded.
+	if ev := r.first.event(transitionEvent(prev, s.before.Status, *ready, res)); ev != nil {
 		r.Recorder.Eventf(policy, nil, ev.Type, ev.Reason, EventActionProve, "%s", ev.Note)
 	}
 	if res.Verdict != proof.Proven {

@@ -5,12 +5,13 @@
 // It starts the real parts — etcd and kube-apiserver, one kfake process
 // per Kafka cluster (test/kafka-broker, counting the requests it answers)
 // and the built manager binary as the Helm chart's ServiceAccount with the
-// chart's flags (test/e2e/stack) — and builds issue 16's cluster: 5,000
-// policies in 500 namespaces on 3 Kafka clusters (5,000 groups, 900 topics
-// × 12 partitions), and 20,000 Secrets, 10,000 Deployments and 5,000
-// CronJobs the manager does not own. Then, for each step of policies (one
-// per Kafka cluster, then 500, 1,000, 2,000, 5,000), it clears every
-// policy's status, starts the manager and measures:
+// chart's flags (test/e2e/stack) — and builds issue 16's cluster: up to
+// 20,000 policies in 500 namespaces on 3 Kafka clusters (one group each,
+// 900 topics × 12 partitions), and 20,000 Secrets, 10,000 Deployments and
+// 5,000 CronJobs the manager does not own. Then, for each step of policies
+// (one per Kafka cluster, then 500, 1,000, 2,000, 5,000 and issue 26's
+// 20,000), it clears every policy's status, starts the manager and
+// measures:
 //
 //   - memory: peak RSS (VmHWM) and steady RSS (VmRSS) of the process, and
 //     the Go heap from its /metrics;
@@ -88,7 +89,7 @@ func main() {
 	var (
 		o         options
 		scale     = flag.Float64("scale", 1, "multiply every count by this (a smaller copy of the cluster, e.g. 0.02 while developing)")
-		steps     = flag.String("steps", "", "policy counts to measure, comma-separated (default: 3 (one per Kafka cluster),500,1000,2000,5000, scaled)")
+		steps     = flag.String("steps", "", "policy counts to measure, comma-separated (default: 3 (one per Kafka cluster),500,1000,2000,5000,20000, scaled)")
 		flagsKV   kv
 		envKV     kv
 		clusters  = flag.Int("clusters", fullShape.Clusters, "Kafka clusters")

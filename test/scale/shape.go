@@ -26,10 +26,11 @@ type shape struct {
 }
 
 // fullShape is issue 16's cluster: 5,000 policies in 500 namespaces on 3
-// Kafka clusters (5,000 groups, 900 topics × 12 partitions), 20,000
-// Secrets, 10,000 Deployments and 5,000 CronJobs the manager does not own.
-// The first step puts one policy on each Kafka cluster: what one policy
-// costs, the reference for the others.
+// Kafka clusters (900 topics × 12 partitions), 20,000 Secrets, 10,000
+// Deployments and 5,000 CronJobs the manager does not own, with issue 26's
+// last step of 20,000 policies among the same objects (20,000 groups, 40
+// policies per namespace). The first step puts one policy on each Kafka
+// cluster: what one policy costs, the reference for the others.
 var fullShape = shape{
 	Namespaces:       500,
 	Clusters:         3,
@@ -40,7 +41,7 @@ var fullShape = shape{
 	Secrets:          20000,
 	Deployments:      10000,
 	CronJobs:         5000,
-	Steps:            []int{3, 500, 1000, 2000, 5000},
+	Steps:            []int{3, 500, 1000, 2000, 5000, 20000},
 }
 
 // scaled multiplies the counts by f (for a quick run on a busy machine),
