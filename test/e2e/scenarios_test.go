@@ -172,6 +172,11 @@ func TestSeed003ExpiredGroupOffsetsBlockTheBatchRun(t *testing.T) {
 	e2eutil.Contains(t, "the alert's description", string(a.Annotations["description"]), "Rollouts of its consumers are refused")
 	e2eutil.Contains(t, "the alert's runbook_url", string(a.Annotations["runbook_url"]), "/docs/runbook.md#retentionguardpolicyviolated")
 
+	// The alert is by kind, cluster-wide: a Deployment refused by an
+	// earlier test (seed 003's cursor story refuses two) keeps it active
+	// for the rate interval. Start from quiet, so that this refusal is
+	// the one that raises it, pending first.
+	waitResolved(t, "RetentionGuardWebhookDenying", map[string]string{"kind": "Deployment"})
 	deniedAt := time.Now()
 	msg := e2eutil.Denied(t, scale(t, ns, "settle", 1))
 	t.Logf("denial:\n%s", msg)
@@ -347,6 +352,11 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 		t.Errorf("Prometheus has retentionguard_expired_records %v, want 45", v)
 	}
 
+	// The alert is by kind, cluster-wide: a Deployment refused by an
+	// earlier test (seed 003's cursor story refuses two) keeps it active
+	// for the rate interval. Start from quiet, so that this refusal is
+	// the one that raises it, pending first.
+	waitResolved(t, "RetentionGuardWebhookDenying", map[string]string{"kind": "Deployment"})
 	deniedAt := time.Now()
 	msg := e2eutil.Denied(t, rollout(t, ns, "fanout", "1.2"))
 	t.Logf("denial:\n%s", msg)
