@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
@@ -36,15 +35,7 @@ func TestFirstProofIsOneWrite(t *testing.T) {
 		createPolicy(t, h.ns, name, name, []string{"outbox"}, policyOptions{servers: c.Addrs})
 	}
 	g.Eventually(func(g Gomega) int {
-		var list rgv1.ConsumerRetentionPolicyList
-		g.Expect(env.Client.List(testCtx(t), &list, client.InNamespace(h.ns))).To(Succeed())
-		proven := 0
-		for _, p := range list.Items {
-			if p.Status.Proof != nil && p.Status.Proof.Verdict == rgv1.VerdictProven {
-				proven++
-			}
-		}
-		return proven
+		return provenIn(g, t, h.ns)
 	}, 2*eventually, poll).Should(Equal(policies))
 	for i := range policies {
 		g.Eventually(eventWith(h.ns, fmt.Sprintf("fanout-%02d", i), EventReasonProven), eventually, poll).ShouldNot(BeNil(),

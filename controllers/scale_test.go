@@ -98,15 +98,7 @@ func TestManyPoliciesShareOneObservation(t *testing.T) {
 				policyOptions{servers: c.Addrs})
 		}
 		g.Eventually(func(g Gomega) int {
-			var list rgv1.ConsumerRetentionPolicyList
-			g.Expect(env.Client.List(testCtx(t), &list, client.InNamespace(h.ns))).To(Succeed())
-			proven := 0
-			for _, p := range list.Items {
-				if p.Status.Proof != nil && p.Status.Proof.Verdict == rgv1.VerdictProven {
-					proven++
-				}
-			}
-			return proven
+			return provenIn(g, t, h.ns)
 		}, 90*time.Second, 200*time.Millisecond).Should(Equal(n))
 		f := scaleFigures{policies: n, allProvenAfter: time.Since(created), window: window,
 			startupPasses: h.observer.passes.Load()}
@@ -169,4 +161,17 @@ func TestManyPoliciesShareOneObservation(t *testing.T) {
 			"%d policies: heartbeat renewals %v for %d passes", f.policies, f.writes, f.passes)
 		g.Expect(f.writes).NotTo(HaveKey("PUT leases"), "%d policies: %v", f.policies, f.writes)
 	}
+}
+
+// provenIn counts the policies of namespace ns whose status says Proven.
+func provenIn(g Gomega, t *testing.T, ns string) int {
+	var list rgv1.ConsumerRetentionPolicyList
+	g.Expect(env.Client.List(testCtx(t), &list, client.InNamespace(ns))).To(Succeed())
+	proven := 0
+	for _, p := range list.Items {
+		if p.Status.Proof != nil && p.Status.Proof.Verdict == rgv1.VerdictProven {
+			proven++
+		}
+	}
+	return proven
 }
