@@ -278,8 +278,21 @@ func (r *KafkaConnectionReconciler) gather(ctx context.Context, key types.Namesp
 		r.rechecks.forget(rk)
 	}
 	in.Cluster = &co
+	if in.Discovery != nil && co.ClusterID != "" {
+		// Policies that name the same cluster by its addresses, or by
+		// another connection, guard their groups as well.
+		var same rgv1.ConsumerRetentionPolicyList
+		// A failed list (the cache only) lists those groups as unguarded
+		// this once: louder, never quieter.
+		if err := r.Client.List(ctx, &same, client.MatchingFields{clusterIDIndex: co.ClusterID}); err != nil {
+			logf.FromContext(ctx).Error(err, "listing the policies on the same cluster; their groups are listed as unguarded", "clusterID", co.ClusterID)
+		}
+		for i := range same.Items {
+			in.SameCluster = append(in.SameCluster, &same.Items[i])
+		}
+	}
 	if r.Workloads != nil && in.Discovery != nil && len(co.Failures) == 0 {
-		in.Consumers = r.consumers(ctx, in.Policies, co)
+		in.Consumers = r.consumers(ctx, guardedGroups(in.Policies, in.SameCluster), co)
 	}
 	return in, ctrl.Result{RequeueAfter: nextCheck(interval, age)}, nil
 }
@@ -288,11 +301,7 @@ func (r *KafkaConnectionReconciler) gather(ctx context.Context, key types.Namesp
 // pods at their live members' hosts, and every workload's configuration.
 // A read that fails leaves the groups without workloads (nil), logged:
 // the connection's status stays what Kafka says.
-func (r *KafkaConnectionReconciler) consumers(ctx context.Context, policies []*rgv1.ConsumerRetentionPolicy, co kafka.ClusterObservation) *workloads.Index {
-	guarded := make(map[string]bool, len(policies))
-	for _, p := range policies {
-		guarded[p.Spec.GroupID] = true
-	}
+func (r *KafkaConnectionReconciler) consumers(ctx context.Context, guarded map[string]bool, co kafka.ClusterObservation) *workloads.Index {
 	var hosts []netip.Addr
 	for _, d := range co.Discovered {
 		if !guarded[d.Group] {

@@ -46,6 +46,10 @@ type connectionInput struct {
 	// Policies are the policies naming the connection; their group ids
 	// are guarded.
 	Policies []*rgv1.ConsumerRetentionPolicy
+	// SameCluster are the policies whose last proof was on the cluster
+	// this connection observed (the same cluster ID), however they name
+	// it: their group ids are guarded too.
+	SameCluster []*rgv1.ConsumerRetentionPolicy
 	// Problem: the spec cannot be used (Stalled).
 	Problem *SpecProblem
 	// Cluster: a fresh observation (nil while pending).
@@ -65,6 +69,17 @@ type connectionOutcome struct {
 	Status    rgv1.KafkaConnectionStatus
 	Unguarded []proof.Judgement
 	Observed  bool
+}
+
+// guardedGroups are the group ids some policy guards.
+func guardedGroups(lists ...[]*rgv1.ConsumerRetentionPolicy) map[string]bool {
+	guarded := map[string]bool{}
+	for _, ps := range lists {
+		for _, p := range ps {
+			guarded[p.Spec.GroupID] = true
+		}
+	}
+	return guarded
 }
 
 func computeConnectionStatus(cur rgv1.KafkaConnectionStatus, in connectionInput) connectionOutcome {
@@ -117,10 +132,7 @@ func computeConnectionStatus(cur rgv1.KafkaConnectionStatus, in connectionInput)
 		}
 		out := connectionOutcome{Observed: true}
 		if in.Discovery != nil && len(co.Failures) == 0 {
-			guarded := make(map[string]bool, len(in.Policies))
-			for _, p := range in.Policies {
-				guarded[p.Spec.GroupID] = true
-			}
+			guarded := guardedGroups(in.Policies, in.SameCluster)
 			counts := rgv1.GroupVerdictCounts{}
 			members := make(map[string][]proof.GroupMember, len(co.Discovered))
 			for _, d := range co.Discovered {

@@ -24,6 +24,11 @@ const (
 	// connectionSecretIndex indexes ClusterKafkaConnections and
 	// KafkaConnections by the Secrets they reference.
 	connectionSecretIndex = ".spec.secretRefs"
+	// clusterIDIndex indexes policies by the Kafka cluster ID of their
+	// last proof (status.proof.clusterID): a connection's discovery counts
+	// a group as guarded by any policy on the same cluster, however the
+	// policy names it (bootstrap servers, another connection).
+	clusterIDIndex = ".status.proof.clusterID"
 )
 
 // connectionKey identifies a connection in connectionRefIndex:
@@ -73,6 +78,14 @@ func setupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("indexing policies by connection: %w", err)
+	}
+	if err := idx.IndexField(ctx, &rgv1.ConsumerRetentionPolicy{}, clusterIDIndex, func(o client.Object) []string {
+		if p, ok := o.(*rgv1.ConsumerRetentionPolicy); ok && p.Status.Proof != nil && p.Status.Proof.ClusterID != "" {
+			return []string{p.Status.Proof.ClusterID}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing policies by cluster ID: %w", err)
 	}
 	if err := idx.IndexField(ctx, &rgv1.ClusterKafkaConnection{}, connectionSecretIndex, func(o client.Object) []string {
 		if c, ok := o.(*rgv1.ClusterKafkaConnection); ok {

@@ -302,6 +302,60 @@ func TestConnectionDiscoveryAgreesWithScan(t *testing.T) {
 	g.Expect(gauge(g, "retentionguard_connection_unguarded_groups", labels)).To(Equal(1.0))
 }
 
+// A group is guarded by any policy on the same Kafka cluster, whatever
+// it names: scan --emit-policies prints policies with the bootstrap
+// servers, and a team applies them beside a ClusterKafkaConnection that
+// discovers the cluster (seed 003's batch group, adopted that way). The
+// connection matched policies by connectionRef only and kept listing the
+// adopted group as unguarded; it now matches them by the cluster ID of
+// their proof (status.proof.clusterID), and a policy on another cluster
+// with the same group id guards nothing here.
+func TestConnectionDiscoveryCountsPoliciesByAddress(t *testing.T) {
+	c := kafkatest.NewCluster(t)
+	c.SeedGroupKinds(t)
+	other := kafkatest.NewCluster(t)
+	other.CreateTopic(t, "payments", 1, nil)
+	system := labeledNamespace(t, "rg-system-", nil)
+	h := startManager(t, harnessOptions{managerNamespace: system})
+	name := "byaddr-" + strings.TrimPrefix(system, "rg-system-")
+	createCKC(t, name, rgv1.ClusterKafkaConnectionSpec{
+		KafkaConnectionSpec: rgv1.KafkaConnectionSpec{
+			BootstrapServers: c.Addrs,
+			CheckInterval:    &metav1.Duration{Duration: 10 * time.Second},
+			Discovery:        &rgv1.DiscoverySpec{Enabled: true, RecoveryWindow: &metav1.Duration{Duration: 72 * time.Hour}},
+		},
+		AllowedNamespaces: rgv1.AllowedNamespaces{From: rgv1.NamespacesFromAll},
+	})
+	g := NewWithT(t)
+	unguarded := func(g Gomega) []string {
+		var got []string
+		for _, u := range getCKC(g, name).Status.UnguardedGroups {
+			got = append(got, u.Group)
+		}
+		return got
+	}
+	g.Eventually(unguarded, 30*time.Second, 100*time.Millisecond).Should(ConsistOf("healthy", "expired", "simple", "offsetless"))
+
+	// The same group id on another cluster guards nothing here.
+	createPolicy(t, h.ns, "expired-elsewhere", "expired", []string{"payments"}, policyOptions{servers: other.Addrs})
+	// Proven or not, its proof names the other cluster.
+	g.Eventually(func(g Gomega) string {
+		p := getPolicy(g, h.ns, "expired-elsewhere")
+		g.Expect(p.Status.Proof).NotTo(BeNil())
+		return p.Status.Proof.ClusterID
+	}, 30*time.Second, 100*time.Millisecond).ShouldNot(BeEmpty())
+	// By the cluster's own addresses: guarded.
+	createPolicy(t, h.ns, "expired", "expired", []string{"payments"}, policyOptions{servers: c.Addrs})
+	g.Eventually(func(g Gomega) string {
+		p := getPolicy(g, h.ns, "expired")
+		g.Expect(p.Status.Proof).NotTo(BeNil())
+		return p.Status.Proof.ClusterID
+	}, 30*time.Second, 100*time.Millisecond).ShouldNot(BeEmpty())
+	// The connection's next check (every 10s) sees it.
+	g.Eventually(unguarded, 45*time.Second, 100*time.Millisecond).Should(ConsistOf("healthy", "simple", "offsetless"))
+	g.Expect(getCKC(g, name).Status.Policies).To(BeZero(), "status.policies counts the policies naming the connection")
+}
+
 // firstReasons keeps the deciding reason only (status lists one), and
 // none for Proven groups.
 func firstReasons(gs []scanGroup) []scanGroup {

@@ -28,6 +28,9 @@ type ClusterRequest struct {
 // the pass learned of the cluster itself, and the groups discovery found.
 type ClusterObservation struct {
 	ObservedAt time.Time
+	// ClusterID is the cluster ID the brokers report (Metadata v2+), as
+	// each observation carries it; empty when unreachable or unreported.
+	ClusterID string
 	// Observations, one per request target, in order.
 	Observations []proof.Observation
 	// Brokers are the node ids metadata listed, sorted; empty when the
@@ -86,6 +89,7 @@ func deliverAll(req ClusterRequest, obs []proof.Observation) {
 func (p *pass) clusterObservation(req ClusterRequest, observations []proof.Observation) ClusterObservation {
 	out := ClusterObservation{
 		ObservedAt:              p.now,
+		ClusterID:               p.clusterID,
 		Observations:            observations,
 		Brokers:                 slices.Clone(p.brokers),
 		BrokerOffsetsRetention:  make(map[int32]proof.ConfigValue, len(p.brokers)),
