@@ -104,7 +104,7 @@ test-e2e: build-e2e ## End to end: control plane, broker, manager and Prometheus
 	$(GO) test $(GOTESTFLAGS) -count=1 -p 1 ./test/e2e/... ./hack/demo
 
 .PHONY: test-node
-test-node: ## The real node (Linux, root): a kubelet node on this machine, helm install, seeds 003 and 000 with real consumer pods, faults, teardown leaving the machine as it was.
+test-node: ## The real node (Linux, root): a kubelet node on this machine, helm install and helm test, seeds 003 and 000 with real consumer pods, faults, adoption (scan maps groups to Deployments, a StatefulSet, a parked CronJob and a real Argo Rollout), teardown leaving the machine as it was.
 ifeq ($(NODE_TIER),yes)
 	$(MAKE) --no-print-directory build-node-tools
 	# -count=1: images and binaries are built outside go test's cache.
@@ -112,17 +112,21 @@ ifeq ($(NODE_TIER),yes)
 	# -v: the tier prints what it measured (docs/benchmarks.md) and each
 	# scenario's story.
 	export RETENTION_GUARD_NODE_TESTS=1 RETENTION_GUARD_NODE_ASSETS=$$(hack/build-node.sh) \
-	  HELM_BIN=$(CURDIR)/bin/node/helm KAFKA_BROKER_BIN=$(CURDIR)/bin/node/kafka-broker; \
+	  ARGO_ROLLOUTS_DIR=$$(hack/build-argo-rollouts.sh) \
+	  HELM_BIN=$(CURDIR)/bin/node/helm KAFKA_BROKER_BIN=$(CURDIR)/bin/node/kafka-broker \
+	  RETENTION_GUARD_BIN=$(CURDIR)/bin/node/retention-guard; \
 	$(GO) test $(GOTESTFLAGS) -v -count=1 -p 1 -timeout 45m ./test/node/...
 else
 	@echo "test-node: NOT RUN — the real-node tier needs Linux and root (this is $$(uname -s), uid $$(id -u)): it runs a kubelet, containerd and kube-proxy on this machine. CI runs it as root; on a Linux machine run sudo make test-node."
 endif
 
 .PHONY: build-node-tools
-build-node-tools: ## Build the node's Kubernetes binaries (hack/build-node.sh, cached by version), Helm's CLI and the Kafka broker for test-node.
+build-node-tools: ## Build the node's Kubernetes binaries (hack/build-node.sh, cached by version), Argo Rollouts' controller (hack/build-argo-rollouts.sh, cached by version), Helm's CLI, the Kafka broker and the retention-guard CLI for test-node.
 	hack/build-node.sh >/dev/null
+	hack/build-argo-rollouts.sh >/dev/null
 	$(GO) build -o bin/node/helm helm.sh/helm/v4/cmd/helm
 	$(GO) build -o bin/node/kafka-broker ./test/kafka-broker
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/node/retention-guard .
 
 .PHONY: build-e2e
 build-e2e: ## Build the binaries the end-to-end suite and the demo test run (same settings as go test: its build cache serves).

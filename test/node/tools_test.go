@@ -19,18 +19,24 @@ import (
 )
 
 // toolset are the programs the tier runs besides the node: the Helm CLI
-// (pinned in go.mod's tool directive) and the Kafka broker program.
+// (pinned in go.mod's tool directive), the Kafka broker program, the
+// retention-guard CLI a platform team runs from its laptop (scan), and
+// Argo Rollouts' controller with its CRDs (hack/build-argo-rollouts.sh).
 type toolset struct {
-	dir    string // scratch folder for the run (tools, images, broker data)
-	helm   string
-	broker string
+	dir          string // scratch folder for the run (tools, images, broker data)
+	helm         string
+	broker       string
+	cli          string
+	argoRollouts string // folder: rollouts-controller and crds/
 }
 
 // Prebuilt binaries (make test-node builds them once, with go test's build
 // settings so its cache serves): used as they are when set.
 const (
-	envHelm   = "HELM_BIN"
-	envBroker = "KAFKA_BROKER_BIN"
+	envHelm         = "HELM_BIN"
+	envBroker       = "KAFKA_BROKER_BIN"
+	envCLI          = "RETENTION_GUARD_BIN"
+	envArgoRollouts = "ARGO_ROLLOUTS_DIR"
 )
 
 func buildTools(ctx context.Context) (toolset, error) {
@@ -40,12 +46,13 @@ func buildTools(ctx context.Context) (toolset, error) {
 	}
 	t := toolset{dir: dir}
 	for _, b := range []struct {
-		out *string
-		env string
-		pkg string
+		out      *string
+		env, pkg string
+		name     string
 	}{
-		{&t.helm, envHelm, "helm.sh/helm/v4/cmd/helm"},
-		{&t.broker, envBroker, "./test/kafka-broker"},
+		{&t.helm, envHelm, "helm.sh/helm/v4/cmd/helm", "helm"},
+		{&t.broker, envBroker, "./test/kafka-broker", "kafka-broker"},
+		{&t.cli, envCLI, ".", "retention-guard"},
 	} {
 		if p := os.Getenv(b.env); p != "" {
 			if _, err := os.Stat(p); err != nil {
@@ -54,7 +61,7 @@ func buildTools(ctx context.Context) (toolset, error) {
 			*b.out = p
 			continue
 		}
-		*b.out = filepath.Join(dir, filepath.Base(b.pkg))
+		*b.out = filepath.Join(dir, b.name)
 		start := time.Now()
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", *b.out, b.pkg)
 		cmd.Dir = testenv.RepoRoot()
@@ -62,6 +69,19 @@ func buildTools(ctx context.Context) (toolset, error) {
 			return t, fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
 		}
 		fmt.Fprintf(os.Stderr, "node tier: built %s in %s\n", filepath.Base(*b.out), time.Since(start).Round(100*time.Millisecond))
+	}
+	if t.argoRollouts = os.Getenv(envArgoRollouts); t.argoRollouts == "" {
+		cmd := exec.CommandContext(ctx, filepath.Join(testenv.RepoRoot(), "hack", "build-argo-rollouts.sh"))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return t, fmt.Errorf("hack/build-argo-rollouts.sh: %w", err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		t.argoRollouts = lines[len(lines)-1]
+	}
+	if _, err := os.Stat(filepath.Join(t.argoRollouts, "rollouts-controller")); err != nil {
+		return t, fmt.Errorf("%s=%s: %w", envArgoRollouts, t.argoRollouts, err)
 	}
 	return t, nil
 }
