@@ -162,7 +162,7 @@ func computeConnectionStatus(cur rgv1.KafkaConnectionStatus, in connectionInput)
 				}
 				g := unguardedGroup(j)
 				if in.Consumers != nil {
-					g.Workloads = groupWorkloads(in.Consumers.Match(j.Group, members[j.Group]))
+					g.Workloads = in.Consumers.Match(j.Group, members[j.Group]).StatusWorkloads(maxGroupWorkloads)
 				}
 				st.UnguardedGroups = append(st.UnguardedGroups, g)
 			}
@@ -211,32 +211,3 @@ func unguardedGroup(j proof.Judgement) rgv1.UnguardedGroup {
 
 // maxGroupWorkloads is how many workloads an unguarded group lists.
 const maxGroupWorkloads = 10
-
-// groupWorkloads is the matcher's answer as status says it, surest first.
-func groupWorkloads(m workloads.GroupMatch) []rgv1.GroupWorkload {
-	var out []rgv1.GroupWorkload
-	for i, wm := range m.Workloads {
-		if i == maxGroupWorkloads {
-			break
-		}
-		gw := rgv1.GroupWorkload{
-			Kind: string(wm.Workload.Kind), Namespace: wm.Workload.Namespace, Name: wm.Workload.Name,
-			Confidence: wm.Confidence.String(), Parked: wm.Parked && wm.Confidence < workloads.Certain,
-		}
-		for _, ev := range wm.Evidence {
-			if !slices.Contains(gw.Evidence, string(ev.Kind)) {
-				gw.Evidence = append(gw.Evidence, string(ev.Kind))
-			}
-		}
-		slices.Sort(gw.Evidence)
-		gw.Message = wm.Evidence[0].String()
-		if n := len(wm.Evidence) - 1; n > 0 {
-			gw.Message += fmt.Sprintf(" (and %d more)", n)
-		}
-		if len(gw.Message) > 512 {
-			gw.Message = gw.Message[:509] + "..."
-		}
-		out = append(out, gw)
-	}
-	return out
-}

@@ -37,7 +37,7 @@ func TestGroupWorkloads(t *testing.T) {
 			Replicas: 1, Template: withEnv("ORDERS_GROUP", "g")})
 	}
 	members := []proof.GroupMember{{MemberID: "m", ClientID: "fanout-0", Host: netip.MustParseAddr("10.1.0.5")}}
-	got := groupWorkloads(workloads.NewIndex(snap).Match("g", members))
+	got := workloads.NewIndex(snap).Match("g", members).StatusWorkloads(maxGroupWorkloads)
 	g.Expect(got).To(HaveLen(maxGroupWorkloads))
 	g.Expect(got[0]).To(Equal(rgv1.GroupWorkload{Kind: "Deployment", Namespace: "qim", Name: "fanout", Confidence: "Certain",
 		Evidence: []string{"Environment", "MemberHost"}, Message: "member client fanout-0 at 10.1.0.5 is pod fanout-1-a (and 1 more)"}))

@@ -50,7 +50,7 @@ func newScanCommand() *cobra.Command {
 		Short: "Judge every consumer group on a cluster, no policy needed",
 		Long: `Judge every consumer group on a Kafka cluster (ListGroups, then the topics
 each group committed on) against one recovery window, without any policy
-(and without Kubernetes, unless --emit-policies is given a kubeconfig): the way a platform team sees, in one command, which groups
+(and without Kubernetes, unless given a kubeconfig): the way a platform team sees, in one command, which groups
 would silently lose data if their consumers stayed down that long.
 
 Each group gets the proof a policy would: committed offsets inside the
@@ -80,6 +80,13 @@ by its configuration only, and the comment says so. A group no workload
 matches keeps the placeholder selector: fill it in before applying. An API
 server that cannot be read is an error (exit 2), never a silent fallback.
 Without a kubeconfig, every policy has the placeholder selector.
+
+The table and --output json name the same workloads when --kubeconfig,
+--context or --namespace is given (the KUBECONFIG variable alone does not
+make them read the cluster): a WORKLOADS column (Kind/namespace/name and
+confidence, the first three and how many more) and each group's
+"workloads" (kind, namespace, name, confidence, evidence, message, parked:
+the fields of a connection's status.unguardedGroups[].workloads).
 
 Exit codes: 1 when any group is Violated, else 2 when any is Unknown (or the
 cluster could not be fully read), else 0; 64 usage error.`,
@@ -114,9 +121,9 @@ cluster could not be fully read), else 0; 64 usage error.`,
 	f.BoolVar(&o.allowSizeBoundedRetention, "allow-size-bounded-retention", false, "accept topics whose retention.bytes is not -1")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound on the whole scan")
 	f.StringVar(&o.color, "color", "auto", "colour the table: auto (only on a terminal, not with NO_COLOR), always or never")
-	f.StringVar(&o.kube.kubeconfig, "kubeconfig", "", "with --emit-policies: the kubeconfig to read the workloads that consume each group from (default: KUBECONFIG, when set)")
-	f.StringVar(&o.kube.context, "context", "", "with --emit-policies: the kubeconfig context (default: its current context)")
-	f.StringArrayVar(&o.kube.namespaces, "namespace", nil, "with --emit-policies and a kubeconfig: read workloads only in this namespace (repeat it; default: every namespace)")
+	f.StringVar(&o.kube.kubeconfig, "kubeconfig", "", "the kubeconfig to read the workloads that consume each group from (with --emit-policies, default: KUBECONFIG, when set)")
+	f.StringVar(&o.kube.context, "context", "", "the kubeconfig context to read the workloads from (default: its current context)")
+	f.StringArrayVar(&o.kube.namespaces, "namespace", nil, "read workloads only in this namespace (repeat it; default: every namespace; needs a kubeconfig)")
 	o.logs.bind(f)
 	return cmd
 }
@@ -149,9 +156,6 @@ func (o *scanOptions) validate() error {
 	}
 	if (o.emitConnectionRef != "" || o.emitNamespace != "") && !o.emitPolicies {
 		add("--emit-connection-ref and --emit-namespace go with --emit-policies")
-	}
-	if (o.kube.kubeconfig != "" || o.kube.context != "" || len(o.kube.namespaces) > 0) && !o.emitPolicies {
-		add("--kubeconfig, --context and --namespace go with --emit-policies (they fill each policy's selector)")
 	}
 	if len(o.kube.namespaces) > 0 && !o.kube.wanted() {
 		add("--namespace needs a kubeconfig: --kubeconfig PATH, or set KUBECONFIG")
@@ -193,10 +197,10 @@ func (o *scanOptions) run(cmd *cobra.Command) error {
 	// The workloads are read first: a cluster that cannot be read stops
 	// the scan before Kafka is asked anything.
 	var index *workloads.Index
-	if o.emitPolicies && o.kube.wanted() {
+	if o.kube.wanted() && (o.emitPolicies || o.kube.named()) {
 		cfg, err := o.kube.restConfig()
 		if err != nil {
-			return exitError{code: ExitUnknown, err: fmt.Errorf("%w; the policies' selectors come from the cluster's workloads (drop --kubeconfig and unset KUBECONFIG for placeholder selectors)", err)}
+			return exitError{code: ExitUnknown, err: fmt.Errorf("%w; %s", err, o.kube.fallback(o.emitPolicies))}
 		}
 		snap, err := readSnapshot(ctx, cfg, o.kube.namespaces)
 		if err != nil {
@@ -223,9 +227,9 @@ func (o *scanOptions) run(cmd *cobra.Command) error {
 	case o.emitPolicies:
 		err = writePolicies(out, o, res, index)
 	case o.output == "json":
-		err = writeScanJSON(out, res)
+		err = writeScanJSON(out, res, index)
 	default:
-		err = writeScanTable(out, res, useColor(o.color, out))
+		err = writeScanTable(out, res, index, useColor(o.color, out))
 	}
 	if err != nil {
 		return err

@@ -37,7 +37,18 @@ type scanGroupJSON struct {
 	ExpiredRecords int64    `json:"expiredRecords"`
 	// RecoveryHeadroom is a Go duration, null when it cannot be computed.
 	RecoveryHeadroom *string `json:"recoveryHeadroom"`
+	// Workloads consume the group, surest first (at most
+	// maxScanWorkloads), as a connection's status.unguardedGroups lists
+	// them; present only when the cluster was read (a kubeconfig).
+	Workloads *[]rgv1.GroupWorkload `json:"workloads,omitempty"`
 }
+
+// maxScanWorkloads is how many workloads a group lists in the JSON, as in
+// a connection's status.
+const maxScanWorkloads = 10
+
+// tableWorkloads is how many workloads the table's column names.
+const tableWorkloads = 3
 
 func groupJSON(j proof.Judgement, protocolType string) scanGroupJSON {
 	g := scanGroupJSON{
@@ -57,10 +68,18 @@ func groupJSON(j proof.Judgement, protocolType string) scanGroupJSON {
 	return g
 }
 
-func writeScanJSON(w io.Writer, res scanResult) error {
+func writeScanJSON(w io.Writer, res scanResult, index *workloads.Index) error {
 	doc := scanJSON{Groups: []scanGroupJSON{}}
 	for _, j := range res.judgements {
-		doc.Groups = append(doc.Groups, groupJSON(j, res.protocolTypes[j.Group]))
+		g := groupJSON(j, res.protocolTypes[j.Group])
+		if index != nil {
+			ws := index.Match(j.Group, res.members[j.Group]).StatusWorkloads(maxScanWorkloads)
+			if ws == nil {
+				ws = []rgv1.GroupWorkload{}
+			}
+			g.Workloads = &ws
+		}
+		doc.Groups = append(doc.Groups, g)
 	}
 	for _, f := range res.failures {
 		doc.Failures = append(doc.Failures, f.Reason+": "+f.Message)
@@ -84,7 +103,28 @@ func protocolText(protocol, protocolType string) string {
 	return "classic/" + protocolType
 }
 
-func writeScanTable(w io.Writer, res scanResult, color bool) error {
+// workloadsCell is the table's WORKLOADS cell: the first tableWorkloads
+// matched, Kind/namespace/name (Confidence), and how many more.
+func workloadsCell(m workloads.GroupMatch) string {
+	if len(m.Workloads) == 0 {
+		return "-"
+	}
+	var cells []string
+	for i, wm := range m.Workloads {
+		if i == tableWorkloads {
+			cells = append(cells, fmt.Sprintf("+%d", len(m.Workloads)-i))
+			break
+		}
+		c := fmt.Sprintf("%s/%s/%s (%s", wm.Workload.Kind, wm.Workload.Namespace, wm.Workload.Name, wm.Confidence)
+		if wm.Parked && wm.Confidence < workloads.Certain {
+			c += ", parked"
+		}
+		cells = append(cells, c+")")
+	}
+	return strings.Join(cells, ", ")
+}
+
+func writeScanTable(w io.Writer, res scanResult, index *workloads.Index, color bool) error {
 	c := palette{on: color}
 	counts := map[proof.Verdict]int{}
 	for _, j := range res.judgements {
@@ -94,7 +134,11 @@ func writeScanTable(w io.Writer, res scanResult, color bool) error {
 		len(res.judgements), counts[proof.Violated], counts[proof.Unknown], counts[proof.Proven])
 	if len(res.judgements) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL\tTOPICS\tVERDICT\tREASONS\tEXPIRED\tHEADROOM")
+		header := "GROUP\tSTATE\tPROTOCOL\tTOPICS\tVERDICT\tREASONS\tEXPIRED\tHEADROOM"
+		if index != nil {
+			header += "\tWORKLOADS"
+		}
+		fmt.Fprintln(tw, header)
 		for _, j := range res.judgements {
 			headroom := "-"
 			if j.HasHeadroom {
@@ -112,8 +156,12 @@ func writeScanTable(w io.Writer, res scanResult, color bool) error {
 			if state == "" {
 				state = "unknown"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.Group, state, protocolText(j.Protocol, res.protocolTypes[j.Group]),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s", j.Group, state, protocolText(j.Protocol, res.protocolTypes[j.Group]),
 				topics, c.verdict(j.Verdict), reasons, j.ExpiredRecords, headroom)
+			if index != nil {
+				fmt.Fprintf(tw, "\t%s", workloadsCell(index.Match(j.Group, res.members[j.Group])))
+			}
+			fmt.Fprintln(tw)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -143,7 +143,6 @@ func TestScanUsageErrors(t *testing.T) {
 		{[]string{"--bootstrap-server", "k:9092", "--recovery-window", "72h", "--output", "yaml"}, "--output"},
 		{[]string{"--bootstrap-server", "k:9092", "--recovery-window", "72h", "--emit-connection-ref", "Secret/x", "--emit-policies"}, "--emit-connection-ref"},
 		{[]string{"--bootstrap-server", "k:9092", "--recovery-window", "72h", "--emit-namespace", "x"}, "go with --emit-policies"},
-		{[]string{"--bootstrap-server", "k:9092", "--recovery-window", "72h", "--kubeconfig", "kc"}, "--kubeconfig, --context and --namespace go with --emit-policies"},
 		{[]string{"--bootstrap-server", "k:9092", "--recovery-window", "72h", "--emit-policies", "--kubeconfig", "kc", "--namespace", "Ledger"}, `--namespace "Ledger" is not a namespace name`},
 		{[]string{"--bootstrap-server", "k:9092", "--recovery-window", "72h", "--sasl-mechanism", "OAUTHBEARER"}, "exactly one of --sasl-oauth-token-endpoint"},
 		{[]string{"--bootstrap-server", "k:9092", "--recovery-window", "72h", "--sasl-mechanism", "OAUTHBEARER",

@@ -16,7 +16,8 @@ import (
 )
 
 // kubeOptions are scan's Kubernetes flags: where the workloads that
-// consume each group are read (for --emit-policies).
+// consume each group are read (the policies' selectors, the table's
+// WORKLOADS column, the JSON's workloads).
 type kubeOptions struct {
 	kubeconfig string
 	context    string
@@ -27,6 +28,21 @@ type kubeOptions struct {
 // standard KUBECONFIG variable).
 func (k *kubeOptions) wanted() bool {
 	return k.kubeconfig != "" || k.context != "" || os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != ""
+}
+
+// named: a Kubernetes flag was given (--kubeconfig, --context,
+// --namespace). The table and JSON read the cluster only then; the
+// KUBECONFIG variable alone is for --emit-policies.
+func (k *kubeOptions) named() bool {
+	return k.kubeconfig != "" || k.context != "" || len(k.namespaces) > 0
+}
+
+// fallback says how to scan without reading the cluster.
+func (k *kubeOptions) fallback(emitPolicies bool) string {
+	if emitPolicies {
+		return "the policies' selectors come from the cluster's workloads (drop --kubeconfig and unset KUBECONFIG for placeholder selectors)"
+	}
+	return "the workloads come from the cluster (drop --kubeconfig, --context and --namespace to judge the groups alone)"
 }
 
 // restConfig loads the kubeconfig the way kubectl does: --kubeconfig, else

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -246,6 +249,58 @@ func TestScanEmitPoliciesSelectTheConsumers(t *testing.T) {
 	if code != ExitViolated || all != stdout {
 		t.Errorf("every namespace: exit %d (%s), output differs from the three namespaces':\n%s", code, stderr, all)
 	}
+
+	// The table and the JSON name the same workloads, with the fields of a
+	// connection's status.unguardedGroups[].workloads.
+	ns := []string{"--namespace", "qim", "--namespace", "qim-eu", "--namespace", "ledger", "--namespace", "shop"}
+	code, js, stderr := runScan(t, append([]string{"--bootstrap-server", c.Addrs[0], "--recovery-window", "72h", "--output", "json",
+		"--kubeconfig", kubeconfig}, ns...)...)
+	if code != ExitViolated {
+		t.Fatalf("--output json with a kubeconfig: exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Groups []struct {
+			Group     string
+			Workloads *[]rgv1.GroupWorkload
+		}
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, js)
+	}
+	gotWorkloads := map[string][]string{}
+	for _, g := range doc.Groups {
+		if g.Workloads == nil {
+			t.Errorf("group %s has no workloads field although the cluster was read", g.Group)
+			continue
+		}
+		for _, w := range *g.Workloads {
+			gotWorkloads[g.Group] = append(gotWorkloads[g.Group], fmt.Sprintf("%s %s/%s %s %v parked=%v",
+				w.Kind, w.Namespace, w.Name, w.Confidence, w.Evidence, w.Parked))
+		}
+	}
+	wantWorkloads := map[string][]string{
+		"qim-fanout": {"Deployment qim/fanout Certain [MemberHost] parked=false",
+			"Deployment qim-eu/fanout Likely [Environment] parked=true"},
+		"shop-orders":            {"Rollout shop/orders Certain [MemberHost] parked=false"},
+		"ledger-settle-consumer": {"CronJob ledger/settle Likely [Environment] parked=true"},
+	}
+	if !reflect.DeepEqual(gotWorkloads, wantWorkloads) {
+		t.Errorf("--output json workloads:\n got %v\nwant %v", gotWorkloads, wantWorkloads)
+	}
+	_, table, _ := runScan(t, append([]string{"--bootstrap-server", c.Addrs[0], "--recovery-window", "72h", "--kubeconfig", kubeconfig}, ns...)...)
+	for _, want := range []string{"WORKLOADS", "Deployment/qim/fanout (Certain), Deployment/qim-eu/fanout (Likely, parked)",
+		"CronJob/ledger/settle (Likely, parked)", "Rollout/shop/orders (Certain)"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the table does not say %q:\n%s", want, table)
+		}
+	}
+	// Without a kubeconfig flag the table is Kafka's alone, KUBECONFIG set
+	// or not.
+	t.Setenv("KUBECONFIG", kubeconfig)
+	if _, plain, _ := runScan(t, "--bootstrap-server", c.Addrs[0], "--recovery-window", "72h"); strings.Contains(plain, "WORKLOADS") {
+		t.Errorf("KUBECONFIG alone made the table read the cluster:\n%s", plain)
+	}
+	t.Setenv("KUBECONFIG", "")
 
 	// Only qim read: the seed 003 group has no workload there, and keeps
 	// the placeholder and the instruction.
