@@ -336,22 +336,31 @@ func TestConnectionDiscoveryCountsPoliciesByAddress(t *testing.T) {
 	}
 	g.Eventually(unguarded, 30*time.Second, 100*time.Millisecond).Should(ConsistOf("healthy", "expired", "simple", "offsetless"))
 
-	// The same group id on another cluster guards nothing here.
+	proved := func(policy string) *rgv1.ProofStatus {
+		t.Helper()
+		var st *rgv1.ProofStatus
+		g.Eventually(func(g Gomega) string {
+			st = getPolicy(g, h.ns, policy).Status.Proof
+			g.Expect(st).NotTo(BeNil())
+			return st.ClusterID
+		}, 30*time.Second, 100*time.Millisecond).ShouldNot(BeEmpty())
+		return st
+	}
+	// The same group id on another cluster guards nothing here: the
+	// connection's first check after that policy's proof still lists it.
 	createPolicy(t, h.ns, "expired-elsewhere", "expired", []string{"payments"}, policyOptions{servers: other.Addrs})
-	// Proven or not, its proof names the other cluster.
-	g.Eventually(func(g Gomega) string {
-		p := getPolicy(g, h.ns, "expired-elsewhere")
-		g.Expect(p.Status.Proof).NotTo(BeNil())
-		return p.Status.Proof.ClusterID
-	}, 30*time.Second, 100*time.Millisecond).ShouldNot(BeEmpty())
-	// By the cluster's own addresses: guarded.
+	proved("expired-elsewhere")
+	seen := time.Now().Add(time.Second) // lastObservedAt is in whole seconds
+	g.Eventually(func(g Gomega) bool {
+		at := getCKC(g, name).Status.LastObservedAt
+		return at != nil && at.After(seen)
+	}, 45*time.Second, 100*time.Millisecond).Should(BeTrue(), "a check of the connection after the other cluster's proof was written")
+	g.Expect(unguarded(g)).To(ContainElement("expired"), "a policy on another cluster guards nothing here")
+
+	// By the cluster's own addresses: guarded, from the connection's next
+	// check (every 10s).
 	createPolicy(t, h.ns, "expired", "expired", []string{"payments"}, policyOptions{servers: c.Addrs})
-	g.Eventually(func(g Gomega) string {
-		p := getPolicy(g, h.ns, "expired")
-		g.Expect(p.Status.Proof).NotTo(BeNil())
-		return p.Status.Proof.ClusterID
-	}, 30*time.Second, 100*time.Millisecond).ShouldNot(BeEmpty())
-	// The connection's next check (every 10s) sees it.
+	proved("expired")
 	g.Eventually(unguarded, 45*time.Second, 100*time.Millisecond).Should(ConsistOf("healthy", "simple", "offsetless"))
 	g.Expect(getCKC(g, name).Status.Policies).To(BeZero(), "status.policies counts the policies naming the connection")
 }

@@ -362,6 +362,10 @@ func startOnce(d Dist, dir string, opts ...Option) (*Broker, error) {
 	return b, nil
 }
 
+// ClusterID is the ID the storage was formatted with (StorageTool format
+// -t): every node's meta.properties cluster.id.
+func (b *Broker) ClusterID() string { return b.clusterID }
+
 // Addrs are the client listeners of every node.
 func (b *Broker) Addrs() []string {
 	var out []string

@@ -68,3 +68,46 @@ func requireMember(t *testing.T, obs proof.Observation, clientID string, host ne
 		t.Errorf("member client ID %q, want %q", m.ClientID, clientID)
 	}
 }
+
+// A connection's discovery counts a group as guarded by any policy whose
+// proof was on the same cluster (a policy printed by scan --emit-policies
+// names the bootstrap servers, not the connection), and a restarted
+// manager dates an Empty clock only from a proof on the same cluster: both
+// compare the cluster ID of Metadata responses. On Apache Kafka it is the
+// ID the storage was formatted with (SharedServer.clusterId:
+// meta.properties cluster.id, sent by KafkaApis.handleTopicMetadataRequest),
+// the same whichever address a client bootstraps from.
+func TestClusterIDIsTheStoragesWhateverTheAddress(t *testing.T) {
+	t.Parallel()
+	forEach(t, nil, func(t *testing.T, e *env) {
+		const topic = "clusterid-orders"
+		e.createTopic(t, topic, 1)
+		e.CommitOffsets(t, "clusterid-batch", topic, map[int32]int64{0: 0})
+		o := newObserver(t)
+		byIP := e.conn(reader)
+		byName := byIP
+		byName.BootstrapServers = nil
+		for _, a := range byIP.BootstrapServers {
+			_, port, err := net.SplitHostPort(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byName.BootstrapServers = append(byName.BootstrapServers, net.JoinHostPort("localhost", port))
+		}
+		for _, conn := range []kafka.Connection{byIP, byName} {
+			co := o.ObserveCluster(t.Context(), conn, kafka.ClusterRequest{
+				Targets:  []kafka.Target{{Group: "clusterid-batch", Topics: []string{topic}}},
+				Discover: &kafka.Discovery{},
+			})
+			if len(co.Failures) > 0 {
+				t.Fatalf("bootstrapping from %v: %+v", conn.BootstrapServers, co.Failures)
+			}
+			if co.ClusterID != e.B.ClusterID() {
+				t.Errorf("bootstrapping from %v: the cluster observation's ID %q, want the storage's %q", conn.BootstrapServers, co.ClusterID, e.B.ClusterID())
+			}
+			if got := co.Observations[0].ClusterID; got != e.B.ClusterID() {
+				t.Errorf("bootstrapping from %v: the policy target's observation has cluster ID %q, want %q", conn.BootstrapServers, got, e.B.ClusterID())
+			}
+		}
+	})
+}
