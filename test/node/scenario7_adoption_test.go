@@ -265,8 +265,7 @@ func TestAdoptionScanMapsGroupsToWorkloads(t *testing.T) {
 	// The Rollout's group loses records while it is scaled to zero; scaling
 	// it up is refused with the numbers.
 	waitCommitted(t, "adopt-payments", "adopt-payments", map[int32]int64{0: 20})
-	out, err = kubectl(ctx, "scale", "rollout/payments", "--namespace", shop, "--replicas=0")
-	if err != nil {
+	if _, err := kubectl(ctx, "scale", "rollout/payments", "--namespace", shop, "--replicas=0"); err != nil {
 		t.Fatalf("a scale-down is never refused: %v", err)
 	}
 	noPods(t, shop, "payments")
