@@ -379,8 +379,22 @@ func installArgoRollouts(t *testing.T) {
 	out, err := kubectl(ctx, "apply", "--server-side", "-f", filepath.Join(tools.argoRollouts, "crds"))
 	must(t, err)
 	t.Logf("Argo Rollouts CRDs: %s", strings.TrimSpace(out))
-	_, err = kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd/rollouts.argoproj.io")
-	must(t, err)
+	// Polled: kubectl wait errs on a CRD that has no conditions yet.
+	waitFor(t, "the Rollout CRD Established", time.Minute, func() error {
+		crd := &unstructured.Unstructured{}
+		crd.SetAPIVersion("apiextensions.k8s.io/v1")
+		crd.SetKind("CustomResourceDefinition")
+		if err := admin().Get(suite, client.ObjectKey{Name: "rollouts.argoproj.io"}, crd); err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %v", conds)
+	})
 	port := func() string {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		must(t, err)
