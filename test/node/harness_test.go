@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,7 +99,20 @@ func installed(t *testing.T) {
 		waitManagerReady(t, 2)
 		return
 	}
-	_, err := helmInstall(ctx, release, releaseNS)
+	// The chart keeps its CRDs at uninstall (helm.sh/resource-policy:
+	// keep): after a scenario that installed and removed another release
+	// (TestReinstallUnderAnotherName) they carry that release's ownership,
+	// and Helm refuses a plain install. --take-ownership is the documented
+	// way to adopt them (docs/install.md), used only then.
+	var extra []string
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := admin().Get(ctx, client.ObjectKey{Name: "consumerretentionpolicies.retentionguard.io"}, &crd); err == nil {
+		if owner := crd.Annotations["meta.helm.sh/release-name"]; owner != "" && owner != release {
+			t.Logf("the kept CRDs belong to release %q: installing %s with --take-ownership", owner, release)
+			extra = append(extra, "--take-ownership")
+		}
+	}
+	_, err := helmInstall(ctx, release, releaseNS, extra...)
 	must(t, err)
 	waitManagerReady(t, 2)
 }
