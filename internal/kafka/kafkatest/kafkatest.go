@@ -240,24 +240,60 @@ func (c *Cluster) CreateTopic(t testing.TB, topic string, partitions int32, conf
 const LeaderTimeout = 2 * time.Minute
 
 // waitForLeaders polls until every partition of a new topic has a leader
-// that answers ListOffsets: on a real broker CreateTopic returns before
+// that answers ListOffsets, and every broker's metadata names the topic
+// with all its partitions: on a real broker CreateTopic returns before
 // the controller has elected them, and a produce or a commit right after
-// it can meet UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER.
+// it can meet UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER. The
+// commit is answered by the group's coordinator, from its own metadata
+// cache (KafkaApis.handleOffsetCommitRequest: metadataCache.contains), which
+// learns the topic from the controller after the leader does: on a
+// three-node 3.9 cluster a commit right after the leaders answered was
+// refused with UNKNOWN_TOPIC_OR_PARTITION by a coordinator on another node.
 func (c *Cluster) waitForLeaders(t testing.TB, topic string, partitions int32) {
 	t.Helper()
 	deadline := time.Now().Add(LeaderTimeout)
 	for {
 		cx, cancel := bounded()
 		ends, err := c.Admin(t).ListEndOffsets(cx, topic)
-		cancel()
 		if err == nil && ends.Error() == nil && len(ends[topic]) == int(partitions) {
-			return
+			err = c.everyBrokerKnows(cx, topic, partitions)
+			if err == nil {
+				cancel()
+				return
+			}
 		}
+		cancel()
 		if time.Now().After(deadline) {
-			t.Fatalf("kafkatest: topic %s: partitions without a leader after %s: %v %v", topic, LeaderTimeout, err, ends.Error())
+			t.Fatalf("kafkatest: topic %s: partitions without a leader, or a broker without its metadata, after %s: %v %v", topic, LeaderTimeout, err, ends.Error())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// everyBrokerKnows asks each broker of the cluster, directly, for topic's
+// metadata: nil once every one names all its partitions.
+func (c *Cluster) everyBrokerKnows(ctx context.Context, topic string, partitions int32) error {
+	brokers, err := c.admin.ListBrokers(ctx)
+	if err != nil {
+		return err
+	}
+	for _, b := range brokers {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, c.shared.Broker(int(b.NodeID)))
+		if err != nil {
+			return fmt.Errorf("broker %d: %w", b.NodeID, err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != int(partitions) {
+			return fmt.Errorf("broker %d does not know %s's %d partitions yet", b.NodeID, topic, partitions)
+		}
+		if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+			return fmt.Errorf("broker %d: %s: %w", b.NodeID, topic, err)
+		}
+	}
+	return nil
 }
 
 // SetTopicConfig sets one topic config (IncrementalAlterConfigs).
