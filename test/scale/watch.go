@@ -20,6 +20,11 @@ import (
 type proofTracker struct {
 	since time.Time
 	want  int
+	// rollable: policies below this number have a Deployment to roll
+	// out (the cluster has fewer Deployments than the last step's
+	// policies: policy g's consumers are Deployment g only while g <
+	// Deployments).
+	rollable int
 
 	mu       sync.Mutex
 	at       map[string]time.Time // when each policy first had its proof (bench clock)
@@ -29,8 +34,8 @@ type proofTracker struct {
 	allAt    time.Time
 }
 
-func newProofTracker(since time.Time, want int) *proofTracker {
-	return &proofTracker{since: since, want: want, at: map[string]time.Time{}, verdicts: map[string]rgv1.Verdict{}, all: make(chan struct{})}
+func newProofTracker(since time.Time, want, rollable int) *proofTracker {
+	return &proofTracker{since: since, want: want, rollable: rollable, at: map[string]time.Time{}, verdicts: map[string]rgv1.Verdict{}, all: make(chan struct{})}
 }
 
 // run lists and watches policies until ctx ends, starting over when a
@@ -75,7 +80,7 @@ func (t *proofTracker) note(p *rgv1.ConsumerRetentionPolicy) {
 		t.at[key] = time.Now()
 		if pr.Verdict == rgv1.VerdictProven {
 			var g int
-			if _, err := fmt.Sscanf(p.Name, "consumer-%d", &g); err == nil {
+			if _, err := fmt.Sscanf(p.Name, "consumer-%d", &g); err == nil && g < t.rollable {
 				t.proven = append(t.proven, g)
 			}
 		}
@@ -98,7 +103,7 @@ func (t *proofTracker) counts() (int, map[rgv1.Verdict]int) {
 	return len(t.at), by
 }
 
-// pick returns a random policy with a Proven proof, or -1.
+// pick returns a random policy with a Proven proof and a Deployment, or -1.
 func (t *proofTracker) pick() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
