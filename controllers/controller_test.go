@@ -201,7 +201,7 @@ func TestSeed000ExpiredCommittedOffset(t *testing.T) {
 	const interval = 2 * time.Second
 	h := startManager(t, harnessOptions{interval: interval})
 	createPolicy(t, h.ns, "fanout", "fanout", []string{"outbox"},
-		policyOptions{servers: c.Addrs, window: 100 * time.Millisecond, readOffsetsTopic: true})
+		policyOptions{servers: c.Addrs, window: 100 * time.Millisecond})
 
 	g := NewWithT(t)
 	g.Eventually(verdictOf(h.ns, "fanout"), eventually, poll).Should(Equal(rgv1.VerdictViolated))

@@ -70,7 +70,7 @@ func TestGitOpsHealthOfPolicies(t *testing.T) {
 	g.Expect(kstatusOf(g, h.ns, "billing").Status).To(Equal(status.CurrentStatus))
 
 	createPolicy(t, h.ns, "fanout", "fanout", []string{"outbox"},
-		policyOptions{servers: c.Addrs, window: 100 * time.Millisecond, readOffsetsTopic: true})
+		policyOptions{servers: c.Addrs, window: 100 * time.Millisecond})
 	g.Eventually(verdictOf(h.ns, "fanout"), eventually, poll).ShouldNot(BeEmpty())
 	g.Eventually(func() rgv1.Verdict {
 		c.ApplyRetention()

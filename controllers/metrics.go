@@ -90,6 +90,13 @@ var (
 			"Compare with offsets.retention.minutes: a gap that reaches it expires the group's offsets between runs.",
 	}, "cronjob")
 
+	offsetsTopicReadable = policyDesc(prometheus.GaugeOpts{
+		Name: "retentionguard_offsets_topic_readable",
+		Help: "1 when the last check read the group's exact commit and Empty times from __consumer_offsets, 0 when it could not " +
+			"and bounded them instead; the reason label says why (Read, Denied: grant the principal Read on the topic, Absent, " +
+			"Undecodable, NotRead). No series for a policy with spec.kafka.readOffsetsTopic: false.",
+	}, "reason")
+
 	kafkaRequestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "retentionguard_kafka_request_duration_seconds",
 		Help:    "Round trip of the Kafka requests made to observe clusters, by Kafka API.",
@@ -140,6 +147,10 @@ type policySeries struct {
 	offsetsAt, offsetsIn       float64
 	expired                    []labeledValue // by topic
 	gaps                       []labeledValue // by CronJob
+	// offsetsTopic: the read was asked; offsetsTopicReason why it failed
+	// (empty when read).
+	offsetsTopic       bool
+	offsetsTopicReason string
 }
 
 type labeledValue struct {
@@ -209,8 +220,9 @@ func (m *policyMetrics) record(policy types.NamespacedName, facts policyFacts, r
 	next := policySeries{
 		recorded: true, verdict: res.Verdict,
 		group: facts.GroupID, enforcement: intern(facts.Enforcement), reason: intern(facts.ReadyReason),
-		window:  facts.RecoveryWindow.Seconds(),
-		expired: slices.Clip(expired),
+		window:       facts.RecoveryWindow.Seconds(),
+		expired:      slices.Clip(expired),
+		offsetsTopic: res.OffsetsTopic.Requested, offsetsTopicReason: intern(res.OffsetsTopic.Reason),
 	}
 	// The proof's own times, absolute: a series that is not set again
 	// until the next check still says when, and (it - time()) how long.
@@ -253,7 +265,8 @@ func (m *policyMetrics) forget(policy types.NamespacedName) {
 // Describe implements prometheus.Collector.
 func (m *policyMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{policyVerdict, recoveryHeadroomExpiration, recoveryHeadroomSeconds, expiredRecords,
-		groupOffsetsExpiration, groupOffsetsExpirySeconds, recoveryWindowSeconds, policyInfo, cronJobScheduleGapSeconds} {
+		groupOffsetsExpiration, groupOffsetsExpirySeconds, recoveryWindowSeconds, policyInfo, cronJobScheduleGapSeconds,
+		offsetsTopicReadable} {
 		ch <- d
 	}
 }
@@ -292,6 +305,13 @@ func (m *policyMetrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		for _, e := range s.expired {
 			gauge(expiredRecords, e.value, ns, name, e.label)
+		}
+		if s.offsetsTopic {
+			if s.offsetsTopicReason == "" {
+				gauge(offsetsTopicReadable, 1, ns, name, "Read")
+			} else {
+				gauge(offsetsTopicReadable, 0, ns, name, s.offsetsTopicReason)
+			}
 		}
 	}
 }

@@ -377,8 +377,9 @@ type policyOptions struct {
 	sasl     string // Secret name, SCRAM-SHA-512
 	tls      string // Secret name
 	interval time.Duration
-	// readOffsetsTopic: exact commit times from __consumer_offsets.
-	readOffsetsTopic bool
+	// offsetsTopicOff sets spec.kafka.readOffsetsTopic to false (the
+	// default reads exact commit times from __consumer_offsets).
+	offsetsTopicOff bool
 	// cursor: a business cursor (spec.cursor).
 	cursor *rgv1.CursorSpec
 }
@@ -399,7 +400,7 @@ func createPolicy(t *testing.T, ns, name, group string, topics []string, o polic
 			RecoveryWindow: metav1.Duration{Duration: o.window},
 			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			CheckInterval:  &metav1.Duration{Duration: o.interval},
-			Kafka:          rgv1.PolicyKafka{BootstrapServers: o.servers, ReadOffsetsTopic: o.readOffsetsTopic},
+			Kafka:          rgv1.PolicyKafka{BootstrapServers: o.servers},
 		},
 	}
 	if o.sasl != "" {
@@ -407,6 +408,9 @@ func createPolicy(t *testing.T, ns, name, group string, topics []string, o polic
 	}
 	if o.tls != "" {
 		p.Spec.Kafka.TLS = &rgv1.KafkaTLS{SecretRef: rgv1.SecretReference{Name: o.tls}}
+	}
+	if o.offsetsTopicOff {
+		p.Spec.Kafka.ReadOffsetsTopic = ptr.To(false)
 	}
 	p.Spec.Cursor = o.cursor
 	if err := env.Client.Create(testCtx(t), p); err != nil {

@@ -201,12 +201,22 @@ var wayTexts = map[remedy]wayText{
 		words: func(w *way) string { return "raise delete.retention.ms to " + w.window },
 	},
 	remedyCommits: {
-		full: func(*way) []string {
-			return wrapFinding("Way out: commit the group's offsets again as they are (a commit restarts their clock), raise "+
-				"offsets.retention.minutes, or let the guard read exact commit times (spec.kafka.readOffsetsTopic), then retry.", maxLine)
+		// Only ways that change the next proof: a commit of the same
+		// offset is dated only where __consumer_offsets is read, a newer
+		// offset by the manager that saw the old one.
+		full: func(w *way) []string {
+			if w.exactTimesRead() {
+				return wrapFinding("Way out: commit the group's offsets again as they are (the guard reads the new commit's time "+
+					"from __consumer_offsets) or raise offsets.retention.minutes, then retry.", maxLine)
+			}
+			return wrapFinding("Way out: "+orWays(w.exactTimesWay(), "let the consumer commit newer offsets while the manager "+
+				"watches (it dates a change it saw)")+", then retry.", maxLine)
 		},
-		words: func(*way) string {
-			return "commit the group's offsets again, raise offsets.retention.minutes or set spec.kafka.readOffsetsTopic"
+		words: func(w *way) string {
+			if w.exactTimesRead() {
+				return "commit the group's offsets again or raise offsets.retention.minutes"
+			}
+			return orWays(w.exactTimesWords(), "let the consumer commit newer offsets")
 		},
 	},
 	remedyExplicitExpiry: {
@@ -230,12 +240,66 @@ var wayTexts = map[remedy]wayText{
 		words: func(*way) string { return "start the consumer or raise offsets.retention.minutes" },
 	},
 	remedyEmptyGroupUndated: {
-		full: func(*way) []string {
-			return wrapFinding("Way out: start the consumer (a member stops the clock on the group's offsets), or let the guard read "+
-				"when the group became Empty from __consumer_offsets (spec.kafka.readOffsetsTopic), then retry.", maxLine)
+		full: func(w *way) []string {
+			return wrapFinding("Way out: "+orWays("start the consumer (a member stops the clock on the group's offsets)", w.exactTimesWay())+
+				", then retry.", maxLine)
 		},
-		words: func(*way) string { return "start the consumer or set spec.kafka.readOffsetsTopic" },
+		words: func(w *way) string { return orWays("start the consumer", w.exactTimesWords()) },
 	},
+}
+
+// exactTimesRead reports whether the policy's proof read exact commit and
+// Empty times: the policy reads __consumer_offsets and its status has no
+// offsetsTopic warning (the warning says why the read failed).
+func (w *way) exactTimesRead() bool {
+	return w.p.Spec.Kafka.ReadsOffsetsTopic() && w.offsetsTopicReason() == ""
+}
+
+// offsetsTopicReason is the reason of the status's offsetsTopic warning
+// (Denied, Absent, Undecodable, NotRead); empty when there is none.
+func (w *way) offsetsTopicReason() string {
+	if ps := w.p.Status.Proof; ps != nil {
+		for _, f := range ps.WarningFacts {
+			if f.Type == proof.WarningOffsetsTopic {
+				return f.Reason
+			}
+		}
+	}
+	return ""
+}
+
+// exactTimesWay is what a person does so that the guard reads exact times
+// next time; empty when nothing a person sets changes it.
+func (w *way) exactTimesWay() string {
+	switch {
+	case !w.p.Spec.Kafka.ReadsOffsetsTopic():
+		return "let the guard read exact times from __consumer_offsets (remove spec.kafka.readOffsetsTopic: false)"
+	case w.offsetsTopicReason() == proof.OffsetsTopicDenied:
+		return "grant the guard's principal Read on topic __consumer_offsets (" + proof.GrantOffsetsTopicRead + ")"
+	}
+	return ""
+}
+
+// exactTimesWords is exactTimesWay in a few words.
+func (w *way) exactTimesWords() string {
+	switch {
+	case !w.p.Spec.Kafka.ReadsOffsetsTopic():
+		return "remove spec.kafka.readOffsetsTopic: false"
+	case w.offsetsTopicReason() == proof.OffsetsTopicDenied:
+		return "grant Read on __consumer_offsets"
+	}
+	return ""
+}
+
+// orWays joins the ways that are not empty with ", or ".
+func orWays(ways ...string) string {
+	var out []string
+	for _, w := range ways {
+		if w != "" {
+			out = append(out, w)
+		}
+	}
+	return strings.Join(out, ", or ")
 }
 
 // wayOut says how to make the proof hold again, chosen by the reasons the

@@ -310,14 +310,28 @@ type PolicyKafka struct {
 
 	// readOffsetsTopic reads the exact time of each of the group's commits
 	// (and when a classic group became Empty) from the internal topic
-	// __consumer_offsets, where the group coordinator logs them. Offsets
-	// of simple, KIP-848 and streams groups expire offsets.retention.minutes
-	// after their own last commit; without this the guard bounds that time
-	// from the timestamp of the record before the committed offset and the
-	// changes it saw, and an idle partition it cannot date is not proven.
-	// The principal needs Read and Describe on topic __consumer_offsets.
+	// __consumer_offsets, where the group coordinator logs them. On by
+	// default. Offsets of simple, KIP-848 and streams groups expire
+	// offsets.retention.minutes after their own last commit, and an Empty
+	// classic group's that long after it became Empty; without the exact
+	// times the guard bounds them from record timestamps and the changes it
+	// saw, and an idle partition or an Empty spell it cannot date is not
+	// proven (on Kafka 3.x as deployed, whose
+	// message.timestamp.after.max.ms is unbounded, few commits can be
+	// dated). The principal needs Read on topic __consumer_offsets
+	// (docs/install.md); where it is denied, the guard falls back to the
+	// bounds and says so (status.proof.configWarnings, the
+	// GroupOffsetsRetained condition, the metric
+	// retentionguard_offsets_topic_readable). false turns the read off.
 	// +optional
-	ReadOffsetsTopic bool `json:"readOffsetsTopic,omitempty"`
+	// +kubebuilder:default=true
+	ReadOffsetsTopic *bool `json:"readOffsetsTopic,omitempty"`
+}
+
+// ReadsOffsetsTopic reports whether the policy reads exact commit times
+// from __consumer_offsets: unless readOffsetsTopic is false.
+func (k PolicyKafka) ReadsOffsetsTopic() bool {
+	return k.ReadOffsetsTopic == nil || *k.ReadOffsetsTopic
 }
 
 // Kinds a connectionRef may name.

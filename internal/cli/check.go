@@ -95,8 +95,8 @@ Exit codes: 0 Proven, 1 Violated, 2 Unknown (could not prove), 64 usage error.`,
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	f.BoolVar(&o.allowInfiniteRetention, "allow-infinite-retention", false, "accept topics with retention.ms=-1")
 	f.BoolVar(&o.allowSizeBoundedRetention, "allow-size-bounded-retention", false, "accept topics whose retention.bytes is not -1")
-	f.BoolVar(&o.readOffsetsTopic, "read-offsets-topic", false, "read exact commit times from __consumer_offsets (needs Read and Describe on it); "+
-		"without it, commit times of offsets that expire per commit are bounded from record timestamps")
+	f.BoolVar(&o.readOffsetsTopic, "read-offsets-topic", true, "read exact commit and Empty times from __consumer_offsets (needs Read on it; "+
+		"where denied, they are bounded and a warning says so); =false bounds them from record timestamps without asking")
 	f.StringVar(&o.cursorDriver, "cursor-driver", "", "database of the business cursor: postgres or mysql (MySQL, MariaDB)")
 	f.StringVar(&o.cursorDSNFile, "cursor-dsn-file", "", "file holding the cursor database's connection string (never passed on the command line)")
 	f.StringVar(&o.cursorQuery, "cursor-query", "", "query returning partition, next_offset (and topic, updated_at) with the group ID as its one parameter "+

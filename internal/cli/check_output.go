@@ -320,8 +320,11 @@ func expiryLine(obs proof.Observation, res proof.Result) string {
 			s += " or later"
 		}
 	}
-	if obs.OffsetsTopic.Requested && obs.OffsetsTopic.Problem == "" {
+	switch r := obs.OffsetsTopic; {
+	case r.ExactTimesRead():
 		s += "; commit times read from __consumer_offsets"
+	case r.Requested:
+		s += "; commit times bounded, __consumer_offsets not read (" + r.Reason + ")"
 	}
 	return s
 }

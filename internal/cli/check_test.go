@@ -45,6 +45,10 @@ type checkResult struct {
 		Partition *int32 `json:"partition"`
 		Message   string `json:"message"`
 	} `json:"violations"`
+	WarningFacts []struct {
+		Type   string `json:"type"`
+		Reason string `json:"reason"`
+	} `json:"warningFacts"`
 	Partitions []struct {
 		Topic             string     `json:"topic"`
 		Partition         int32      `json:"partition"`
@@ -86,6 +90,17 @@ func violationMessage(r checkResult, reason string) string {
 		}
 	}
 	return ""
+}
+
+// hasWarning reports whether the check's warningFacts hold one of type typ
+// with reason.
+func hasWarning(r checkResult, typ, reason string) bool {
+	for _, w := range r.WarningFacts {
+		if w.Type == typ && w.Reason == reason {
+			return true
+		}
+	}
+	return false
 }
 
 func hasReason(r checkResult, reason string) bool {
@@ -241,9 +256,22 @@ func TestCheckSeed003BatchGroupOffsetsExpire(t *testing.T) {
 	if code != ExitUnknown || !hasReason(res, "EmptyGroupOffsetsMayExpireBeforeWindow") {
 		t.Fatalf("168h window: exit %d reasons %v, want 2 EmptyGroupOffsetsMayExpireBeforeWindow", code, reasons(res))
 	}
+	// kfake has no __consumer_offsets: the check read it by default and
+	// could not, so the only way out that changes the verdict is to start
+	// the consumer, and a warning says why the time is not exact.
 	if msg := violationMessage(res, "EmptyGroupOffsetsMayExpireBeforeWindow"); !strings.Contains(msg, "since when is not known") ||
-		!strings.Contains(msg, "start the consumer") || !strings.Contains(msg, "readOffsetsTopic") {
-		t.Errorf("message %q does not say what is unknown and the ways out", msg)
+		!strings.Contains(msg, "start the consumer") || strings.Contains(msg, "readOffsetsTopic") {
+		t.Errorf("message %q does not say what is unknown and the one way out", msg)
+	}
+	if !hasWarning(res, "offsetsTopic", "Absent") {
+		t.Errorf("warnings %+v: no offsetsTopic warning saying the cluster has no __consumer_offsets", res.WarningFacts)
+	}
+	// Turned off, the message names the read as the other way out.
+	_, res, _ = checkJSONRun(t, "--bootstrap-server", c.Addrs[0], "--group", "ledger-settle-consumer",
+		"--topic", "settle-task", "--recovery-window", "168h", "--read-offsets-topic=false")
+	if msg := violationMessage(res, "EmptyGroupOffsetsMayExpireBeforeWindow"); !strings.Contains(msg, "start the consumer") ||
+		!strings.Contains(msg, "readOffsetsTopic") {
+		t.Errorf("read off: message %q does not offer reading __consumer_offsets", msg)
 	}
 
 	// The consumer stays down; the broker expires the empty group's offsets,
@@ -402,14 +430,15 @@ func TestCheckSimpleGroupCommitClock(t *testing.T) {
 	c.LogCommits(t, "flink-clicks")
 	args := []string{"--bootstrap-server", c.Addrs[0], "--group", "flink-clicks", "--topic", "clicks", "--recovery-window", "72h"}
 
-	code, res, _ := checkJSONRun(t, args...)
+	code, res, _ := checkJSONRun(t, append(args, "--read-offsets-topic=false")...)
 	if code != ExitUnknown || !hasReason(res, "OffsetsMayExpireBeforeWindow") {
 		t.Fatalf("dated by 6-day-old records: exit %d reasons %v, want 2 OffsetsMayExpireBeforeWindow", code, reasons(res))
 	}
 	if res.OffsetExpiry == nil || res.OffsetExpiry.Clock != "LastCommit" || res.OffsetExpiry.SoonestAt == nil || res.OffsetExpiry.Exact {
 		t.Errorf("offsetExpiry = %+v, want the LastCommit clock with a bounded soonest expiry", res.OffsetExpiry)
 	}
-	code, res, _ = checkJSONRun(t, append(args, "--read-offsets-topic")...)
+	// The default reads __consumer_offsets (issue 32).
+	code, res, _ = checkJSONRun(t, args...)
 	if code != ExitProven {
 		t.Fatalf("with exact commit times: exit %d reasons %v, want 0", code, reasons(res))
 	}

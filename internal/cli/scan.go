@@ -34,6 +34,7 @@ type scanOptions struct {
 	emitNamespace             string
 	allowInfiniteRetention    bool
 	allowSizeBoundedRetention bool
+	readOffsetsTopic          bool
 	timeout                   time.Duration
 	color                     string
 	logs                      logOptions
@@ -119,6 +120,8 @@ cluster could not be fully read), else 0; 64 usage error.`,
 	f.StringVar(&o.emitNamespace, "emit-namespace", "", "with --emit-policies: the policies' namespace (default: none, apply with -n); a policy matched to workloads goes to theirs")
 	f.BoolVar(&o.allowInfiniteRetention, "allow-infinite-retention", false, "accept topics with retention.ms=-1")
 	f.BoolVar(&o.allowSizeBoundedRetention, "allow-size-bounded-retention", false, "accept topics whose retention.bytes is not -1")
+	f.BoolVar(&o.readOffsetsTopic, "read-offsets-topic", true, "read every group's exact commit and Empty times from __consumer_offsets (needs Read on it; "+
+		"where denied, they are bounded and the TIMES column says so); =false bounds them from record timestamps without asking")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound on the whole scan")
 	f.StringVar(&o.color, "color", "auto", "colour the table: auto (only on a terminal, not with NO_COLOR), always or never")
 	f.StringVar(&o.kube.kubeconfig, "kubeconfig", "", "the kubeconfig to read the workloads that consume each group from (with --emit-policies, default: KUBECONFIG, when set)")
@@ -211,7 +214,7 @@ func (o *scanOptions) run(cmd *cobra.Command) error {
 	observer := kafka.NewObserver(kafka.WithLogger(log))
 	defer observer.Close()
 
-	d := &kafka.Discovery{}
+	d := &kafka.Discovery{ReadOffsetsTopic: o.readOffsetsTopic}
 	if o.pattern != nil {
 		d.Match = o.pattern.MatchString
 	}

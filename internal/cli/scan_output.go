@@ -37,6 +37,13 @@ type scanGroupJSON struct {
 	ExpiredRecords int64    `json:"expiredRecords"`
 	// RecoveryHeadroom is a Go duration, null when it cannot be computed.
 	RecoveryHeadroom *string `json:"recoveryHeadroom"`
+	// CommitTimes says where the group's commit and Empty times come from:
+	// "exact" (read from __consumer_offsets) or "bounded" (from record
+	// timestamps); empty for a group that was not proven (no topics).
+	CommitTimes string `json:"commitTimes,omitempty"`
+	// OffsetsTopicReason says why __consumer_offsets was not read (Denied,
+	// Absent, Undecodable, NotRead); empty when read or not asked.
+	OffsetsTopicReason string `json:"offsetsTopicReason,omitempty"`
 	// Workloads consume the group, surest first (at most
 	// maxScanWorkloads), as a connection's status.unguardedGroups lists
 	// them; present only when the cluster was read (a kubeconfig).
@@ -65,7 +72,28 @@ func groupJSON(j proof.Judgement, protocolType string) scanGroupJSON {
 		s := j.RecoveryHeadroom.Round(time.Second).String()
 		g.RecoveryHeadroom = &s
 	}
+	if j.Result != nil {
+		g.CommitTimes = "bounded"
+		if j.Result.OffsetsTopic.ExactTimesRead() {
+			g.CommitTimes = "exact"
+		}
+		g.OffsetsTopicReason = j.Result.OffsetsTopic.Reason
+	}
 	return g
+}
+
+// commitTimesCell is the table's TIMES cell: exact, bounded, or bounded
+// and why __consumer_offsets was not read (bounded:Denied).
+func commitTimesCell(j proof.Judgement) string {
+	switch {
+	case j.Result == nil:
+		return "-"
+	case j.Result.OffsetsTopic.ExactTimesRead():
+		return "exact"
+	case j.Result.OffsetsTopic.Reason != "":
+		return "bounded:" + j.Result.OffsetsTopic.Reason
+	}
+	return "bounded"
 }
 
 func writeScanJSON(w io.Writer, res scanResult, index *workloads.Index) error {
@@ -134,7 +162,7 @@ func writeScanTable(w io.Writer, res scanResult, index *workloads.Index, color b
 		len(res.judgements), counts[proof.Violated], counts[proof.Unknown], counts[proof.Proven])
 	if len(res.judgements) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		header := "GROUP\tSTATE\tPROTOCOL\tTOPICS\tVERDICT\tREASONS\tEXPIRED\tHEADROOM"
+		header := "GROUP\tSTATE\tPROTOCOL\tTOPICS\tVERDICT\tREASONS\tEXPIRED\tHEADROOM\tTIMES"
 		if index != nil {
 			header += "\tWORKLOADS"
 		}
@@ -156,8 +184,8 @@ func writeScanTable(w io.Writer, res scanResult, index *workloads.Index, color b
 			if state == "" {
 				state = "unknown"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s", j.Group, state, protocolText(j.Protocol, res.protocolTypes[j.Group]),
-				topics, c.verdict(j.Verdict), reasons, j.ExpiredRecords, headroom)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s", j.Group, state, protocolText(j.Protocol, res.protocolTypes[j.Group]),
+				topics, c.verdict(j.Verdict), reasons, j.ExpiredRecords, headroom, commitTimesCell(j))
 			if index != nil {
 				fmt.Fprintf(tw, "\t%s", workloadsCell(index.Match(j.Group, res.members[j.Group])))
 			}
@@ -169,6 +197,17 @@ func writeScanTable(w io.Writer, res scanResult, index *workloads.Index, color b
 	}
 	for _, f := range res.failures {
 		fmt.Fprintf(w, "\nnot read: %s: %s\n", f.Reason, f.Message)
+	}
+	// Why commit times are bounded, once for the scan (one pass read the
+	// topic for every group): the first group that says so.
+	for _, j := range res.judgements {
+		if r := j.Result; r != nil && r.OffsetsTopic.Reason != "" {
+			fmt.Fprintf(w, "\ncommit and Empty times bounded, not exact (%s): %s\n", r.OffsetsTopic.Reason, r.OffsetsTopic.Problem)
+			if r.OffsetsTopic.Reason == proof.OffsetsTopicDenied {
+				fmt.Fprintf(w, "grant Read on __consumer_offsets: %s\n", proof.GrantOffsetsTopicRead)
+			}
+			break
+		}
 	}
 	return nil
 }

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -205,5 +208,76 @@ func TestScanEmitPoliciesAreAccepted(t *testing.T) {
 		if strings.Join(groups, ",") != "expired,healthy,simple" {
 			t.Errorf("form %d: emitted policies for %v, want expired, healthy, simple (worst first)", i, groups)
 		}
+	}
+}
+
+// Issue 32, seed 000's outbox between bursts: a simple group whose records
+// are 6 days old expires each offset 7 days after its own last commit.
+// `scan` reads __consumer_offsets by default, as check and the manager
+// do, so the recent commit is dated and the group is Proven with exact
+// times; told not to, the records date nothing better than 6 days and it
+// cannot be proven; on a cluster without the topic (kfake, a service
+// without it) the column says why the times are bounds.
+func TestScanReadsCommitTimesByDefault(t *testing.T) {
+	c := kafkatest.NewCluster(t)
+	c.CreateOffsetsTopic(t, 3)
+	c.CreateTopic(t, "outbox", 2, map[string]string{"retention.ms": "2592000000"}) // 30 days
+	old := time.Now().Add(-6 * 24 * time.Hour)
+	var recs []*kgo.Record
+	for p := range int32(2) {
+		for range 5 {
+			recs = append(recs, &kgo.Record{Topic: "outbox", Partition: p, Timestamp: old, Value: []byte("m")})
+		}
+	}
+	c.ProduceRecords(t, recs...)
+	c.CommitOffsets(t, "fanout", "outbox", map[int32]int64{0: 5, 1: 5})
+	c.LogCommits(t, "fanout")
+	args := []string{"--bootstrap-server", c.Addrs[0], "--recovery-window", "72h", "--output", "json"}
+
+	type groupTimes struct {
+		Group              string `json:"group"`
+		Verdict            string `json:"verdict"`
+		CommitTimes        string `json:"commitTimes"`
+		OffsetsTopicReason string `json:"offsetsTopicReason"`
+	}
+	scanGroup := func(t *testing.T, args ...string) (int, groupTimes) {
+		t.Helper()
+		code, stdout, stderr := runScan(t, args...)
+		var got struct {
+			Groups []groupTimes `json:"groups"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatalf("output is not the JSON document: %v\n%s\nstderr: %s", err, stdout, stderr)
+		}
+		for _, g := range got.Groups {
+			if g.Group == "fanout" {
+				return code, g
+			}
+		}
+		t.Fatalf("no group fanout in %s", stdout)
+		return 0, groupTimes{}
+	}
+
+	code, g := scanGroup(t, args...)
+	if code != ExitProven || g.Verdict != "Proven" || g.CommitTimes != "exact" || g.OffsetsTopicReason != "" {
+		t.Errorf("default: exit %d, %+v; want 0, Proven with exact commit times", code, g)
+	}
+	code, g = scanGroup(t, append(args, "--read-offsets-topic=false")...)
+	if code != ExitUnknown || g.Verdict != "Unknown" || g.CommitTimes != "bounded" {
+		t.Errorf("read off: exit %d, %+v; want 2, Unknown with bounded commit times", code, g)
+	}
+
+	// The table says it too, in the TIMES column.
+	_, table, _ := runScan(t, "--bootstrap-server", c.Addrs[0], "--recovery-window", "72h")
+	if !strings.Contains(table, "TIMES") || !strings.Contains(table, "exact") {
+		t.Errorf("table without a TIMES column saying exact:\n%s", table)
+	}
+
+	bare := kafkatest.NewCluster(t)
+	bare.CreateTopic(t, "outbox", 1, nil)
+	bare.CommitOffsets(t, "fanout", "outbox", map[int32]int64{0: 0})
+	_, g = scanGroup(t, "--bootstrap-server", bare.Addrs[0], "--recovery-window", "72h", "--output", "json")
+	if g.CommitTimes != "bounded" || g.OffsetsTopicReason != "Absent" {
+		t.Errorf("a cluster without __consumer_offsets: %+v; want bounded, Absent", g)
 	}
 }

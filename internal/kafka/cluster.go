@@ -118,7 +118,8 @@ func (p *pass) clusterObservation(req ClusterRequest, observations []proof.Obser
 			Topics: slices.Clone(d.topics), Failure: d.failure,
 		}
 		if len(d.topics) > 0 {
-			dg.Observation = p.observation(-1, Target{Group: d.group, Topics: d.topics}) // -1: not a target, no cursor
+			// -1: not a target, no cursor.
+			dg.Observation = p.observation(-1, Target{Group: d.group, Topics: d.topics, ReadOffsetsTopic: req.Discover.ReadOffsetsTopic})
 		} else {
 			// Not described (no topics to read): as ListGroups said.
 			dg.Observation = p.observation(-1, Target{Group: d.group})

@@ -29,6 +29,12 @@ import (
 type Discovery struct {
 	// Match, when set, keeps only the groups whose id it accepts.
 	Match func(group string) bool
+	// ReadOffsetsTopic reads every discovered group's exact commit and
+	// Empty times from __consumer_offsets, as Target.ReadOffsetsTopic
+	// does for a target: scan's default, so that it judges as the manager
+	// does. Off for the manager's discovery, which lists groups but does
+	// not prove them.
+	ReadOffsetsTopic bool
 }
 
 // DiscoveredGroup is one group discovery found.

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // The fetcher: the requests that read __consumer_offsets (Metadata,
@@ -60,20 +63,40 @@ func (l *offsetsLog) cluster(key string, now time.Time) *clusterOffsetsLog {
 func (p *pass) readOffsetsTopic(ctx context.Context) {
 	var groups []string
 	for _, t := range p.targets {
-		if t.ReadOffsetsTopic && !slices.Contains(groups, t.Group) {
+		if t.ReadOffsetsTopic {
 			groups = append(groups, t.Group)
+		}
+	}
+	if p.discover != nil && p.discover.ReadOffsetsTopic {
+		for _, d := range p.discovered {
+			if len(d.topics) > 0 {
+				groups = append(groups, d.group)
+			}
 		}
 	}
 	if len(groups) == 0 {
 		return
 	}
 	slices.Sort(groups)
+	groups = slices.Compact(groups)
 	res := p.readOffsetsTopicFor(ctx, groups)
-	if res.problem != "" {
+	if res.problem.text != "" {
 		p.o.opts.logger.V(1).Info("exact commit times not read from __consumer_offsets; commit times are bounded instead",
-			"connection", p.conn.String(), "problem", res.problem)
+			"connection", p.conn.String(), "reason", res.problem.reason, "problem", res.problem.text)
 	}
 	p.offsetsTopic = res
+}
+
+// offsetsTopicProblem says why __consumer_offsets was not read to its end:
+// a reason (proof.OffsetsTopic…, data the proof and the status carry) and
+// the detail for a person.
+type offsetsTopicProblem struct {
+	reason string
+	text   string
+}
+
+func notRead(format string, args ...any) offsetsTopicProblem {
+	return offsetsTopicProblem{reason: proof.OffsetsTopicNotRead, text: fmt.Sprintf(format, args...)}
 }
 
 func (p *pass) readOffsetsTopicFor(ctx context.Context, groups []string) offsetsTopicResult {
@@ -85,7 +108,7 @@ func (p *pass) readOffsetsTopicFor(ctx context.Context, groups []string) offsets
 	req.Topics = []kmsg.MetadataRequestTopic{rt}
 	resp, err := req.RequestWith(ctx, p.cl)
 	if err != nil {
-		res.problem = "metadata of " + offsetsTopicName + ": " + describeError(err)
+		res.problem = notRead("metadata of %s: %s", offsetsTopicName, describeError(err))
 		return res
 	}
 	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
@@ -93,13 +116,22 @@ func (p *pass) readOffsetsTopicFor(ctx context.Context, groups []string) offsets
 		if len(resp.Topics) == 1 {
 			code = resp.Topics[0].ErrorCode
 		}
+		if code == kerr.UnknownTopicOrPartition.Code {
+			// Kafka creates the topic at the first FindCoordinator
+			// (GroupCoordinator's partitionFor, auto-created): absent, no
+			// group of this cluster has committed yet, or the cluster is
+			// a service that speaks Kafka's protocol without the topic.
+			res.problem = offsetsTopicProblem{reason: proof.OffsetsTopicAbsent,
+				text: "the cluster has no topic " + offsetsTopicName + " (Metadata: UNKNOWN_TOPIC_OR_PARTITION)"}
+			return res
+		}
 		res.problem = offsetsTopicDenied(kerr.ErrorForCode(code), "Metadata")
 		return res
 	}
 	mt := resp.Topics[0]
 	n := int32(len(mt.Partitions))
 	if n == 0 {
-		res.problem = offsetsTopicName + " has no partitions"
+		res.problem = notRead("%s has no partitions", offsetsTopicName)
 		return res
 	}
 	leaders := make(map[int32]int32, n)
@@ -122,7 +154,7 @@ func (p *pass) readOffsetsTopicFor(ctx context.Context, groups []string) offsets
 		followed[pt] = lp
 		leader, ok := leaders[pt]
 		if !ok || leader < 0 {
-			res.problem = fmt.Sprintf("partition %d of %s has no leader", pt, offsetsTopicName)
+			res.problem = notRead("partition %d of %s has no leader", pt, offsetsTopicName)
 			return res
 		}
 		byLeader[leader] = append(byLeader[leader], lp)
@@ -131,14 +163,14 @@ func (p *pass) readOffsetsTopicFor(ctx context.Context, groups []string) offsets
 	// One Fetch loop per leader, each on partitions of its own.
 	var (
 		mu       sync.Mutex
-		problems []string
+		problems []offsetsTopicProblem
 		wg       sync.WaitGroup
 	)
 	for leader, lps := range byLeader {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if problem := p.catchUp(ctx, leader, mt.TopicID, lps); problem != "" {
+			if problem := p.catchUp(ctx, leader, mt.TopicID, lps); problem.text != "" {
 				mu.Lock()
 				problems = append(problems, problem)
 				mu.Unlock()
@@ -147,7 +179,11 @@ func (p *pass) readOffsetsTopicFor(ctx context.Context, groups []string) offsets
 	}
 	wg.Wait()
 	if len(problems) > 0 {
-		slices.Sort(problems)
+		// A denial first: it is the one a person can fix.
+		slices.SortFunc(problems, func(a, b offsetsTopicProblem) int {
+			return cmp.Or(-cmp.Compare(boolRank(a.reason == proof.OffsetsTopicDenied), boolRank(b.reason == proof.OffsetsTopicDenied)),
+				cmp.Compare(a.text, b.text))
+		})
 		res.problem = problems[0]
 		return res
 	}
@@ -161,17 +197,24 @@ func (p *pass) readOffsetsTopicFor(ctx context.Context, groups []string) offsets
 	return res
 }
 
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // catchUp fetches the partitions led by leader until each reaches the last
 // stable offset the first answer gave, or the context ends, and checks that
 // the last answer's last stable offset was its high watermark (no open
 // transaction held the reader back). It returns why it could not.
-func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, lps []*offsetsLogPartition) string {
+func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, lps []*offsetsLogPartition) offsetsTopicProblem {
 	byNumber := make(map[int32]*offsetsLogPartition, len(lps))
 	for _, lp := range lps {
 		byNumber[lp.partition] = lp
 		if !lp.started() {
 			start, problem := p.offsetsLogStart(ctx, lp.partition)
-			if problem != "" {
+			if problem.text != "" {
 				return problem
 			}
 			lp.startAt(start)
@@ -182,15 +225,15 @@ func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, lps 
 	type ends struct{ highWatermark, lastStable int64 }
 	goal := make(map[int32]int64)
 	last := make(map[int32]ends)
-	heldByTransaction := func() string {
+	heldByTransaction := func() offsetsTopicProblem {
 		for _, lp := range lps {
 			if e, ok := last[lp.partition]; ok {
 				if problem := lp.heldByTransaction(e.highWatermark, e.lastStable); problem != "" {
-					return problem
+					return notRead("%s", problem)
 				}
 			}
 		}
-		return ""
+		return offsetsTopicProblem{}
 	}
 	for {
 		req := kmsg.NewPtrFetchRequest()
@@ -212,13 +255,13 @@ func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, lps 
 			return heldByTransaction()
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Sprintf("%s not read to its end before the deadline (%d partitions left); the next observation goes on",
+			return notRead("%s not read to its end before the deadline (%d partitions left); the next observation goes on",
 				offsetsTopicName, len(ft.Partitions))
 		}
 		req.Topics = []kmsg.FetchRequestTopic{ft}
 		kresp, err := p.cl.Broker(int(leader)).Request(ctx, req)
 		if err != nil {
-			return fmt.Sprintf("Fetch of %s from broker %d: %s", offsetsTopicName, leader, describeError(err))
+			return notRead("Fetch of %s from broker %d: %s", offsetsTopicName, leader, describeError(err))
 		}
 		resp := kresp.(*kmsg.FetchResponse)
 		if resp.ErrorCode != 0 {
@@ -235,7 +278,7 @@ func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, lps 
 				switch {
 				case rp.ErrorCode == kerr.OffsetOutOfRange.Code:
 					start, problem := p.offsetsLogStart(ctx, rp.Partition)
-					if problem != "" {
+					if problem.text != "" {
 						return problem
 					}
 					lp.rewind(start)
@@ -258,8 +301,8 @@ func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, lps 
 					// A batch that cannot be decoded (CRC, compression) may
 					// hold the latest commit: skipping it would leave an
 					// older commit time read as exact.
-					return fmt.Sprintf("%s partition %d at offset %d: the records cannot be decoded (%v)",
-						offsetsTopicName, rp.Partition, at, err)
+					return offsetsTopicProblem{reason: proof.OffsetsTopicUndecodable, text: fmt.Sprintf(
+						"%s partition %d at offset %d: the records cannot be decoded (%v)", offsetsTopicName, rp.Partition, at, err)}
 				}
 				progressed = progressed || advanced
 			}
@@ -269,7 +312,7 @@ func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, lps 
 			// far as the broker serves.
 			for _, lp := range lps {
 				if g, ok := goal[lp.partition]; ok && lp.next < g {
-					return fmt.Sprintf("%s partition %d: the broker returned nothing between offset %d and %d",
+					return notRead("%s partition %d: the broker returned nothing between offset %d and %d",
 						offsetsTopicName, lp.partition, lp.next, g)
 				}
 			}
@@ -279,7 +322,7 @@ func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, lps 
 }
 
 // offsetsLogStart asks the partition's log start.
-func (p *pass) offsetsLogStart(ctx context.Context, pt int32) (int64, string) {
+func (p *pass) offsetsLogStart(ctx context.Context, pt int32) (int64, offsetsTopicProblem) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	lt := kmsg.NewListOffsetsRequestTopic()
 	lt.Topic = offsetsTopicName
@@ -289,7 +332,7 @@ func (p *pass) offsetsLogStart(ctx context.Context, pt int32) (int64, string) {
 	req.Topics = []kmsg.ListOffsetsRequestTopic{lt}
 	resp, err := req.RequestWith(ctx, p.cl)
 	if err != nil {
-		return 0, fmt.Sprintf("log start of %s partition %d: %s", offsetsTopicName, pt, describeError(err))
+		return 0, notRead("log start of %s partition %d: %s", offsetsTopicName, pt, describeError(err))
 	}
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
@@ -299,17 +342,21 @@ func (p *pass) offsetsLogStart(ctx context.Context, pt int32) (int64, string) {
 			if rp.ErrorCode != 0 {
 				return 0, offsetsTopicDenied(kerr.ErrorForCode(rp.ErrorCode), "ListOffsets")
 			}
-			return rp.Offset, ""
+			return rp.Offset, offsetsTopicProblem{}
 		}
 	}
-	return 0, fmt.Sprintf("log start of %s partition %d: the broker's answer left it out", offsetsTopicName, pt)
+	return 0, notRead("log start of %s partition %d: the broker's answer left it out", offsetsTopicName, pt)
 }
 
-// offsetsTopicDenied explains a failed request on __consumer_offsets.
-func offsetsTopicDenied(err error, api string) string {
+// offsetsTopicDenied explains a failed request on __consumer_offsets: an
+// authorization failure is OffsetsTopicDenied (Metadata and ListOffsets
+// need Describe on the topic, Fetch needs Read: Kafka's
+// KafkaApis.handleFetchRequest, handleListOffsetRequest), anything else
+// OffsetsTopicNotRead.
+func offsetsTopicDenied(err error, api string) offsetsTopicProblem {
 	if isAuthorization(err) {
-		return fmt.Sprintf("%s on %s denied (%s): the principal needs Read and Describe on topic %s",
-			api, offsetsTopicName, kerrName(err), offsetsTopicName)
+		return offsetsTopicProblem{reason: proof.OffsetsTopicDenied, text: fmt.Sprintf(
+			"%s on %s denied (%s): the principal needs Read on topic %s", api, offsetsTopicName, kerrName(err), offsetsTopicName)}
 	}
-	return fmt.Sprintf("%s on %s: %s", api, offsetsTopicName, describeError(err))
+	return notRead("%s on %s: %s", api, offsetsTopicName, describeError(err))
 }

@@ -69,6 +69,18 @@ type offsetsLogPartition struct {
 	groups    map[string]bool
 	commits   map[string]map[topicPartition]commitRecord
 	meta      map[string]groupMetadataRecord
+	// undecodable holds, per group, the keys whose latest record could
+	// not be decoded, with why: a later record of the key that decodes
+	// replaces it, a tombstone removes it.
+	undecodable map[string]map[recordKey]string
+}
+
+// recordKey is a record's key in __consumer_offsets as the log state
+// tells them apart: a partition's commit, or the group's metadata
+// (metadata: true, tp zero).
+type recordKey struct {
+	tp       topicPartition
+	metadata bool
 }
 
 // commitRecord is the latest OffsetCommitValue of a partition.
@@ -91,12 +103,35 @@ type groupRecords struct {
 	commits map[topicPartition]commitRecord // the latest commit per partition
 	meta    groupMetadataRecord
 	hasMeta bool
+	// undecodable says why a latest record of the group could not be
+	// decoded (the first, by key); empty when every one was.
+	undecodable string
 }
 
 // group returns a copy of what the partition holds of group g.
 func (lp *offsetsLogPartition) group(g string) groupRecords {
 	m, ok := lp.meta[g]
-	return groupRecords{commits: maps.Clone(lp.commits[g]), meta: m, hasMeta: ok}
+	r := groupRecords{commits: maps.Clone(lp.commits[g]), meta: m, hasMeta: ok}
+	for _, why := range lp.undecodable[g] {
+		if r.undecodable == "" || why < r.undecodable {
+			r.undecodable = why
+		}
+	}
+	return r
+}
+
+// markUndecodable records that the latest record of group g's key k could
+// not be decoded; ok clears it (a record of the key that decoded, or a
+// tombstone).
+func (lp *offsetsLogPartition) markUndecodable(g string, k recordKey, why string, ok bool) {
+	if ok {
+		delete(lp.undecodable[g], k)
+		return
+	}
+	if lp.undecodable[g] == nil {
+		lp.undecodable[g] = make(map[recordKey]string)
+	}
+	lp.undecodable[g][k] = why
 }
 
 // started reports whether the partition has a next offset to read, rather
@@ -128,6 +163,7 @@ func (lp *offsetsLogPartition) reset(groups []string) {
 	}
 	lp.commits = make(map[string]map[topicPartition]commitRecord)
 	lp.meta = make(map[string]groupMetadataRecord)
+	lp.undecodable = make(map[string]map[recordKey]string)
 }
 
 // apply folds a fetched partition into what was read and moves the next
@@ -146,7 +182,7 @@ func (lp *offsetsLogPartition) apply(rp *kmsg.FetchResponseTopicPartition) (adva
 		return false, fp.Err
 	}
 	for _, r := range fp.Records {
-		lp.applyRecord(r.Key, r.Value)
+		lp.applyRecord(r.Key, r.Value, r.Offset)
 	}
 	next := lp.next
 	raw := rp.RecordBatches
@@ -167,11 +203,23 @@ func (lp *offsetsLogPartition) apply(rp *kmsg.FetchResponseTopicPartition) (adva
 	return false, nil
 }
 
+// Value versions the log state decodes: Kafka's OffsetCommitValue.json
+// and GroupMetadataValue.json ("validVersions": "0-4" on 3.9 and 4.0–4.4;
+// KIP-915: a version past 4 is no longer readable as 4). kmsg reads any
+// flexible version as the newest it knows, so a newer one is refused here
+// rather than misread.
+const (
+	maxOffsetCommitValueVersion  = 4
+	maxGroupMetadataValueVersion = 4
+)
+
 // applyRecord folds one record of __consumer_offsets, for the groups read.
 // Keys start with an int16: 0 and 1 are offset commits, 2 classic group
 // metadata, 3 and up KIP-848 and share group records (not needed: their
-// offsets are offset commit records too). A null value is a tombstone.
-func (lp *offsetsLogPartition) applyRecord(key, value []byte) {
+// offsets are offset commit records too). A null value is a tombstone. A
+// value it cannot decode is marked, never guessed at or skipped silently:
+// the group's exact times are then not read (offsetstopic.go).
+func (lp *offsetsLogPartition) applyRecord(key, value []byte, offset int64) {
 	if len(key) < 2 {
 		return
 	}
@@ -182,14 +230,19 @@ func (lp *offsetsLogPartition) applyRecord(key, value []byte) {
 			return
 		}
 		tp := topicPartition{Topic: k.Topic, Partition: k.Partition}
+		rk := recordKey{tp: tp}
 		if value == nil {
 			delete(lp.commits[k.Group], tp)
+			lp.markUndecodable(k.Group, rk, "", true)
 			return
 		}
 		var v kmsg.OffsetCommitValue
-		if v.ReadFrom(value) != nil {
+		if why := undecodable("OffsetCommitValue", v.ReadFrom(value), value, maxOffsetCommitValueVersion); why != "" {
+			lp.markUndecodable(k.Group, rk, fmt.Sprintf("%s partition %d offset %d, the commit of %s: %s",
+				offsetsTopicName, lp.partition, offset, fmt.Sprintf("%s[%d]", k.Topic, k.Partition), why), false)
 			return
 		}
+		lp.markUndecodable(k.Group, rk, "", true)
 		c := commitRecord{offset: v.Offset, commitTime: time.UnixMilli(v.CommitTimestamp), topicID: v.TopicID}
 		if v.Version == 1 && v.ExpireTimestamp >= 0 {
 			c.expireTime = time.UnixMilli(v.ExpireTimestamp)
@@ -203,14 +256,19 @@ func (lp *offsetsLogPartition) applyRecord(key, value []byte) {
 		if k.ReadFrom(key) != nil || !lp.groups[k.Group] {
 			return
 		}
+		rk := recordKey{metadata: true}
 		if value == nil {
 			delete(lp.meta, k.Group)
+			lp.markUndecodable(k.Group, rk, "", true)
 			return
 		}
 		var v kmsg.GroupMetadataValue
-		if v.ReadFrom(value) != nil {
+		if why := undecodable("GroupMetadataValue", v.ReadFrom(value), value, maxGroupMetadataValueVersion); why != "" {
+			lp.markUndecodable(k.Group, rk, fmt.Sprintf("%s partition %d offset %d, the group's metadata: %s",
+				offsetsTopicName, lp.partition, offset, why), false)
 			return
 		}
+		lp.markUndecodable(k.Group, rk, "", true)
 		m := groupMetadataRecord{protocolType: v.ProtocolType, members: len(v.Members)}
 		if v.Version >= 2 && v.CurrentStateTimestamp >= 0 {
 			m.stateTime = time.UnixMilli(v.CurrentStateTimestamp)
@@ -230,6 +288,20 @@ func (lp *offsetsLogPartition) heldByTransaction(highWatermark, lastStable int64
 	if lastStable < highWatermark && lp.next < highWatermark {
 		return fmt.Sprintf("%s partition %d: an open transaction holds its last stable offset at %d, below its high watermark %d; the commits after it are unread until the transaction ends",
 			offsetsTopicName, lp.partition, lastStable, highWatermark)
+	}
+	return ""
+}
+
+// undecodable says why a record value cannot be read: a version past the
+// newest known, or what kmsg's decoder said; empty when it was read.
+func undecodable(what string, err error, value []byte, maxVersion int16) string {
+	if len(value) >= 2 {
+		if v := int16(binary.BigEndian.Uint16(value)); v > maxVersion || v < 0 {
+			return fmt.Sprintf("%s version %d, newer than the versions 0–%d this guard decodes (upgrade retention-guard)", what, v, maxVersion)
+		}
+	}
+	if err != nil {
+		return fmt.Sprintf("%s does not decode: %v", what, err)
 	}
 	return ""
 }

@@ -457,3 +457,67 @@ func sameCommits(a, b map[topicPartition]commitRecord) bool {
 		return x.offset == y.offset && x.commitTime.Equal(y.commitTime) && x.expireTime.Equal(y.expireTime) && x.topicID == y.topicID
 	})
 }
+
+// A record version the guard does not know is never misread (kmsg reads
+// any flexible version as the newest it knows) nor skipped in silence (an
+// older record of the key would then date a newer commit): the group's
+// exact times are withheld with a problem naming the record, and a later
+// record of the key that decodes, or a tombstone, lifts it. The versions
+// known are those 3.9 and 4.0–4.4 write: OffsetCommitValue and
+// GroupMetadataValue 0–4 (KIP-915: a newer one is not readable as 4).
+func TestOffsetsLogUnknownRecordVersions(t *testing.T) {
+	withVersion := func(r logRecord, v int16) logRecord {
+		value := append([]byte(nil), r.value...)
+		binary.BigEndian.PutUint16(value, uint16(v))
+		return logRecord{r.key, value}
+	}
+	at := commitTime0
+	for _, c := range []struct {
+		name    string
+		batches []logBatch
+		want    string // in the group's problem; empty: none
+	}{
+		{
+			name:    "value versions 0-4 decode",
+			batches: []logBatch{batchOf(0, commitV1("g", "t", 0, 3, at, at), commitAt("g", "t", 1, 4, at), commitV4("g", "t", 2, 5, at, [16]byte{1}), groupMeta("g", 3, 0, at))},
+		},
+		{
+			name:    "an OffsetCommitValue version 5 withholds the group's times",
+			batches: []logBatch{batchOf(0, commitAt("g", "t", 0, 3, at), withVersion(commitV4("g", "t", 0, 3, at.Add(time.Hour), [16]byte{1}), 5))},
+			want:    "__consumer_offsets partition 0 offset 1, the commit of t[0]: OffsetCommitValue version 5, newer than the versions 0–4",
+		},
+		{
+			name:    "a GroupMetadataValue version 5 withholds the group's times",
+			batches: []logBatch{batchOf(0, withVersion(groupMeta("g", 3, 0, at), 5))},
+			want:    "the group's metadata: GroupMetadataValue version 5",
+		},
+		{
+			name:    "a later record of the key that decodes lifts it",
+			batches: []logBatch{batchOf(0, withVersion(commitAt("g", "t", 0, 3, at), 5), commitAt("g", "t", 0, 4, at))},
+		},
+		{
+			name:    "a tombstone of the key lifts it",
+			batches: []logBatch{batchOf(0, withVersion(groupMeta("g", 3, 0, at), 9), groupMetaTombstone("g"))},
+		},
+		{
+			name:    "another group's unknown record is not this group's problem",
+			batches: []logBatch{batchOf(0, withVersion(commitAt("other", "t", 0, 3, at), 5), commitAt("g", "t", 0, 4, at))},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newOffsetsLogState()
+			lp := s.follow(0, []string{"g", "other"})
+			lp.startAt(0)
+			if _, err := lp.apply(fetched{batches: c.batches}.partition(0)); err != nil {
+				t.Fatal(err)
+			}
+			got := lp.group("g").undecodable
+			switch {
+			case c.want == "" && got != "":
+				t.Errorf("problem %q, want none", got)
+			case c.want != "" && !strings.Contains(got, c.want):
+				t.Errorf("problem %q, want it to contain %q", got, c.want)
+			}
+		})
+	}
+}

@@ -2,12 +2,13 @@ package kafka
 
 import (
 	"encoding/hex"
-	"time"
 
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
-// Exact commit times, from __consumer_offsets (opt-in: Target.ReadOffsetsTopic).
+// Exact commit times, from __consumer_offsets (Target.ReadOffsetsTopic; the
+// policy's spec.kafka.readOffsetsTopic and check's --read-offsets-topic are
+// on by default).
 //
 // The group coordinator writes every offset commit to the compacted topic
 // __consumer_offsets as a record keyed by (group, topic, partition) whose
@@ -16,7 +17,8 @@ import (
 // group's metadata with currentStateTimestamp — when an Empty group became
 // Empty (Kafka's GroupCoordinatorRecordHelpers; OffsetCommitValue v0–v4,
 // GroupMetadataValue v2+). Reading it is what Burrow does; it needs Read on
-// the topic, which many platforms do not grant, hence opt-in.
+// the topic, which some platforms do not grant: then the proof falls back
+// to bounds and says why (proof.OffsetsTopicRead.Reason).
 //
 // A group's records live in one partition, Utils.abs(groupId.hashCode()) %
 // partitions (Kafka's GroupCoordinatorService.partitionFor). The observer
@@ -47,7 +49,7 @@ const offsetsTopicName = "__consumer_offsets"
 
 // offsetsTopicResult is what one pass learned from __consumer_offsets.
 type offsetsTopicResult struct {
-	problem string // why exact times are missing; empty when read
+	problem offsetsTopicProblem // why exact times are missing; zero when read
 	// per group: commit records and metadata, only when caught up; copies
 	groups map[string]groupRecords
 }
@@ -56,10 +58,16 @@ type offsetsTopicResult struct {
 // __consumer_offsets: each partition's last commit when the record holds
 // the committed offset the observation read (a commit that landed between
 // the two reads leaves it bounded), and an Empty classic group's Empty
-// time.
-func (r *offsetsTopicResult) exactTimes(obs *proof.Observation, retention time.Duration, hasRetention bool) {
+// time. A record of the group the reader could not decode sets no time
+// and is the observation's problem: an older record of the same key would
+// date a newer commit wrongly.
+func (r *offsetsTopicResult) exactTimes(obs *proof.Observation) {
 	g := obs.Group.ID
 	rec := r.groups[g]
+	if rec.undecodable != "" {
+		obs.OffsetsTopic.Reason, obs.OffsetsTopic.Problem = proof.OffsetsTopicUndecodable, rec.undecodable
+		return
+	}
 	for i := range obs.Topics {
 		t := &obs.Topics[i]
 		for j := range t.Partitions {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -356,11 +355,16 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 	}
 
 	if t.ReadOffsetsTopic {
-		obs.OffsetsTopic = proof.OffsetsTopicRead{Requested: true, Problem: p.offsetsTopic.problem}
-		if p.offsetsTopic.problem == "" && p.offsetsTopic.groups != nil {
-			minutes, err := strconv.ParseInt(p.offsetsRetention.Value, 10, 64)
-			hasRetention := err == nil && p.offsetsRetention.Present && minutes > 0
-			p.offsetsTopic.exactTimes(&obs, time.Duration(minutes)*time.Minute, hasRetention)
+		pr := p.offsetsTopic.problem
+		obs.OffsetsTopic = proof.OffsetsTopicRead{Requested: true, Reason: pr.reason, Problem: pr.text}
+		switch {
+		case pr.text != "":
+		case p.offsetsTopic.groups == nil:
+			// Asked, but the pass never got to read it (metadata failed).
+			obs.OffsetsTopic.Reason, obs.OffsetsTopic.Problem = proof.OffsetsTopicNotRead,
+				offsetsTopicName+" not read: the cluster's metadata was not read"
+		default:
+			p.offsetsTopic.exactTimes(&obs)
 		}
 	}
 

@@ -426,8 +426,9 @@ func TestObserveOffsetsTopicExactCommitTimes(t *testing.T) {
 	// A principal that may not read __consumer_offsets: bounded, and says why.
 	denied := observe(t, o, saslConn(c, "SCRAM-SHA-512", "no-offsets-topic", readerPassword), target)[0]
 	requireNoFailures(t, denied)
-	if !strings.Contains(denied.OffsetsTopic.Problem, "denied") || !strings.Contains(denied.OffsetsTopic.Problem, "Read and Describe on topic __consumer_offsets") {
-		t.Errorf("problem = %q, want the missing ACL named", denied.OffsetsTopic.Problem)
+	if denied.OffsetsTopic.Reason != proof.OffsetsTopicDenied || !strings.Contains(denied.OffsetsTopic.Problem, "denied") ||
+		!strings.Contains(denied.OffsetsTopic.Problem, "Read on topic __consumer_offsets") {
+		t.Errorf("reason %q, problem = %q, want Denied and the missing ACL named", denied.OffsetsTopic.Reason, denied.OffsetsTopic.Problem)
 	}
 	if p := partition(t, denied, "clicks", 0); !p.LastCommit.IsZero() {
 		t.Errorf("denied, yet exact: %+v", p)

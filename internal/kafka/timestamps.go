@@ -357,6 +357,13 @@ type batchHeader struct {
 	first, max  time.Time
 	appendTime  bool // LogAppendTime: every record has the max timestamp
 	controlOnly bool // a control batch: no data records
+	// deleteHorizon: a cleaned batch of a compacted topic holding
+	// tombstones or markers (attribute bit 6, KIP-534): its base
+	// timestamp field holds the delete horizon, a time after the
+	// cleaning, not its first record's timestamp (DefaultRecordBatch's
+	// deleteHorizonMs, MemoryRecordsBuilder's baseTimestamp); the
+	// records' deltas are relative to it, so whole batches decode right.
+	deleteHorizon bool
 }
 
 // decodeFetched decodes a fetched partition; see the comment at the top.
@@ -394,8 +401,14 @@ func (fr fetchedRecords) around(committed int64) (at, before time.Time) {
 		return at, before
 	}
 	stamp := h.first
-	if h.appendTime {
+	switch {
+	case h.appendTime:
 		stamp = h.max
+	case h.deleteHorizon:
+		// The header's first timestamp is the horizon, in the future of
+		// the records: it would stretch the headroom and date commits
+		// late. Nothing in the header is a record's CreateTime.
+		return at, before
 	}
 	if h.base < committed && before.IsZero() {
 		before = stamp
@@ -424,13 +437,14 @@ func cutHeader(raw []byte) batchHeader {
 		}
 		attrs := int16(binary.BigEndian.Uint16(raw[21:23]))
 		return batchHeader{
-			ok:          true,
-			base:        base,
-			last:        base + int64(int32(binary.BigEndian.Uint32(raw[23:27]))),
-			first:       time.UnixMilli(int64(binary.BigEndian.Uint64(raw[27:35]))),
-			max:         time.UnixMilli(int64(binary.BigEndian.Uint64(raw[35:43]))),
-			appendTime:  attrs&0x08 != 0,
-			controlOnly: attrs&0x20 != 0,
+			ok:            true,
+			base:          base,
+			last:          base + int64(int32(binary.BigEndian.Uint32(raw[23:27]))),
+			first:         time.UnixMilli(int64(binary.BigEndian.Uint64(raw[27:35]))),
+			max:           time.UnixMilli(int64(binary.BigEndian.Uint64(raw[35:43]))),
+			appendTime:    attrs&0x08 != 0,
+			controlOnly:   attrs&0x20 != 0,
+			deleteHorizon: attrs&0x40 != 0,
 		}
 	}
 	return batchHeader{}

@@ -139,6 +139,24 @@ func TestRecordTimestampCutBatch(t *testing.T) {
 	if _, ok := timestampOf(control, 0); ok {
 		t.Errorf("a control batch has a record timestamp")
 	}
+
+	// A cleaned batch of a compacted topic with tombstones (seed 000's
+	// compacted outbox): its base timestamp field is the delete horizon,
+	// a time after the cleaning (KIP-534), not a record's. Read as one,
+	// it would push the headroom and the commit's date into the future.
+	horizon := append([]byte(nil), cut...)
+	binary.BigEndian.PutUint16(horizon[21:23], attrs|0x40)
+	binary.BigEndian.PutUint64(horizon[27:35], uint64(at(0).Add(24*time.Hour).UnixMilli()))
+	if got, ok := timestampOf(horizon, 0); ok {
+		t.Errorf("a delete horizon read as a record timestamp: %v", got)
+	}
+	if _, before := around(horizon, 5, 6); !before.IsZero() {
+		t.Errorf("a delete horizon dates a commit: %v", before)
+	}
+	binary.BigEndian.PutUint16(horizon[21:23], attrs|0x40|0x08)
+	if got, ok := timestampOf(horizon, 6); !ok || !got.Equal(at(9)) {
+		t.Errorf("LogAppendTime with a delete horizon: %v %v, want the max timestamp %v", got, ok, at(9))
+	}
 }
 
 // The manager's batched pass (seed 003's clock for simple groups: each

@@ -69,13 +69,14 @@ func Evaluate(obs Observation, p Policy, now time.Time) Result {
 	violations = append(violations, cursorV...)
 
 	r := Result{
-		Verdict:    verdict,
-		ProofID:    proofID(verdict, p.UID, violations),
-		Conditions: conditions,
-		Violations: violations,
-		Partitions: partitions,
-		Summary:    summarizePartitions(partitions),
-		Cursor:     cursorSum,
+		Verdict:      verdict,
+		ProofID:      proofID(verdict, p.UID, violations),
+		Conditions:   conditions,
+		Violations:   violations,
+		Partitions:   partitions,
+		Summary:      summarizePartitions(partitions),
+		Cursor:       cursorSum,
+		OffsetsTopic: obs.OffsetsTopic,
 	}
 	for i := range partitions {
 		r.ExpiredRecords = addSaturating(r.ExpiredRecords, partitions[i].ExpiredRecords)
@@ -102,11 +103,8 @@ func Evaluate(obs Observation, p Policy, now time.Time) Result {
 		r.GroupOffsetsExpireIn, r.HasGroupOffsetsExpireIn = r.OffsetExpiry.Soonest.Sub(now), true
 	}
 	r.Warnings = append(r.Warnings, recordTimestampWarnings(f)...)
-	if obs.OffsetsTopic.Requested && obs.OffsetsTopic.Problem != "" {
-		r.Warnings = append(r.Warnings, Warning{Type: WarningOffsetsTopic, Reason: WarningReasonNotRead,
-			Subject: "__consumer_offsets", Detail: obs.OffsetsTopic.Problem,
-			Message: "exact commit times were not read from __consumer_offsets (" + obs.OffsetsTopic.Problem +
-				"): commit times are bounded from record timestamps and observed changes"})
+	if w := offsetsTopicWarning(obs); w != nil {
+		r.Warnings = append(r.Warnings, *w)
 	}
 	return r
 }
@@ -195,4 +193,46 @@ func summarizePartitions(partitions []PartitionResult) PartitionSummary {
 		}
 	}
 	return s
+}
+
+// offsetsTopicWarning says, as configuration advice, that exact commit and
+// Empty times were asked of __consumer_offsets and not read, why (the
+// reason as data: Warning.Reason), and what a person does about it. A
+// group without a committed offset has nothing to date: no warning when
+// the topic is merely absent (a cluster where no group committed yet).
+func offsetsTopicWarning(obs Observation) *Warning {
+	r := obs.OffsetsTopic
+	if !r.Requested || r.Reason == "" {
+		return nil
+	}
+	if r.Reason == OffsetsTopicAbsent && !observedCommit(obs) {
+		return nil
+	}
+	msg := "exact commit and Empty times were not read from __consumer_offsets (" + r.Problem +
+		"): they are bounded from record timestamps and the changes the guard saw"
+	switch r.Reason {
+	case OffsetsTopicDenied:
+		msg += "; grant the guard's principal Read on topic __consumer_offsets: " + GrantOffsetsTopicRead
+	case OffsetsTopicUndecodable:
+		msg += "; upgrade retention-guard to a version that decodes them"
+	case OffsetsTopicAbsent:
+		msg += "; a cluster without that topic gives no exact times: on CreateTime topics, bound " +
+			"message.timestamp.after.max.ms so that records date commits, or set readOffsetsTopic: false to turn the read off"
+	}
+	// The warning's reason is the read's: Denied, Absent, Undecodable or
+	// NotRead (WarningReasonNotRead).
+	return &Warning{Type: WarningOffsetsTopic, Reason: r.Reason,
+		Subject: "__consumer_offsets", Detail: r.Problem, Message: msg}
+}
+
+// observedCommit reports whether the observation holds a committed offset.
+func observedCommit(obs Observation) bool {
+	for _, t := range obs.Topics {
+		for _, p := range t.Partitions {
+			if p.Committed >= 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -93,13 +93,12 @@ func groupOffsetsRetained(f *facts) (Condition, []Violation) {
 				"group "+groupName(f)+" is Empty, and since when is not known (the guard did not see it go Empty: a one-shot check, "+
 					"or a manager that started while it was Empty): its committed offsets expire "+setting+" after it became Empty, "+
 					"any moment from now on, possibly before recoveryWindow "+FormatDuration(window)+" ends: start the consumer "+
-					"(a member stops the clock), or let the guard read the exact time from __consumer_offsets (spec.kafka.readOffsetsTopic)"))
+					"(a member stops the clock)"+orExactTimes(f.obs.OffsetsTopic)))
 		case ex.earliest.Before(deadline):
 			o.add(topicViolation("", ReasonEmptyGroupOffsetsMayExpireBeforeWindow, "",
 				"group "+groupName(f)+" has been Empty since "+ex.since()+": its committed offsets expire "+setting+" after that, "+
 					"at "+ex.earliest.UTC().Format(time.RFC3339)+" or later, possibly before recoveryWindow "+FormatDuration(window)+
-					" from now ends: start the consumer (a member stops the clock), or let the guard read the exact time from "+
-					"__consumer_offsets (spec.kafka.readOffsetsTopic)"))
+					" from now ends: start the consumer (a member stops the clock)"+orExactTimes(f.obs.OffsetsTopic)))
 		}
 	}
 	for i := range e.commits {
@@ -131,9 +130,13 @@ func groupOffsetsRetained(f *facts) (Condition, []Violation) {
 	case e.kind == kindClassic:
 		msg += ": the group's offsets expire that long after it becomes Empty"
 	}
-	if !f.obs.OffsetsTopic.Requested && e.kind != kindNone {
+	if r := f.obs.OffsetsTopic; r.Reason == OffsetsTopicDenied && e.kind != kindNone {
+		msg += "; commit and Empty times are bounds, not exact: the guard's principal may not read __consumer_offsets (" +
+			GrantOffsetsTopicRead + ")"
+	}
+	if !f.obs.OffsetsTopic.ExactTimesRead() && e.kind != kindNone {
 		msg += " (an offset committed with an explicit retention time, OffsetCommit v2–v4, expires at that time instead: " +
-			"visible only with spec.kafka.readOffsetsTopic)"
+			"visible only in __consumer_offsets, " + offsetsTopicNotReadBecause(f.obs.OffsetsTopic) + ")"
 	}
 	return o.condition(ReasonGroupOffsetsRetained, msg), o.violations
 }
@@ -173,11 +176,84 @@ func commitExpiryMessage(f *facts, c *commitExpiry, setting string) string {
 		}
 		m.text(", before recoveryWindow ").text(FormatDuration(f.policy.RecoveryWindow)).text(" ends")
 	}
-	m.text(": commit it again (the offset as it is), raise ").text(keyOffsetsRetentionMinutes)
-	if !c.exact {
-		m.text(", or let the guard read exact commit times from __consumer_offsets (spec.kafka.readOffsetsTopic)")
+	// Only ways out that change the next verdict: a commit of the same
+	// offset is dated only where __consumer_offsets is read (the group
+	// memory sees no change), a longer offsets.retention.minutes moves
+	// only a dated expiry, and a new offset is dated by the guard that saw
+	// the old one (the manager's group memory; a one-shot check has none).
+	var ways []string
+	switch {
+	case c.exact || f.obs.OffsetsTopic.ExactTimesRead():
+		ways = append(ways, "commit it again (the offset as it is: the guard reads the new commit's time)")
+	default:
+		ways = append(ways, "let the consumer commit a newer offset while the manager watches (it dates a change it saw)")
 	}
+	if c.known {
+		ways = append(ways, "raise "+keyOffsetsRetentionMinutes)
+	}
+	if way := exactTimesWay(f.obs.OffsetsTopic); way != "" && !c.exact {
+		ways = append(ways, way)
+	}
+	m.text(": ").text(joinOr(ways))
 	return m.String()
+}
+
+// exactTimesWay is what a person does so that the next observation reads
+// exact commit and Empty times from __consumer_offsets, where it did not:
+// empty when it did, or when nothing a person sets changes it (the
+// cluster has no such topic; a read that did not finish goes on by
+// itself).
+func exactTimesWay(r OffsetsTopicRead) string {
+	switch {
+	case !r.Requested:
+		return "let the guard read exact times from __consumer_offsets (spec.kafka.readOffsetsTopic, check's --read-offsets-topic: on unless set to false)"
+	case r.Reason == OffsetsTopicDenied:
+		return "grant the guard's principal Read on topic __consumer_offsets (" + GrantOffsetsTopicRead + ")"
+	case r.Reason == OffsetsTopicUndecodable:
+		return "upgrade retention-guard to a version that decodes the records __consumer_offsets holds"
+	}
+	return ""
+}
+
+// orExactTimes is ", or " and exactTimesWay, when there is one.
+func orExactTimes(r OffsetsTopicRead) string {
+	if way := exactTimesWay(r); way != "" {
+		return ", or " + way
+	}
+	return ""
+}
+
+// offsetsTopicNotReadBecause says why exact times were not read.
+func offsetsTopicNotReadBecause(r OffsetsTopicRead) string {
+	switch {
+	case !r.Requested:
+		return "which spec.kafka.readOffsetsTopic: false turns off"
+	case r.Reason == OffsetsTopicDenied:
+		return "which the guard's principal may not read"
+	case r.Reason == OffsetsTopicAbsent:
+		return "which this cluster does not have"
+	case r.Reason == OffsetsTopicUndecodable:
+		return "whose records of this group this guard cannot decode"
+	}
+	return "not read to its end this time"
+}
+
+// GrantOffsetsTopicRead is the command that grants a principal Read on
+// __consumer_offsets with Apache Kafka's tools (Read implies Describe:
+// Kafka's AclEntry.implies), as warnings and messages name it; Strimzi's
+// KafkaUser and MSK's IAM policy are in docs/install.md, "Kafka ACLs".
+const GrantOffsetsTopicRead = "kafka-acls.sh --bootstrap-server BROKER --add --allow-principal User:PRINCIPAL " +
+	"--operation Read --topic __consumer_offsets; Strimzi and MSK: docs/install.md"
+
+// joinOr joins ways out as "a, b or c".
+func joinOr(ways []string) string {
+	switch len(ways) {
+	case 0:
+		return ""
+	case 1:
+		return ways[0]
+	}
+	return strings.Join(ways[:len(ways)-1], ", ") + " or " + ways[len(ways)-1]
 }
 
 // commitTimeSource says where a commit time comes from.

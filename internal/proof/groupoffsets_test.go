@@ -52,7 +52,7 @@ func TestOffsetsExpirePerCommit(t *testing.T) {
 			violations: []violationWant{{ClauseGroupOffsetsRetained, ReasonOffsetsExpireBeforeWindow, "clicks", 0}},
 			message: "clicks[0]: committed offset 400 was last committed 144h (6d) ago (2026-11-24T03:00:00Z, from __consumer_offsets) " +
 				"and expires offsets.retention.minutes 10080 (7d) after its last commit (a simple group: it commits without joining): " +
-				"in 24h (1d), before recoveryWindow 72h (3d) ends: commit it again (the offset as it is), raise offsets.retention.minutes",
+				"in 24h (1d), before recoveryWindow 72h (3d) ends: commit it again (the offset as it is: the guard reads the new commit's time) or raise offsets.retention.minutes",
 			soonestIn: day, hasSoonest: true, exact: true,
 		},
 		{

@@ -238,13 +238,42 @@ func TestKafka4Semantics(t *testing.T) {
 		},
 		{
 			// Item 3: without readOffsetsTopic an explicit retention time is
-			// invisible: the holding message says so.
+			// invisible: the holding message says so, and why.
 			name: "classic group without readOffsetsTopic: explicit expiry named as unseen",
 			obs:  observation(topic("settle-task", part(0, 0, 10, 10))),
 			want: proven(),
 			also: func(t *testing.T, r Result) {
-				if c := conditionOf(t, r, ClauseGroupOffsetsRetained); !strings.Contains(c.Message, "visible only with spec.kafka.readOffsetsTopic") {
+				if c := conditionOf(t, r, ClauseGroupOffsetsRetained); !strings.Contains(c.Message, "visible only in __consumer_offsets, "+
+					"which spec.kafka.readOffsetsTopic: false turns off") {
 					t.Errorf("GroupOffsetsRetained %q does not say explicit expiries are unseen", c.Message)
+				}
+			},
+		},
+		{
+			// Issue 32: a principal denied Read on __consumer_offsets gets
+			// the bounds, and the condition names the grant.
+			name: "classic group whose principal may not read __consumer_offsets: the grant named",
+			obs: func() Observation {
+				o := observation(topic("settle-task", part(0, 0, 10, 10)))
+				o.OffsetsTopic = OffsetsTopicRead{Requested: true, Reason: OffsetsTopicDenied,
+					Problem: "Fetch on __consumer_offsets denied (TOPIC_AUTHORIZATION_FAILED)"}
+				return o
+			}(),
+			want: proven(),
+			also: func(t *testing.T, r Result) {
+				c := conditionOf(t, r, ClauseGroupOffsetsRetained)
+				if !strings.Contains(c.Message, "the guard's principal may not read __consumer_offsets") ||
+					!strings.Contains(c.Message, GrantOffsetsTopicRead) {
+					t.Errorf("GroupOffsetsRetained %q does not name the missing ACL and its grant", c.Message)
+				}
+				var found bool
+				for _, w := range r.Warnings {
+					if w.Type == WarningOffsetsTopic && w.Reason == OffsetsTopicDenied && strings.Contains(w.Message, GrantOffsetsTopicRead) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("warnings %+v: no offsetsTopic warning with reason Denied and the grant", r.Warnings)
 				}
 			},
 		},

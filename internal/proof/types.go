@@ -429,14 +429,40 @@ type CursorRow struct {
 }
 
 // OffsetsTopicRead is the outcome of reading __consumer_offsets for exact
-// commit times (opt-in: the principal needs Read on that topic).
+// commit times (on by default; the principal needs Read on that topic).
 type OffsetsTopicRead struct {
 	// Requested: the policy asked for exact commit times.
 	Requested bool
-	// Problem says why they could not be read (denied, not caught up with
-	// the log); empty when they were, or not requested.
+	// Reason says, as data, why they could not be read: one of the
+	// OffsetsTopic… constants; empty when they were, or not requested.
+	Reason string
+	// Problem says it for a person (the request, the error, the
+	// partition); empty when Reason is.
 	Problem string
 }
+
+// Why exact times were not read from __consumer_offsets
+// (OffsetsTopicRead.Reason).
+const (
+	// OffsetsTopicDenied: an ACL denied Describe (Metadata, ListOffsets)
+	// or Read (Fetch) on __consumer_offsets; granting Read fixes it.
+	OffsetsTopicDenied = "Denied"
+	// OffsetsTopicAbsent: the cluster has no __consumer_offsets (no group
+	// has committed yet, or a service speaking Kafka's protocol without it).
+	OffsetsTopicAbsent = "Absent"
+	// OffsetsTopicUndecodable: a record of the group could not be decoded
+	// (a record version newer than the guard knows, a corrupt batch):
+	// never guessed at.
+	OffsetsTopicUndecodable = "Undecodable"
+	// OffsetsTopicNotRead: not read to its end this time (a deadline, an
+	// open transaction, a partition without a leader, a broker that did
+	// not answer); the next observation goes on from there.
+	OffsetsTopicNotRead = "NotRead"
+)
+
+// ExactTimesRead reports whether exact commit and Empty times were read
+// from __consumer_offsets for the observation.
+func (r OffsetsTopicRead) ExactTimesRead() bool { return r.Requested && r.Reason == "" }
 
 // GroupObservation is the consumer group's state.
 type GroupObservation struct {
@@ -764,6 +790,9 @@ type Result struct {
 	// Cursor sums the business cursor's position against the group's;
 	// nil when the policy has no cursor.
 	Cursor *CursorSummary
+	// OffsetsTopic says whether exact commit and Empty times were asked of
+	// __consumer_offsets and why they were not read (the observation's).
+	OffsetsTopic OffsetsTopicRead
 }
 
 // CursorSummary is the business cursor against the group's offsets, over

@@ -230,6 +230,7 @@ func alertCases(t *testing.T, c alertCombo) []alertCase {
 	cases = append(cases, b.verdictCases()...)
 	cases = append(cases, b.headroomCases()...)
 	cases = append(cases, b.offsetsExpiryCases()...)
+	cases = append(cases, b.offsetsTopicCases()...)
 	cases = append(cases, b.riskCases()...)
 	cases = append(cases, b.admissionCases()...)
 	cases = append(cases, b.apiserverCases()...)
@@ -470,7 +471,7 @@ func (b caseBuilder) offsetsExpiryCases() []alertCase {
 				ExpAnnotations: map[string]string{
 					"summary": who + " loses its committed offsets in 10h 0m 0s (LastCommit clock), sooner than its recoveryWindow of 3d 0h 0m 0s.",
 					"description": "Each of these offsets expires offsets.retention.minutes after its own last commit: commit them again " +
-						"(kafka-consumer-groups --reset-offsets --to-current), or let the guard read exact commit times (spec.kafka.readOffsetsTopic). " +
+						"(kafka-consumer-groups --reset-offsets --to-current; the guard reads the new commit's time from __consumer_offsets). " +
 						"A consumer started after the offsets expire resumes wherever auto.offset.reset says.",
 					"runbook_url": b.runbook(withinADay),
 				},
@@ -764,6 +765,59 @@ func (b caseBuilder) managerDownCases() []alertCase {
 				up("10.0.4.2:8080", flat(n, 1)),
 			},
 			evals: b.silent(alert),
+		},
+	}
+}
+
+// Issue 32: seed 003's batch consumer guarded by a principal that may not
+// read __consumer_offsets. The guard falls back to bounds and the status
+// says why; the alert tells the platform team once it has lasted (a
+// denial does not heal by itself), with the grant. A read that merely did
+// not finish this time (NotRead) or a cluster without the topic (Absent)
+// has nothing to grant: silent. So is a read that works.
+func (b caseBuilder) offsetsTopicCases() []alertCase {
+	n := b.length()
+	const unreadable = "RetentionGuardOffsetsTopicUnreadable"
+	who := "retention-guard cannot read exact commit times of the consumer group " + caseGroup + " (policy " + caseNS + "/" + casePolicy + ")"
+	readable := func(reason string, vals []string) []promSeries {
+		return []promSeries{
+			b.managerSeries("retentionguard_offsets_topic_readable", policyLabels("reason", reason), vals),
+			b.managerSeries("retentionguard_policy_info", policyLabels("consumer_group", caseGroup, "enforcement", "Deny", "reason", "Proven"), flat(n, 1)),
+		}
+	}
+	// Read until pre, then denied: the Read series leaves (stale), the
+	// Denied one starts at 0.
+	denied := append(readable("Read", then(flat(b.pre, 1), []string{"stale"}, missing(n-b.pre-1))),
+		readable("Denied", then(missing(b.pre), flat(n-b.pre, 0)))[0])
+	return []alertCase{
+		{
+			alert: unreadable, what: "Read on __consumer_offsets denied", fires: true,
+			series: denied,
+			evals: b.firing(unreadable, b.pre, promAlert{
+				ExpLabels: policyLabels("severity", "warning", "consumer_group", caseGroup, "reason", "Denied"),
+				ExpAnnotations: map[string]string{
+					"summary": who + " from __consumer_offsets (Denied): it bounds them, and may not prove idle partitions or Empty groups.",
+					"description": "Grant the guard's principal Read on topic __consumer_offsets (kafka-acls.sh --add --allow-principal " +
+						"User:PRINCIPAL --operation Read --topic __consumer_offsets; Strimzi and MSK: docs/install.md). " +
+						"kubectl describe crp -n " + caseNS + " " + casePolicy + " shows the offsetsTopic warning.",
+					"runbook_url": b.runbook(unreadable),
+				},
+			}),
+		},
+		{
+			alert: unreadable, what: "a read that did not finish this time",
+			series: readable("NotRead", flat(n, 0)),
+			evals:  b.silent(unreadable),
+		},
+		{
+			alert: unreadable, what: "a cluster without __consumer_offsets",
+			series: readable("Absent", flat(n, 0)),
+			evals:  b.silent(unreadable),
+		},
+		{
+			alert: unreadable, what: "exact times read",
+			series: readable("Read", flat(n, 1)),
+			evals:  b.silent(unreadable),
 		},
 	}
 }

@@ -838,7 +838,7 @@ func TestMonitoring(t *testing.T) {
 		"RetentionGuardPolicyViolated", "RetentionGuardPolicyUnknown", "RetentionGuardRecoveryHeadroomLow",
 		"RetentionGuardGroupOffsetsExpireWithinADay", "RetentionGuardEmptyGroupNearingOffsetsRetention",
 		"RetentionGuardWebhookDenying", "RetentionGuardWebhookFailingClosed", "RetentionGuardWebhookErrors",
-		"RetentionGuardManagerDown",
+		"RetentionGuardManagerDown", "RetentionGuardOffsetsTopicUnreadable",
 	} {
 		expr, ok := alerts[want]
 		if !ok {

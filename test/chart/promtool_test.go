@@ -48,6 +48,7 @@ var defaultFor = map[string]time.Duration{
 	"RetentionGuardRecoveryHeadroomLow":               10 * time.Minute,
 	"RetentionGuardEmptyGroupNearingOffsetsRetention": 10 * time.Minute,
 	"RetentionGuardGroupOffsetsExpireWithinADay":      0,
+	"RetentionGuardOffsetsTopicUnreadable":            30 * time.Minute,
 	"RetentionGuardWebhookDenying":                    0,
 	"RetentionGuardWebhookFailingClosed":              5 * time.Minute,
 	"RetentionGuardWebhookErrors":                     5 * time.Minute,

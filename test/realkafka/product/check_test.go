@@ -51,19 +51,19 @@ func TestCheckSeed003EmptyGroupOffsetsExpire(t *testing.T) {
 		// of the next minute. Unknown, never Proven: the broker-in-the-loop
 		// oracle's false Proven (the Java consumer with latest skipped
 		// every record since).
-		code, res := check(t, b, args...)
+		code, res := check(t, b, append(args, "--read-offsets-topic=false")...)
 		// (On 4.x the commits are dated too, the group may be converted;
 		// without __consumer_offsets they are only bounded: more Unknown.)
 		if code != cli.ExitUnknown || !slices.Contains(res.reasons(), "EmptyGroupOffsetsMayExpireBeforeWindow") {
 			t.Fatalf("after the run, without the Empty time: exit %d %s %v; want 2 Unknown EmptyGroupOffsetsMayExpireBeforeWindow",
 				code, res.Verdict, res.reasons())
 		}
-		// So the user reads the exact Empty time (and commit times) from
-		// __consumer_offsets. 3.x as deployed (seed 003's 3.5.1) serves
-		// classic groups only: the Empty group's offsets are on the Empty
-		// clock alone. 4.x serves the consumer protocol, so the group may
-		// be converted and its commits expire per commit too.
-		args = append(args, "--read-offsets-topic")
+		// So check reads the exact Empty time (and commit times) from
+		// __consumer_offsets, by default (issue 32). 3.x as deployed (seed
+		// 003's 3.5.1) serves classic groups only: the Empty group's
+		// offsets are on the Empty clock alone. 4.x serves the consumer
+		// protocol, so the group may be converted and its commits expire
+		// per commit too.
 		wantClock := "GroupEmpty"
 		if b.Dist.AtLeast(4, 0) {
 			wantClock = "LastCommit"
@@ -142,14 +142,14 @@ func TestCheckSeed000RetentionPassesTheCommittedOffset(t *testing.T) {
 		}
 		produceBatched(t, b, recs...)
 		b.CommitAsMember(t, group, topic, map[int32]int64{0: 30}) // a classic group, Empty while down
-		// The test is about retention, not the offsets' clock, so the user
-		// reads the exact times from __consumer_offsets: the group's Empty
-		// time (3.x as deployed serves classic groups only, their offsets
-		// on the Empty clock, 7 days away, which one check cannot date
-		// otherwise); on 4.x, which may convert the group and expire its
-		// commits one by one, the commit times too (the record before the
-		// commit, a 5-day-old backfill, dates it 5 days early).
-		args := []string{"--group", group, "--topic", topic, "--recovery-window", "72h", "--read-offsets-topic"}
+		// The test is about retention, not the offsets' clock: check reads
+		// the exact times from __consumer_offsets by default, the group's
+		// Empty time (3.x as deployed serves classic groups only, their
+		// offsets on the Empty clock, 7 days away, which one check cannot
+		// date otherwise); on 4.x, which may convert the group and expire
+		// its commits one by one, the commit times too (the record before
+		// the commit, a 5-day-old backfill, dates it 5 days early).
+		args := []string{"--group", group, "--topic", topic, "--recovery-window", "72h"}
 
 		// The records the group has not read are deleted in about 2 days,
 		// before its 72h window ends: a consumer down that long loses
