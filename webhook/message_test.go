@@ -547,6 +547,31 @@ func TestDenyMessageWayOutOfRisksBesideALoss(t *testing.T) {
 	checkMessageShape(t, msg)
 }
 
+// Seed 000's compacted variant beside a loss: the tombstone risk's way out
+// is the consumer reading past the tombstones (or delete.retention.ms),
+// not retention.ms.
+func TestDenyMessageWayOutOfTombstoneHeadroom(t *testing.T) {
+	ps := &rgv1.ProofStatus{Verdict: rgv1.VerdictViolated, ProofID: "12345678", Violations: []rgv1.ViolationStatus{
+		{Reason: "CommittedOffsetExpired", Topic: "settle-task", Partition: ptr[int32](0), Message: "settle-task[0]: numbers here"},
+		{Reason: "TombstoneHeadroomShorterThanWindow", Topic: "settle-task", Partition: ptr[int32](1), Message: "settle-task[1]: numbers here"},
+	}}
+	p := settlePolicy(withProof(ps, time.Second))
+	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	msg := denyMessage(settleTarget, &d, testNow)
+	t.Logf("\n%s", msg)
+	flat := strings.Join(strings.Fields(msg), " ")
+	for _, want := range []string{"replay or reset the group's offsets", "let the group catch up past the tombstones it has not read",
+		"raise delete.retention.ms"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("message lacks %q", want)
+		}
+	}
+	if strings.Contains(flat, "raise retention.ms") {
+		t.Errorf("the tombstone risk is told to raise retention.ms:\n%s", msg)
+	}
+	checkMessageShape(t, msg)
+}
+
 // Every loss the proof knows (proof.IsLoss) is listed first, with the
 // data-loss findings; every risk after the configuration.
 func TestFindingRankFollowsTheProof(t *testing.T) {

@@ -39,6 +39,10 @@ func TestRiskOnlyViolationsWarnAndAllow(t *testing.T) {
 	}{
 		{"headroom below the window", risk(proof.ReasonRecoveryHeadroomShorterThanWindow), 0, outcomeWarned},
 		{"Empty group's offsets expire before the window", risk(proof.ReasonEmptyGroupOffsetsExpireBeforeWindow), 0, outcomeWarned},
+		// Seed 000's compacted variant before the loss: a tombstone the
+		// lagging group has not read may be dropped before its window
+		// ends; the faster consumer reading past it is the way out.
+		{"tombstone headroom below the window", risk(proof.ReasonTombstoneHeadroomShorterThanWindow), 0, outcomeWarned},
 		{"both risks", risk(proof.ReasonRecoveryHeadroomShorterThanWindow, proof.ReasonEmptyGroupOffsetsExpireBeforeWindow), 0, outcomeWarned},
 		{"a risk and a loss", risk(proof.ReasonRecoveryHeadroomShorterThanWindow, proof.ReasonCommittedOffsetExpired), 0, outcomeDenied},
 		{"a risk and omitted violations", risk(proof.ReasonRecoveryHeadroomShorterThanWindow), 3, outcomeDenied},

@@ -42,6 +42,7 @@ const (
 	remedyCommits
 	remedyExplicitExpiry
 	remedyHeadroom
+	remedyTombstoneHeadroom
 	remedyEmptyGroup
 	remedyEmptyGroupUndated
 )
@@ -106,6 +107,7 @@ var adviceFor = map[string]advice{
 
 	// Risks: nothing lost yet (listed after the rest).
 	proof.ReasonRecoveryHeadroomShorterThanWindow:   {problem: problemOther, remedy: remedyHeadroom},
+	proof.ReasonTombstoneHeadroomShorterThanWindow:  {problem: problemOther, remedy: remedyTombstoneHeadroom},
 	proof.ReasonEmptyGroupOffsetsExpireBeforeWindow: {problem: problemOther, remedy: remedyEmptyGroup},
 	// Unknown: since when the group is Empty is not known well enough.
 	proof.ReasonEmptyGroupOffsetsMayExpireBeforeWindow: {problem: problemOther, remedy: remedyEmptyGroupUndated},
@@ -232,6 +234,17 @@ var wayTexts = map[remedy]wayText{
 			return []string{"Way out: let the group catch up before retention reaches its position, or raise retention.ms, then retry."}
 		},
 		words: func(*way) string { return "let the group catch up or raise retention.ms" },
+	},
+	// The consumer reading past the tombstones ends the risk; a higher
+	// delete.retention.ms protects only the tombstones the cleaner has not
+	// yet cleaned (the first cleaning stamps the horizon on the batch,
+	// Kafka's MemoryRecords.filterTo).
+	remedyTombstoneHeadroom: {
+		full: func(*way) []string {
+			return wrapFinding("Way out: let the group catch up past the tombstones it has not read, or raise delete.retention.ms "+
+				"(only tombstones the log cleaner has not yet seen are kept longer), then retry.", maxLine)
+		},
+		words: func(*way) string { return "let the group catch up past its tombstones or raise delete.retention.ms" },
 	},
 	remedyEmptyGroup: {
 		full: func(*way) []string {

@@ -585,7 +585,11 @@ type ProofStatus struct {
 
 	// recoveryHeadroom is how long the group could go down now without
 	// losing records: the smallest, over partitions, of the timestamp of
-	// the record at the committed offset plus retention.ms minus now.
+	// the record at the committed offset plus retention.ms minus now, and
+	// on a compacted topic where the group lags, of the earliest the log
+	// cleaner may drop a tombstone it has not read (that timestamp, less
+	// message.timestamp.after.max.ms with CreateTime, plus
+	// delete.retention.ms) minus now.
 	// +optional
 	RecoveryHeadroom *metav1.Duration `json:"recoveryHeadroom,omitempty"`
 
@@ -812,7 +816,9 @@ type ViolationStatus struct {
 	Cursor *int64 `json:"cursor,omitempty"`
 	// expiresAt is when what the violation is about expires:
 	// the record at the group's position is deleted by retention
-	// (RecoveryHeadroomShorterThanWindow), the committed offset expires
+	// (RecoveryHeadroomShorterThanWindow), a tombstone the group has not
+	// read may be dropped by the log cleaner, at the earliest
+	// (TombstoneHeadroomShorterThanWindow), the committed offset expires
 	// (OffsetsExpireBeforeWindow exactly, OffsetsMayExpireBeforeWindow at
 	// the earliest, ExplicitOffsetExpiryBeforeWindow), the Empty group's
 	// offsets expire (EmptyGroupOffsetsExpireBeforeWindow, at the latest).

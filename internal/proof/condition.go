@@ -30,6 +30,8 @@ var lossReasons = []string{
 // and the critical Violated alert leaves them to their own warning alerts.
 var riskReasons = []string{
 	ReasonRecoveryHeadroomShorterThanWindow,
+	// A tombstone the lagging group has not read may be dropped first.
+	ReasonTombstoneHeadroomShorterThanWindow,
 	ReasonEmptyGroupOffsetsExpireBeforeWindow,
 	// Unknown rather than Violated (missingFact), a risk all the same.
 	ReasonEmptyGroupOffsetsMayExpireBeforeWindow,

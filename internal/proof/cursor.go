@@ -61,6 +61,7 @@ func cursorInRange(f *facts, results []PartitionResult) (Condition, []Violation,
 			continue
 		}
 		retention, finite := t.retention.finiteRetention()
+		tombstones, compactClock := tombstoneClockOf(t)
 		for j := range t.obs.Partitions {
 			po := &t.obs.Partitions[j]
 			pr := byKey[topicPartition{t.name, po.Partition}]
@@ -95,6 +96,9 @@ func cursorInRange(f *facts, results []PartitionResult) (Condition, []Violation,
 			mergeCursor(pr, cj, fromCursor)
 			if fromCursor {
 				setCursorHeadroom(pr, po, finite, retention, f)
+				if compactClock {
+					setTombstoneHeadroom(pr, pr.Cursor, po.CursorTimestamp, tombstones, f.now)
+				}
 			}
 			sum.ReplayRecords = addSaturating(sum.ReplayRecords, pr.ReplayRecords)
 			sum.AheadRecords = addSaturating(sum.AheadRecords, pr.AheadRecords)
@@ -339,6 +343,7 @@ func mergeCursor(pr *PartitionResult, cj cursorJudgement, fromCursor bool) {
 	}
 	if pr.Verdict != Proven {
 		pr.Headroom, pr.HasHeadroom = 0, false
+		pr.TombstoneHeadroom, pr.HasTombstoneHeadroom = 0, false
 	}
 }
 

@@ -457,7 +457,7 @@ func checkInvariants(t *testing.T, in fuzzCase, r Result) {
 		if (p.Reason == "") != (p.Verdict == Proven) {
 			t.Fatalf("partition verdict %s with reason %q", p.Verdict, p.Reason)
 		}
-		if p.HasHeadroom && p.Verdict != Proven {
+		if (p.HasHeadroom || p.HasTombstoneHeadroom) && p.Verdict != Proven {
 			t.Fatalf("headroom on a partition that is not in range: %+v", p)
 		}
 	}
@@ -472,11 +472,15 @@ func checkInvariants(t *testing.T, in fuzzCase, r Result) {
 		t.Fatalf("cursor summary %+v, partitions add up to replay %d, ahead %d", r.Cursor, replay, ahead)
 	}
 
-	// RecoveryHeadroom is the smallest partition headroom.
+	// RecoveryHeadroom is the smallest partition headroom, record or
+	// tombstone.
 	has, least := false, time.Duration(0)
 	for _, p := range r.Partitions {
 		if p.HasHeadroom && (!has || p.Headroom < least) {
 			has, least = true, p.Headroom
+		}
+		if p.HasTombstoneHeadroom && (!has || p.TombstoneHeadroom < least) {
+			has, least = true, p.TombstoneHeadroom
 		}
 	}
 	if has != r.HasRecoveryHeadroom || least != r.RecoveryHeadroom {
@@ -547,6 +551,7 @@ func mustNotProve(in fuzzCase) []string {
 		why = append(why, oracleExplicitAndEmpty(in, minutes)...)
 	}
 	why = append(why, oracleHeadroom(in)...)
+	why = append(why, oracleTombstones(in)...)
 	cursors, readable := oracleCursorRows(in)
 	if p.Cursor != nil && !readable {
 		why = append(why, "the business cursor is unreadable or breaks the column contract")
@@ -755,6 +760,56 @@ func oracleHeadroom(in fuzzCase) []string {
 			}
 			if ts.Add(retention).Sub(in.now) < in.policy.RecoveryWindow {
 				why = append(why, t.Name+"["+strconv.Itoa(int(pt.Partition))+"]: the record at the committed offset expires before the window ends")
+			}
+		}
+	}
+	return why
+}
+
+// oracleTombstones: on a compacting topic whose delete.retention.ms covers
+// the window, a lagging position (committed offset, or cursor with
+// resumeFrom Cursor) whose record is stamped T: a tombstone after it was
+// written no earlier than T less how far ahead the producer may stamp
+// (oracleCommitBound's rule), and the cleaner may drop it
+// delete.retention.ms after that. Before now + window, the group may miss
+// it. A stamp that bounds nothing (unknown, or CreateTime unbounded ahead)
+// is skipped, as the proof documents.
+func oracleTombstones(in fuzzCase) []string {
+	var why []string
+	fromCursor := in.policy.Cursor != nil && in.policy.Cursor.ResumeFrom == ResumeFromCursor
+	cursors, readable := oracleCursorRows(in)
+	for _, t := range in.obs.Topics {
+		_, compacts, ok := oracleTopicCleanup(t)
+		ms, msOK := oracleInt(t.DeleteRetentionMs)
+		if !ok || !compacts || !msOK || ms < 0 {
+			continue
+		}
+		keep := time.Duration(math.MaxInt64)
+		if ms < math.MaxInt64/int64(time.Millisecond) {
+			keep = time.Duration(ms) * time.Millisecond
+		}
+		if keep < in.policy.RecoveryWindow {
+			continue // TombstoneRetentionShorterThanWindow says it
+		}
+		for _, pt := range t.Partitions {
+			position, ts := pt.Committed, pt.CommittedTimestamp
+			if fromCursor {
+				cur, has := cursors[t.Name+"["+strconv.Itoa(int(pt.Partition))+"]"]
+				if !readable || !has {
+					continue
+				}
+				position, ts = cur, pt.CursorTimestamp
+			}
+			if pt.LogStart < 0 || pt.LogEnd < pt.LogStart || position < pt.LogStart || position >= pt.LogEnd {
+				continue
+			}
+			// The written-no-earlier-than bound, by the commit-dating rule.
+			bound := oracleCommitBound(t, PartitionObservation{PrecedingTimestamp: ts})
+			if bound.IsZero() {
+				continue
+			}
+			if bound.Add(keep).Sub(in.now) < in.policy.RecoveryWindow {
+				why = append(why, t.Name+"["+strconv.Itoa(int(pt.Partition))+"]: a tombstone the group has not read may be dropped before the window ends")
 			}
 		}
 	}

@@ -23,23 +23,31 @@ func setHeadroom(pr *PartitionResult, committedTimestamp time.Time, retention ti
 	}
 }
 
-// recoveryHeadroom returns the smallest partition headroom, with a warning
-// when it is below the recovery window: a lagging consumer that goes down
-// now would lose data sooner than the window promises.
+// recoveryHeadroom returns the smallest partition headroom, record or
+// tombstone, with a warning when it is below the recovery window: a
+// lagging consumer that goes down now would lose data (a record, or a
+// delete) sooner than the window promises.
 func recoveryHeadroom(window time.Duration, results []PartitionResult) (time.Duration, bool, *Warning) {
-	best := -1
+	best, tombstone := -1, false
+	var least time.Duration
 	for i := range results {
-		if results[i].HasHeadroom && (best < 0 || results[i].Headroom < results[best].Headroom) {
-			best = i
+		pr := &results[i]
+		if pr.HasHeadroom && (best < 0 || pr.Headroom < least) {
+			best, tombstone, least = i, false, pr.Headroom
+		}
+		if pr.HasTombstoneHeadroom && (best < 0 || pr.TombstoneHeadroom < least) {
+			best, tombstone, least = i, true, pr.TombstoneHeadroom
 		}
 	}
-	if best < 0 {
+	switch {
+	case best < 0:
 		return 0, false, nil
+	case least >= window:
+		return least, true, nil
+	case tombstone:
+		return least, true, tombstoneWarning(&results[best], window)
 	}
 	pr := &results[best]
-	if pr.Headroom >= window {
-		return pr.Headroom, true, nil
-	}
 	committed := pr.Committed
 	w := &Warning{Type: WarningRecoveryHeadroom, Reason: WarningReasonShorterThanWindow,
 		Subject: partitionName(pr.Topic, pr.Partition), Offset: &committed,
@@ -53,9 +61,17 @@ func recoveryHeadroom(window time.Duration, results []PartitionResult) (time.Dur
 
 // headroomMessage renders a WarningRecoveryHeadroom.
 func headroomMessage(w *Warning) string {
-	if w.Reason == WarningReasonPastRetention {
+	switch w.Reason {
+	case WarningReasonPastRetention:
 		return w.Subject + ": the record at committed offset " + itoa(*w.Offset) + " is past retention by " +
 			FormatDuration(-w.Duration) + " and can be deleted at any moment: a consumer that goes down now loses data"
+	case WarningReasonTombstoneMayBeDropped:
+		return w.Subject + ": the log cleaner may already have dropped a tombstone at or after committed offset " + itoa(*w.Offset) +
+			" (the earliest it could was " + FormatDuration(-w.Duration) + " ago): a consumer that goes down now may miss a delete"
+	case WarningReasonTombstoneShorterThanWindow:
+		return w.Subject + ": the log cleaner may drop a tombstone at or after committed offset " + itoa(*w.Offset) + " in " +
+			FormatDuration(w.Duration) + ", sooner than recoveryWindow " + FormatDuration(w.Limit) +
+			": a lagging consumer that goes down now may miss the delete before the window ends"
 	}
 	return w.Subject + ": retention deletes the record at committed offset " + itoa(*w.Offset) + " in " +
 		FormatDuration(w.Duration) + ", sooner than recoveryWindow " + FormatDuration(w.Limit) +
@@ -72,21 +88,27 @@ func groupName(f *facts) string {
 	return "(unnamed)"
 }
 
+// failedTopics names the topics whose retention already fails: their
+// violation says it for every partition, no headroom violation repeats it.
+func failedTopics(vs []Violation) map[string]bool {
+	failed := make(map[string]bool)
+	for _, v := range vs {
+		failed[v.Topic] = true
+	}
+	return failed
+}
+
 // headroomViolations adds, per partition whose headroom is below the
-// window, a RecoveryHeadroomShorterThanWindow violation. Its facts for the
+// window, a RecoveryHeadroomShorterThanWindow violation (failed: see
+// failedTopics). Its facts for the
 // proofID are the topic and partition only (no committed offset, no log
 // start): the gap keeps its proofID while the consumer catches up. It is
 // a risk (IsRisk): alone, it lets a rollout of a faster consumer through
 // with a warning; beside another violation, the override annotation names
 // the proofID.
-func headroomViolations(o *clauseOutcome, f *facts, partitions []PartitionResult) {
+func headroomViolations(o *clauseOutcome, f *facts, partitions []PartitionResult, failed map[string]bool) {
 	window := f.policy.RecoveryWindow
 	fromCursor := f.policy.Cursor.ResumesFromCursor()
-	// A topic whose retention already fails says it for every partition.
-	failed := make(map[string]bool)
-	for _, v := range o.violations {
-		failed[v.Topic] = true
-	}
 	for i := range partitions {
 		pr := &partitions[i]
 		if !pr.HasHeadroom || pr.Headroom >= window || failed[pr.Topic] {

@@ -39,6 +39,7 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 			continue
 		}
 		retention, finite := t.retention.finiteRetention()
+		tombstones, compactClock := tombstoneClockOf(t)
 		compacts := t.retention.compacts
 		share := f.obs.Group.Protocol == ProtocolShare
 		for j := range t.obs.Partitions {
@@ -60,6 +61,9 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 			}
 			if finite {
 				setHeadroom(pr, po.CommittedTimestamp, retention, f.now)
+			}
+			if compactClock {
+				setTombstoneHeadroom(pr, pr.Committed, po.CommittedTimestamp, tombstones, f.now)
 			}
 		}
 	}

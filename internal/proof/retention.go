@@ -16,7 +16,11 @@ import "time"
 // partition whose headroom (the record at the committed offset, or at the
 // business cursor with resumeFrom Cursor, plus retention.ms) ends before
 // now + window is RecoveryHeadroomShorterThanWindow — the group cannot be
-// down for its window from now without losing that record.
+// down for its window from now without losing that record. On a
+// compacting topic a lagging partition whose tombstone headroom (the
+// earliest the cleaner may drop a tombstone the group has not read, see
+// tombstone.go) ends before now + window is
+// TombstoneHeadroomShorterThanWindow: it may never see that delete.
 func retentionCoversWindow(f *facts, partitions []PartitionResult) (Condition, []Violation) {
 	o := clauseOutcome{clause: ClauseRetentionCoversWindow}
 	window := f.policy.RecoveryWindow
@@ -69,7 +73,9 @@ func retentionCoversWindow(f *facts, partitions []PartitionResult) (Condition, [
 	if len(f.topics) == 0 {
 		o.add(topicViolation("", ReasonNotEvaluated, "", "no topics to prove: the policy names none and none was observed"))
 	}
-	headroomViolations(&o, f, partitions)
+	failed := failedTopics(o.violations)
+	headroomViolations(&o, f, partitions, failed)
+	tombstoneViolations(&o, f, partitions, failed)
 
 	reason := ReasonRetentionCoversWindow
 	msg := "retention covers recoveryWindow " + FormatDuration(window) + " on " + plural(int64(len(f.topics)), "topic")
@@ -78,7 +84,7 @@ func retentionCoversWindow(f *facts, partitions []PartitionResult) (Condition, [
 			reason = ReasonCompactedTopic
 		}
 		msg += " (" + itoa(int64(compacted)) + " compact-only: compaction deletes no record by time, and keeps tombstones " +
-			"at least the window)"
+			"at least the window after they are written)"
 	}
 	if kept > 0 {
 		msg += " (" + plural(int64(kept), "topic") + " with an empty " + keyCleanupPolicy + ": records are kept forever, allowed by allowInfiniteRetention)"
@@ -88,10 +94,13 @@ func retentionCoversWindow(f *facts, partitions []PartitionResult) (Condition, [
 
 // checkTombstoneRetention judges a compacting topic's readable
 // delete.retention.ms: the log cleaner removes a tombstone (a record with a
-// null value) once delete.retention.ms has passed since the segment holding
-// it was cleaned, so a consumer down longer than that never sees the
-// delete and keeps the key forever (Kafka's LogCleaner; see
-// docs/kafka-semantics.md).
+// null value) once delete.retention.ms has passed since the cleaning that
+// first saw it, so a consumer down longer than that never sees the delete
+// and keeps the key forever (Kafka's Cleaner.shouldRetainRecord; see
+// docs/kafka-semantics.md). That cleaning follows the write: a tombstone
+// written from now on lives at least delete.retention.ms. One already
+// written lives less: tombstoneViolations judges those a lagging group has
+// not read.
 func checkTombstoneRetention(topic string, v ConfigValue, rc retentionConfig, window time.Duration) (Violation, bool) {
 	ms := rc.deleteRetentionMs
 	switch {

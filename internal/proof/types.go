@@ -87,6 +87,17 @@ const (
 	// tombstones that long after they are written, so a consumer down
 	// longer never sees the deletes and keeps stale keys forever.
 	ReasonTombstoneRetentionShorterThanWindow = "TombstoneRetentionShorterThanWindow"
+	// ReasonTombstoneHeadroomShorterThanWindow: on a compacting topic, a
+	// tombstone at or after a lagging group's committed offset (at the
+	// business cursor with resumeFrom Cursor) may be dropped by the log
+	// cleaner before now + recoveryWindow: it was written no earlier than
+	// the record there (its timestamp, less how far ahead a CreateTime
+	// producer may stamp), and the cleaner keeps it delete.retention.ms
+	// from the cleaning that first saw it, which follows the write. A
+	// group that goes down now may never see the delete and keep the key
+	// forever. A risk like RecoveryHeadroomShorterThanWindow: nothing is
+	// lost yet, the consumer catching up is the way out (Violated).
+	ReasonTombstoneHeadroomShorterThanWindow = "TombstoneHeadroomShorterThanWindow"
 
 	// GroupOffsetsRetained
 	ReasonOffsetsRetentionUnreadable        = "OffsetsRetentionUnreadable"
@@ -645,6 +656,8 @@ type Violation struct {
 	// ExpiresAt is when what the violation is about expires, for the
 	// violations about an expiry: the record at the group's position
 	// (RecoveryHeadroomShorterThanWindow: its timestamp plus retention.ms),
+	// a tombstone the group has not read, at the earliest
+	// (TombstoneHeadroomShorterThanWindow),
 	// a committed offset (OffsetsExpireBeforeWindow exactly,
 	// OffsetsMayExpireBeforeWindow at the earliest,
 	// ExplicitOffsetExpiryBeforeWindow), the group's offsets
@@ -694,6 +707,12 @@ const (
 	// WarningReasonShorterThanWindow: it expires sooner than
 	// recoveryWindow.
 	WarningReasonShorterThanWindow = "ShorterThanWindow"
+	// WarningReasonTombstone…: a recoveryHeadroom warning about a
+	// tombstone the group has not read (TombstoneHeadroom) rather than the
+	// record at its position: the log cleaner may drop it sooner than
+	// recoveryWindow, or may already have.
+	WarningReasonTombstoneShorterThanWindow = "TombstoneShorterThanWindow"
+	WarningReasonTombstoneMayBeDropped      = "TombstoneMayBeDropped"
 	// WarningReasonMay…: the same, at the earliest (the Empty time is a
 	// bound, not exact).
 	WarningReasonMayBePastRetention     = "MayBePastRetention"
@@ -724,6 +743,18 @@ type PartitionResult struct {
 	// retention or unknown timestamps).
 	Headroom    time.Duration
 	HasHeadroom bool
+	// TombstoneHeadroom, on a compacting topic with the group lagging
+	// (committed < logEnd; the cursor with resumeFrom Cursor), is how long
+	// until the log cleaner may drop a tombstone the group has not read:
+	// timestamp(record at committed) − the producer's clock skew
+	// (message.timestamp.after.max.ms with CreateTime, 0 with
+	// LogAppendTime) + delete.retention.ms − now, a lower bound.
+	// HasTombstoneHeadroom is false for a caught-up group (it has read
+	// every tombstone written so far), a topic that does not compact, an
+	// unknown timestamp, or a CreateTime topic whose stamps are not bounded
+	// ahead of the broker's clock.
+	TombstoneHeadroom    time.Duration
+	HasTombstoneHeadroom bool
 	// OffsetExpiresAt is the earliest time the committed offset may expire,
 	// for offsets that expire per commit and whose commit is dated (exact
 	// when OffsetExpiryExact).
@@ -772,13 +803,16 @@ type Result struct {
 	Summary    PartitionSummary
 	// ExpiredRecords is the sum over partitions.
 	ExpiredRecords int64
-	// RecoveryHeadroom is the smallest partition headroom.
+	// RecoveryHeadroom is the smallest partition headroom, record
+	// (Headroom) or tombstone (TombstoneHeadroom): how long the group
+	// could go down now without losing a record or a delete.
 	RecoveryHeadroom    time.Duration
 	HasRecoveryHeadroom bool
 	// RecoveryHeadroomExpiresAt is when that headroom runs out: the time
 	// of the proof plus RecoveryHeadroom (the timestamp of the record at
-	// the committed offset plus retention.ms; a caught-up partition's
-	// full retention.ms from the proof on). Set with HasRecoveryHeadroom.
+	// the committed offset plus retention.ms, or the earliest the cleaner
+	// may drop a tombstone after it; a caught-up partition's full
+	// retention.ms from the proof on). Set with HasRecoveryHeadroom.
 	RecoveryHeadroomExpiresAt time.Time
 	// GroupOffsetsExpireIn is how long until the soonest committed offset
 	// of the group may expire, when a clock is running (see OffsetExpiry).

@@ -16,6 +16,17 @@ import (
 // nothing at every step. Times and values scale with the combination's
 // step, `for` and rate interval.
 
+// headroomDescription is RetentionGuardRecoveryHeadroomLow's description
+// for a headroom of left (as Prometheus humanizes it): the record at the
+// committed offset, or a tombstone the group has not read on a compacted
+// topic (TombstoneHeadroomShorterThanWindow), goes then.
+func headroomDescription(left string) string {
+	return "The record at its committed offset is deleted by retention, or on a compacted topic a tombstone it has not read " +
+		"may be dropped by the log cleaner, in " + left + ": a consumer that goes down now loses records or deletes " +
+		"before the downtime the policy promises to survive ends. The consumer is lagging (or its records carry old timestamps): " +
+		"let it catch up, or raise the topic's retention.ms (delete.retention.ms on a compacted topic)."
+}
+
 type alertCase struct {
 	alert  string
 	what   string
@@ -353,10 +364,8 @@ func (b caseBuilder) headroomCases() []alertCase {
 			evals: b.firing(alert, b.pre, promAlert{
 				ExpLabels: policyLabels("severity", "warning", "consumer_group", caseGroup),
 				ExpAnnotations: map[string]string{
-					"summary": "The consumer group " + caseGroup + " (policy " + caseNS + "/" + casePolicy + ") has 2d 0h 0m 0s of headroom, less than its recoveryWindow of 3d 0h 0m 0s.",
-					"description": "The record at its committed offset is deleted by retention in 2d 0h 0m 0s: a consumer that goes down now loses records " +
-						"before the downtime the policy promises to survive ends. The consumer is lagging (or its records carry old timestamps): " +
-						"let it catch up, or raise the topic's retention.ms.",
+					"summary":     "The consumer group " + caseGroup + " (policy " + caseNS + "/" + casePolicy + ") has 2d 0h 0m 0s of headroom, less than its recoveryWindow of 3d 0h 0m 0s.",
+					"description": headroomDescription("2d 0h 0m 0s"),
 					"runbook_url": b.runbook(alert),
 				},
 			}),
@@ -376,10 +385,7 @@ func (b caseBuilder) headroomCases() []alertCase {
 				ExpAnnotations: map[string]string{
 					"summary": "The consumer group " + caseGroup + " (policy " + caseNS + "/" + casePolicy + ") has " + humanizeDuration(betweenLeft) +
 						" of headroom, less than its recoveryWindow of 3d 0h 0m 0s.",
-					"description": "The record at its committed offset is deleted by retention in " + humanizeDuration(betweenLeft) +
-						": a consumer that goes down now loses records " +
-						"before the downtime the policy promises to survive ends. The consumer is lagging (or its records carry old timestamps): " +
-						"let it catch up, or raise the topic's retention.ms.",
+					"description": headroomDescription(humanizeDuration(betweenLeft)),
 					"runbook_url": b.runbook(alert),
 				},
 			}),
@@ -556,10 +562,8 @@ func (b caseBuilder) riskCases() []alertCase {
 			evals: b.firing(headroom, b.pre, promAlert{
 				ExpLabels: policyLabels("severity", "warning", "consumer_group", caseGroup),
 				ExpAnnotations: map[string]string{
-					"summary": who + " has 2d 0h 0m 0s of headroom, less than its recoveryWindow of 3d 0h 0m 0s.",
-					"description": "The record at its committed offset is deleted by retention in 2d 0h 0m 0s: a consumer that goes down now loses records " +
-						"before the downtime the policy promises to survive ends. The consumer is lagging (or its records carry old timestamps): " +
-						"let it catch up, or raise the topic's retention.ms.",
+					"summary":     who + " has 2d 0h 0m 0s of headroom, less than its recoveryWindow of 3d 0h 0m 0s.",
+					"description": headroomDescription("2d 0h 0m 0s"),
 					"runbook_url": b.runbook(headroom),
 				},
 			}),
