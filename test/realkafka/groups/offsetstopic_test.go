@@ -90,8 +90,9 @@ func TestOffsetsTopicPartitionForAndReadACL(t *testing.T) {
 			t.Errorf("Fetch of %s without Read: %v, want TOPIC_AUTHORIZATION_FAILED", kafkatest.OffsetsTopic, kerr.ErrorForCode(code))
 		}
 		denied := observeOne(t, newObserver(t), e.conn(noOffsetsTopic), targets[0])
-		if p := denied.OffsetsTopic.Problem; !strings.Contains(p, "denied") || !strings.Contains(p, "Read and Describe on topic __consumer_offsets") {
-			t.Errorf("problem = %q, want the missing ACL named", p)
+		if r := denied.OffsetsTopic; r.Reason != proof.OffsetsTopicDenied || !strings.Contains(r.Problem, "denied") ||
+			!strings.Contains(r.Problem, "Read on topic __consumer_offsets") {
+			t.Errorf("reason %q, problem = %q, want Denied and the missing ACL named", r.Reason, r.Problem)
 		}
 		if po := partition(t, denied, topic, 0); !po.LastCommit.IsZero() || po.PrecedingTimestamp.IsZero() {
 			t.Errorf("denied: %+v, want no exact time and the bound from the record before the offset", po)
