@@ -224,6 +224,9 @@ func TestComputeStatus(t *testing.T) {
 				p := out.Status.Proof
 				g.Expect(p.Violations).To(HaveLen(20))
 				g.Expect(p.ViolationsOmitted).To(Equal(int32(5)))
+				// The omitted ones counted by reason, before the list was
+				// cut: admission judges them by it.
+				g.Expect(p.ViolationsOmittedByReason).To(Equal([]rgv1.ReasonCount{{Reason: proof.ReasonCommittedOffsetExpired, Count: 5}}))
 				g.Expect(p.ExpiredRecords).To(Equal(int64(25 * 60)))
 				g.Expect(p.PartitionSummary.Expired).To(Equal(int32(25)))
 			},

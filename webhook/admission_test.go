@@ -490,3 +490,35 @@ func TestStatefulSetsAreGuarded(t *testing.T) {
 	cur.Spec.Template.Spec.Containers[0].Image = "settle:2"
 	mustContain(t, mustDeny(t, s.alice.Update(ctxFor(t), &cur)), "rollout (pod template change) of StatefulSet "+ns+"/running")
 }
+
+// Row "Deny → denied, except a proof failing only by risks", seed 000 on a
+// topic of 30 partitions each short of headroom: more risks than the
+// status lists. Through the API server (the CRD's schema keeps
+// violationsOmittedByReason), the rollout is allowed with a warning; the
+// same status without the counts — as a manager from before them wrote
+// it — is refused, omitted violations never read as risks.
+func TestRisksBeyondTheListedViolationsThroughTheAPIServer(t *testing.T) {
+	s := startSuite(t)
+	ns := s.newNamespace(t, "fanout")
+	risks := laggingOutbox(30, false)
+	p := s.createPolicy(t, ns, rgv1.EnforcementDeny, risks, 0)
+	var stored rgv1.ConsumerRetentionPolicy
+	if err := s.admin.Get(ctxFor(t), client.ObjectKeyFromObject(p), &stored); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored.Status.Proof; got.ViolationsOmitted != 10 || len(got.ViolationsOmittedByReason) != 1 ||
+		got.ViolationsOmittedByReason[0] != (rgv1.ReasonCount{Reason: "RecoveryHeadroomShorterThanWindow", Count: 10}) {
+		t.Fatalf("stored: %d omitted, by reason %+v", got.ViolationsOmitted, got.ViolationsOmittedByReason)
+	}
+	s.warns.take()
+	if err := s.alice.Create(ctxFor(t), settleDeployment(ns, "fanout", 1)); err != nil {
+		t.Fatalf("30 lagging partitions, all risks: refused: %v", err)
+	}
+	mustContain(t, strings.Join(s.warns.take(), "\n"), "is Violated (proof "+risks.ProofID+") by risks only, nothing lost yet: allowed")
+
+	older := risks.DeepCopy()
+	older.ViolationsOmittedByReason = nil
+	s.setProof(t, p, older, 0)
+	msg := mustDeny(t, s.alice.Create(ctxFor(t), settleDeployment(ns, "fanout-2", 1)))
+	mustContain(t, msg, "RecoveryHeadroomShorterThanWindow")
+}

@@ -110,8 +110,9 @@ type policyResult struct {
 	OverrideRefused string
 	// AtRisk: the proof is Violated only by risks — records or offsets
 	// that will be lost before the window ends if the group stays down,
-	// none lost yet (proof.IsRisk). A rollout is then the way out, not the
-	// danger: it is allowed with a warning (see atRisk).
+	// none lost yet (proof.IsRisk), the violations the status omits
+	// counted too (violationsOmittedByReason). A rollout is then the way
+	// out, not the danger: it is allowed with a warning (see atRisk).
 	AtRisk bool
 }
 
@@ -125,9 +126,14 @@ type policyResult struct {
 // or not, and a consumer that starts (scale from zero) or ships faster
 // code is what saves them — so these violations warn at admission and
 // refuse nothing; the status is Violated and the warning alerts fire all
-// the same. None may be omitted from the status.
+// the same.
+//
+// Every violation counts, the omitted ones too: a lagging topic of many
+// partitions (seed 000) has more than the 20 the status lists, and those
+// left out are judged by their reasons in violationsOmittedByReason,
+// counted before the list was cut (omittedRisksOnly).
 func atRisk(ps *rgv1.ProofStatus) bool {
-	if ps == nil || (ps.Verdict != rgv1.VerdictViolated && ps.Verdict != rgv1.VerdictUnknown) || len(ps.Violations) == 0 || ps.ViolationsOmitted > 0 {
+	if ps == nil || (ps.Verdict != rgv1.VerdictViolated && ps.Verdict != rgv1.VerdictUnknown) || len(ps.Violations) == 0 || !omittedRisksOnly(ps) {
 		return false
 	}
 	for _, v := range ps.Violations {
@@ -136,6 +142,26 @@ func atRisk(ps *rgv1.ProofStatus) bool {
 		}
 	}
 	return true
+}
+
+// omittedRisksOnly reports whether every violation the status leaves out
+// (violationsOmitted) is a risk, by violationsOmittedByReason. Fail
+// closed: the counts must account for every omitted violation, each of a
+// risk's reason; a status without them (a manager from before the field
+// existed) or whose counts disagree with violationsOmitted is not only
+// risks.
+func omittedRisksOnly(ps *rgv1.ProofStatus) bool {
+	if ps.ViolationsOmitted < 0 {
+		return false
+	}
+	var risks int64
+	for _, c := range ps.ViolationsOmittedByReason {
+		if !proof.IsRisk(c.Reason) || c.Count <= 0 {
+			return false
+		}
+		risks += int64(c.Count)
+	}
+	return risks == int64(ps.ViolationsOmitted)
 }
 
 func (r *policyResult) kafkaFailing() bool { return r.Verdict != rgv1.VerdictProven }
@@ -182,8 +208,9 @@ func (d *decision) allowed() bool { return d.Outcome != outcomeDenied }
 //   - A failing policy refuses the rollout when its enforcement is Deny
 //     (Unknown fails: fail closed); Warn and Audit never refuse. A proof
 //     Violated only by risks (proof.IsRisk: nothing lost yet, the group
-//     cannot stay down its whole window) warns instead: the rollout is the
-//     way out.
+//     cannot stay down its whole window; every violation a risk, the
+//     omitted ones counted by reason before the list was cut) warns
+//     instead: the rollout is the way out.
 //   - The override annotation lets the rollout through only when every
 //     refusing policy fails on the Kafka side alone and its current proof
 //     ID is among the annotation's values.

@@ -609,6 +609,23 @@ type ProofStatus struct {
 	// +optional
 	ViolationsOmitted int32 `json:"violationsOmitted,omitempty"`
 
+	// violationsOmittedByReason counts the violations left out of
+	// violations by their reason, counted over the proof's every violation
+	// before the list is cut: one entry per reason, loss first as
+	// violations lists them, the counts summing to violationsOmitted. It
+	// is absent when nothing is omitted. Admission reads it to tell a
+	// proof failing only by risks (every reason, listed or omitted,
+	// RecoveryHeadroomShorterThanWindow, EmptyGroupOffsetsExpireBeforeWindow
+	// or EmptyGroupOffsetsMayExpireBeforeWindow: a lagging topic's many
+	// partitions, nothing lost yet) from one that lost records; a status
+	// whose counts do not account for every omitted violation (written
+	// before this field existed) is read as not only risks.
+	// +optional
+	// +listType=map
+	// +listMapKey=reason
+	// +kubebuilder:validation:MaxItems=64
+	ViolationsOmittedByReason []ReasonCount `json:"violationsOmittedByReason,omitempty"`
+
 	// warnings are reported and never deny on their own (low recovery
 	// headroom, group offsets expiring soon, selected CronJobs whose
 	// schedule lets the group's offsets expire between runs or that are
@@ -640,6 +657,18 @@ type ProofStatus struct {
 	// +optional
 	// +listType=atomic
 	WarningFacts []WarningFact `json:"warningFacts,omitempty"`
+}
+
+// ReasonCount is how many violations of one reason a list leaves out.
+type ReasonCount struct {
+	// reason is the violations' reason, as in violations[].reason
+	// (CommittedOffsetExpired, RecoveryHeadroomShorterThanWindow, ...).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Reason string `json:"reason"`
+	// count is how many violations of that reason are omitted.
+	// +kubebuilder:validation:Minimum=1
+	Count int32 `json:"count"`
 }
 
 // WarningFact is what one warning says, as data.

@@ -17,7 +17,7 @@ import (
 )
 
 // MaxViolations is how many violations status.proof lists; the rest are
-// counted in violationsOmitted.
+// counted in violationsOmitted, and by reason in violationsOmittedByReason.
 const MaxViolations = 20
 
 // From builds the ProofStatus for a result.
@@ -78,11 +78,12 @@ func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
 	if c := res.Cursor; c != nil {
 		ps.Cursor = &rgv1.CursorStatus{ResumeFrom: rgv1.ResumeFrom(c.ResumeFrom), ReplayRecords: c.ReplayRecords, AheadRecords: c.AheadRecords}
 	}
-	for _, i := range listed(res.Violations) {
-		v := res.Violations[i]
-		ps.Violations = append(ps.Violations, violationStatus(v))
+	keep := listed(res.Violations)
+	for _, i := range keep {
+		ps.Violations = append(ps.Violations, violationStatus(res.Violations[i]))
 	}
 	ps.ViolationsOmitted = int32(len(res.Violations) - len(ps.Violations))
+	ps.ViolationsOmittedByReason = omittedByReason(res.Violations, keep)
 	var configFacts []rgv1.WarningFact
 	for _, w := range res.Warnings {
 		if proof.ConfigWarning(w.Type) {
@@ -177,6 +178,35 @@ func listed(vs []proof.Violation) []int {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// omittedByReason counts the violations listed leaves out, by reason
+// (status.proof.violationsOmittedByReason), loss first as listed orders
+// them and by name among equals: nil when none is left out. Counted here,
+// over all of the proof's violations, so that what the cut leaves out
+// still travels as data — admission needs every reason to tell a proof
+// failing only by risks (proof.IsRisk) from one that lost records.
+func omittedByReason(vs []proof.Violation, keep []int) []rgv1.ReasonCount {
+	if len(keep) == len(vs) {
+		return nil
+	}
+	counts := map[string]int32{}
+	kept := 0
+	for i, v := range vs {
+		if kept < len(keep) && keep[kept] == i {
+			kept++
+			continue
+		}
+		counts[v.Reason]++
+	}
+	out := make([]rgv1.ReasonCount, 0, len(counts))
+	for reason, n := range counts {
+		out = append(out, rgv1.ReasonCount{Reason: reason, Count: n})
+	}
+	slices.SortFunc(out, func(a, b rgv1.ReasonCount) int {
+		return cmp.Or(proof.LossRank(a.Reason)-proof.LossRank(b.Reason), strings.Compare(a.Reason, b.Reason))
+	})
 	return out
 }
 
