@@ -167,3 +167,36 @@ func TestGapsDeclared(t *testing.T) {
 		t.Errorf("a policy that selects the declared consumer has gaps %v", gaps)
 	}
 }
+
+// KEDA's objects as the API serves them: a ScaledObject's target kind is
+// Deployment when unset, a Rollout by its kind; a ScaledJob is the
+// workload of its jobTargetRef's template, parked while paused.
+func TestFromKEDA(t *testing.T) {
+	trig := []any{map[string]any{"type": "apache-kafka", "name": "lag", "metadata": map[string]any{"consumerGroup": "settle"}}}
+	so, err := FromScaledObject("ledger", "settle", map[string]any{"spec": map[string]any{
+		"scaleTargetRef": map[string]any{"name": "settle", "envSourceContainerName": "app"}, "triggers": trig}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if so.Target != (Ref{Deployment, "ledger", "settle"}) || so.EnvSourceContainerName != "app" || len(so.Triggers) != 1 ||
+		so.Triggers[0].Name != "lag" || !so.Triggers[0].Kafka() || so.Triggers[0].Metadata["consumerGroup"] != "settle" {
+		t.Errorf("ScaledObject: %+v", so)
+	}
+	ro, err := FromScaledObject("shop", "orders", map[string]any{"spec": map[string]any{
+		"scaleTargetRef": map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "name": "orders"}, "triggers": trig}})
+	if err != nil || ro.Target != (Ref{Rollout, "shop", "orders"}) {
+		t.Errorf("ScaledObject of a Rollout: %+v %v", ro, err)
+	}
+	sj, w, err := FromScaledJob("ledger", "settle", map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{"autoscaling.keda.sh/paused": "true"}},
+		"spec": map[string]any{"envSourceContainerName": "app", "triggers": trig, "jobTargetRef": map[string]any{
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "settle"}},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "app"}}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sj.Target != (Ref{ScaledJob, "ledger", "settle"}) || sj.EnvSourceContainerName != "app" || w.Ref != sj.Target ||
+		!w.Parked() || w.Template.Labels["app"] != "settle" || PolicySelector(&w)["app"] != "settle" {
+		t.Errorf("ScaledJob: %+v %+v", sj, w)
+	}
+}
