@@ -292,16 +292,17 @@ func (r *KafkaConnectionReconciler) gather(ctx context.Context, key types.Namesp
 		}
 	}
 	if r.Workloads != nil && in.Discovery != nil && len(co.Failures) == 0 {
-		in.Consumers = r.consumers(ctx, guardedGroups(in.Policies, in.SameCluster), co)
+		in.Consumers = r.consumers(ctx, guardedGroups(in.Policies, in.SameCluster), co, servers)
 	}
 	return in, ctrl.Result{RequeueAfter: nextCheck(interval, age)}, nil
 }
 
 // consumers reads what maps the unguarded groups to their workloads: the
-// pods at their live members' hosts, and every workload's configuration.
-// A read that fails leaves the groups without workloads (nil), logged:
+// pods at their live members' hosts, every workload's configuration, and
+// KEDA's Kafka triggers (compared with the connection's servers). A
+// read that fails leaves the groups without workloads (nil), logged:
 // the connection's status stays what Kafka says.
-func (r *KafkaConnectionReconciler) consumers(ctx context.Context, guarded map[string]bool, co kafka.ClusterObservation) *workloads.Index {
+func (r *KafkaConnectionReconciler) consumers(ctx context.Context, guarded map[string]bool, co kafka.ClusterObservation, servers []string) *workloads.Index {
 	var hosts []netip.Addr
 	for _, d := range co.Discovered {
 		if !guarded[d.Group] {
@@ -317,7 +318,12 @@ func (r *KafkaConnectionReconciler) consumers(ctx context.Context, guarded map[s
 		logf.FromContext(ctx).Error(err, "reading the workloads that consume the unguarded groups; status lists none")
 		return nil
 	}
-	return workloads.NewIndex(snap)
+	snap.Servers = servers
+	idx := workloads.NewIndex(snap)
+	for _, u := range idx.Unresolved() {
+		logf.FromContext(ctx).V(1).Info("a KEDA trigger maps no group", "scaler", u.Scaler.String(), "namespace", u.Scaler.Namespace, "trigger", u.Trigger, "reason", u.Reason)
+	}
+	return idx
 }
 
 func (r *KafkaConnectionReconciler) interval(c connectionObject) time.Duration {

@@ -95,11 +95,13 @@ func (g *gapMemo) forget(key types.NamespacedName) {
 }
 
 // consumerGaps warns of the workloads a live member of the policy's group
-// runs in that the policy does not guard (workloads.Gaps): their
-// rollouts go unchecked. Nil without a workload reader or members; a read
-// that fails warns of nothing (logged).
-func (r *ConsumerRetentionPolicyReconciler) consumerGaps(ctx context.Context, policy *rgv1.ConsumerRetentionPolicy, obs *proof.Observation, now time.Time) []consumerGap {
-	if r.Workloads == nil || len(obs.Group.Members) == 0 {
+// runs in, or a KEDA trigger on the policy's cluster declares its
+// consumer (parked at zero too), that the policy does not guard
+// (workloads.Gaps): their rollouts go unchecked. Nil without a workload
+// reader; a read that fails warns of nothing (logged). A KEDA object
+// changed since is seen at the next recheck (gapRecheck).
+func (r *ConsumerRetentionPolicyReconciler) consumerGaps(ctx context.Context, policy *rgv1.ConsumerRetentionPolicy, obs *proof.Observation, servers []string, now time.Time) []consumerGap {
+	if r.Workloads == nil {
 		return nil
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&policy.Spec.Selector)
@@ -113,7 +115,7 @@ func (r *ConsumerRetentionPolicyReconciler) consumerGaps(ctx context.Context, po
 	}
 	slices.Sort(hosts)
 	key := types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name}
-	memoKey := strings.Join(slices.Compact(hosts), ",") + "|" + sel.String()
+	memoKey := strings.Join(slices.Compact(hosts), ",") + "|" + sel.String() + "|" + policy.Spec.GroupID + "|" + strings.Join(servers, ",")
 	if w, ok := r.gapChecks.get(key, memoKey, now); ok {
 		return w
 	}
@@ -122,12 +124,16 @@ func (r *ConsumerRetentionPolicyReconciler) consumerGaps(ctx context.Context, po
 	if err == nil {
 		err = r.Workloads.OwningWorkloads(ctx, &snap)
 	}
+	if err == nil {
+		err = r.Workloads.DeclaredConsumers(ctx, &snap)
+	}
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "reading the workloads of the group's live members; no gap warnings")
 		return nil
 	}
+	snap.Servers = servers
 	var warnings []consumerGap
-	for _, m := range workloads.NewIndex(snap).Gaps(policy.Namespace, sel, obs.Group.Members) {
+	for _, m := range workloads.NewIndex(snap).Gaps(policy.Namespace, sel, policy.Spec.GroupID, obs.Group.Members) {
 		warnings = append(warnings, newConsumerGap(m, policy.Namespace))
 	}
 	r.gapChecks.put(key, memoKey, now, warnings)

@@ -26,4 +26,8 @@ package controllers
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get
 // +kubebuilder:rbac:groups=argoproj.io,resources=rollouts,verbs=get;list
+// KEDA's ScaledObjects and ScaledJobs, where KEDA is installed: their
+// kafka triggers declare a group's consumer (TriggerAuthentications are
+// never read).
+// +kubebuilder:rbac:groups=keda.sh,resources=scaledobjects;scaledjobs,verbs=get;list
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete

@@ -232,8 +232,9 @@ type UnguardedGroup struct {
 // GroupWorkload is a workload that consumes a group, with the evidence
 // that says so and how sure it is.
 type GroupWorkload struct {
-	// kind of the workload.
-	// +kubebuilder:validation:Enum=Deployment;StatefulSet;Job;CronJob;Rollout
+	// kind of the workload: a KEDA ScaledJob stands for the Jobs it
+	// creates.
+	// +kubebuilder:validation:Enum=Deployment;StatefulSet;Job;CronJob;Rollout;ScaledJob
 	Kind string `json:"kind"`
 	// namespace of the workload.
 	// +kubebuilder:validation:MaxLength=63
@@ -242,18 +243,22 @@ type GroupWorkload struct {
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// confidence: Certain when a live member of the group connects from
-	// a pod of the workload (its client host is the pod's IP); Likely when
+	// a pod of the workload (its client host is the pod's IP); Declared
+	// when a KEDA ScaledObject scales the workload (or a ScaledJob creates
+	// its Jobs) on a kafka or apache-kafka trigger naming the group on
+	// this cluster's servers (below Certain: a trigger declares what KEDA
+	// scales on, a member proves what runs); Likely when
 	// a variable or mounted ConfigMap sets the group ID under a name
 	// Kafka clients read it from (SPRING_KAFKA_CONSUMER_GROUP_ID,
 	// KAFKA_GROUP_ID, GROUP_ID, group.id, ...); Possible when a variable
 	// or property whose name contains GROUP is the group ID.
-	// +kubebuilder:validation:Enum=Certain;Likely;Possible
+	// +kubebuilder:validation:Enum=Certain;Declared;Likely;Possible
 	Confidence string `json:"confidence"`
 	// evidence lists the kinds of evidence that matched: MemberHost,
-	// Environment, ConfigMap.
+	// Environment, ConfigMap, ScaledObject, ScaledJob.
 	// +listType=set
-	// +kubebuilder:validation:MaxItems=3
-	// +kubebuilder:validation:items:Enum=MemberHost;Environment;ConfigMap
+	// +kubebuilder:validation:MaxItems=5
+	// +kubebuilder:validation:items:Enum=MemberHost;Environment;ConfigMap;ScaledObject;ScaledJob
 	Evidence []string `json:"evidence"`
 	// message says the strongest evidence, e.g. "member client settle-1
 	// at 10.1.2.3 is pod settle-7d9f-abcde".
@@ -261,7 +266,8 @@ type GroupWorkload struct {
 	// +kubebuilder:validation:MaxLength=512
 	Message string `json:"message,omitempty"`
 	// parked: the workload runs no pods by its spec (0 replicas, a
-	// suspended Job or CronJob), so it matched by its configuration only.
+	// suspended Job or CronJob, a paused ScaledJob), so it matched by its
+	// configuration or its KEDA trigger only.
 	// +optional
 	Parked bool `json:"parked,omitempty"`
 }

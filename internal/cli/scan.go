@@ -71,13 +71,22 @@ comment saying the evidence and how sure it is:
 
   Certain   a live member of the group connects from a pod of the workload
             (the member's client host is the pod's IP)
+  Declared  a KEDA ScaledObject scales the workload (a ScaledJob creates its
+            Jobs) on a kafka or apache-kafka trigger whose consumerGroup is
+            the group and whose bootstrapServers, when named, are this
+            cluster's (--bootstrap-server); consumerGroupFromEnv is resolved
+            as KEDA does, from the target's container environment (literal
+            or ConfigMap); a Secret's variable is never read, and the
+            trigger is reported on stderr as unresolvable
   Likely    a container variable or a mounted ConfigMap sets the group ID
             under a name the clients read it from (SPRING_KAFKA_CONSUMER_GROUP_ID,
             KAFKA_GROUP_ID, GROUP_ID, group.id, application.id, ...)
   Possible  any variable or property whose name contains GROUP is the group ID
 
-A parked workload (0 replicas, a suspended CronJob) has no pods: it matches
-by its configuration only, and the comment says so. A group no workload
+A parked workload (0 replicas — KEDA's scale to zero too —, a suspended
+CronJob) has no pods: it matches by its configuration or its KEDA trigger
+only, and the comment says so. KEDA's TriggerAuthentications (credentials)
+are never read. A group no workload
 matches keeps the placeholder selector: fill it in before applying. An API
 server that cannot be read is an error (exit 2), never a silent fallback.
 Without a kubeconfig, every policy has the placeholder selector.
@@ -209,7 +218,11 @@ func (o *scanOptions) run(cmd *cobra.Command) error {
 		if err != nil {
 			return exitError{code: ExitUnknown, err: fmt.Errorf("cannot read the workloads that consume the groups: %w", err)}
 		}
+		snap.Servers = conn.BootstrapServers
 		index = workloads.NewIndex(snap)
+		for _, u := range index.Unresolved() {
+			fmt.Fprintf(cmd.ErrOrStderr(), "KEDA trigger maps no group: %s\n", u)
+		}
 	}
 	observer := kafka.NewObserver(kafka.WithLogger(log))
 	defer observer.Close()

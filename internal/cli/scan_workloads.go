@@ -61,8 +61,9 @@ func (k *kubeOptions) restConfig() (*rest.Config, error) {
 
 // readSnapshot reads, in the namespaces asked (all when none), what the
 // matcher needs (internal/workloadread: every unfinished pod, ReplicaSet,
-// Job, Deployment, StatefulSet, CronJob, Argo Rollout where installed, the
-// ConfigMaps the workloads read), every list in pages. Any failure is an
+// Job, Deployment, StatefulSet, CronJob, Argo Rollout and KEDA
+// ScaledObject and ScaledJob where installed, the ConfigMaps the
+// workloads read; never a Secret or a TriggerAuthentication), every list in pages. Any failure is an
 // error naming the API server: selectors from half a cluster would be
 // wrong.
 func readSnapshot(ctx context.Context, cfg *rest.Config, namespaces []string) (workloads.Snapshot, error) {

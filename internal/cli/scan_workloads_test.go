@@ -311,6 +311,166 @@ func TestScanEmitPoliciesSelectTheConsumers(t *testing.T) {
 	}
 }
 
+// Seed 003 in modern clothes: a batch consumer KEDA parks at zero
+// between runs, no live member, its offsets expired. Its ScaledObject
+// (KEDA's real CRDs) declares the group: --emit-policies prints a policy
+// selecting exactly that Deployment's pod template, naming the
+// ScaledObject as evidence, Declared; the JSON and the table say the
+// same. A ScaledObject whose consumerGroupFromEnv is a Secret's variable
+// maps nothing and says so; the Secret is not read.
+func TestScanEmitPoliciesKEDAParkedConsumer(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "settle-task", 1, nil)
+	c.Produce(t, "settle-task", 10)
+	c.CommitOffsets(t, "ledger-settle", "settle-task", map[int32]int64{0: 2})
+	c.DeleteRecords(t, "settle-task", 0, 6)
+
+	kedaCRDs, err := testenv.KEDACRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := testenv.Start(func(e *envtest.Environment) { e.CRDDirectoryPaths = append(e.CRDDirectoryPaths, kedaCRDs...) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx, k := t.Context(), env.Client
+	create := func(obj client.Object) {
+		t.Helper()
+		if err := k.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+		}
+	}
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ledger"}})
+	deployment := func(name string, replicas int32, env ...corev1.EnvVar) *appsv1.Deployment {
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ledger", Name: name},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To(replicas),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name, "tier": "batch"}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "registry.example/" + name, Env: env}}},
+				},
+			},
+		}
+		create(d)
+		return d
+	}
+	scaledObject := func(name string, metadata map[string]any) {
+		create(&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+			"metadata": map[string]any{"namespace": "ledger", "name": name},
+			"spec": map[string]any{"scaleTargetRef": map[string]any{"name": name}, "minReplicaCount": int64(0),
+				"triggers": []any{map[string]any{"type": "kafka", "metadata": metadata}}},
+		}})
+	}
+	deployment("settle", 0, corev1.EnvVar{Name: "APP_MODE", Value: "batch"})
+	scaledObject("settle", map[string]any{"bootstrapServers": c.Addrs[0], "consumerGroup": "ledger-settle", "topic": "settle-task"})
+	// A writer beside it shares the tier label and runs a pod.
+	if _, err := testenv.RunDeploymentPod(ctx, k, deployment("writer", 1), "55c4", "10.9.9.9"); err != nil {
+		t.Fatal(err)
+	}
+	deployment("payout", 0, corev1.EnvVar{Name: "PAYOUT_GROUP", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "payout-kafka"}, Key: "group"}}})
+	scaledObject("payout", map[string]any{"bootstrapServers": c.Addrs[0], "consumerGroupFromEnv": "PAYOUT_GROUP"})
+
+	kubeconfig := writeKubeconfig(t, env)
+	code, stdout, stderr := runScan(t, "--bootstrap-server", c.Addrs[0], "--recovery-window", "72h", "--emit-policies",
+		"--kubeconfig", kubeconfig, "--namespace", "ledger")
+	if code != ExitViolated {
+		t.Fatalf("exit %d, want %d (seed 003's group lost records); stderr: %s\n%s", code, ExitViolated, stderr, stdout)
+	}
+	want := "# Consumed by Deployment/settle (Declared):\n" +
+		"#   ScaledObject settle scales it on the group's lag (trigger kafka, topics settle-task) [ScaledObject, Declared]\n" +
+		"#   parked (no pods by its spec): matched by its configuration only\n"
+	if !strings.Contains(stdout, want) {
+		t.Errorf("the policy does not say\n%s\n---\n%s", want, stdout)
+	}
+	if want := "KEDA trigger maps no group: ScaledObject/payout (namespace ledger) trigger kafka: consumerGroup unresolvable: " +
+		"consumerGroupFromEnv PAYOUT_GROUP comes from Secret payout-kafka key group, and Secrets are never read"; !strings.Contains(stderr, want) {
+		t.Errorf("stderr does not say %q:\n%s", want, stderr)
+	}
+
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stdout), 4096)
+	var policies, selectedPods, selectedTemplates []string
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			break
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := k.Create(ctx, u); err != nil {
+			t.Fatalf("the API server refused an emitted policy: %v\n%s", err, stdout)
+		}
+		var p rgv1.ConsumerRetentionPolicy
+		if err := k.Get(ctx, client.ObjectKeyFromObject(u), &p); err != nil {
+			t.Fatal(err)
+		}
+		policies = append(policies, p.Namespace+"/"+p.Name+" "+p.Spec.GroupID)
+		sel, err := metav1.LabelSelectorAsSelector(&p.Spec.Selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pods corev1.PodList
+		if err := k.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			t.Fatal(err)
+		}
+		for _, pod := range pods.Items {
+			selectedPods = append(selectedPods, pod.Name)
+		}
+		var ds appsv1.DeploymentList
+		if err := k.List(ctx, &ds, client.InNamespace(p.Namespace)); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds.Items {
+			if sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+				selectedTemplates = append(selectedTemplates, p.Spec.GroupID+" "+d.Namespace+"/Deployment/"+d.Name)
+			}
+		}
+	}
+	if want := []string{"ledger/ledger-settle ledger-settle"}; !slices.Equal(policies, want) {
+		t.Errorf("policies %v, want %v", policies, want)
+	}
+	if len(selectedPods) != 0 {
+		t.Errorf("the policy selects pods %v; the consumer is parked and the writer's pod is not its", selectedPods)
+	}
+	if want := []string{"ledger-settle ledger/Deployment/settle"}; !slices.Equal(selectedTemplates, want) {
+		t.Errorf("the policy selects workloads %v, want exactly %v", selectedTemplates, want)
+	}
+
+	code, js, stderr := runScan(t, "--bootstrap-server", c.Addrs[0], "--recovery-window", "72h", "--output", "json",
+		"--kubeconfig", kubeconfig, "--namespace", "ledger")
+	if code != ExitViolated {
+		t.Fatalf("--output json: exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Groups []struct {
+			Group     string
+			Workloads []rgv1.GroupWorkload
+		}
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, js)
+	}
+	var got []string
+	for _, g := range doc.Groups {
+		for _, w := range g.Workloads {
+			got = append(got, fmt.Sprintf("%s %s %s/%s %s %v parked=%v", g.Group, w.Kind, w.Namespace, w.Name, w.Confidence, w.Evidence, w.Parked))
+		}
+	}
+	if want := []string{"ledger-settle Deployment ledger/settle Declared [ScaledObject] parked=true"}; !slices.Equal(got, want) {
+		t.Errorf("--output json workloads %v, want %v", got, want)
+	}
+	_, table, _ := runScan(t, "--bootstrap-server", c.Addrs[0], "--recovery-window", "72h", "--kubeconfig", kubeconfig, "--namespace", "ledger")
+	if want := "Deployment/ledger/settle (Declared, parked)"; !strings.Contains(table, want) {
+		t.Errorf("the table does not say %q:\n%s", want, table)
+	}
+}
+
 // writeKubeconfig writes a kubeconfig for a user of env's API server.
 func writeKubeconfig(t *testing.T, env *testenv.Env) string {
 	t.Helper()

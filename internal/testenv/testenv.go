@@ -134,3 +134,37 @@ func ArgoRolloutsCRD() (string, error) {
 	}
 	return crd, nil
 }
+
+// KEDAVersion is the KEDA release whose ScaledObject and ScaledJob CRDs
+// the tests install: the real CRDs, from the release's Go module
+// (config/crd/bases ships with the code), downloaded alone — its
+// dependencies are never built or fetched, and the project reads KEDA's
+// objects unstructured rather than import its API packages, whose
+// go.mod requires some 370 modules.
+const KEDAVersion = "v2.20.2"
+
+// KEDACRDs returns the paths of KEDA's ScaledObject and ScaledJob CRDs
+// (config/crd/bases of KEDAVersion), downloading the module into Go's
+// module cache on first use (`go mod download`), offline after that.
+func KEDACRDs() ([]string, error) {
+	out, err := exec.Command("go", "mod", "download", "-json", "github.com/kedacore/keda/v2@"+KEDAVersion).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go mod download github.com/kedacore/keda/v2@%s: %w", KEDAVersion, err)
+	}
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &mod); err != nil {
+		return nil, fmt.Errorf("go mod download -json: %w", err)
+	}
+	if mod.Error != "" || mod.Dir == "" {
+		return nil, fmt.Errorf("go mod download github.com/kedacore/keda/v2@%s: %s", KEDAVersion, mod.Error)
+	}
+	var crds []string
+	for _, f := range []string{"keda.sh_scaledobjects.yaml", "keda.sh_scaledjobs.yaml"} {
+		crd := filepath.Join(mod.Dir, "config", "crd", "bases", f)
+		if _, err := os.Stat(crd); err != nil {
+			return nil, fmt.Errorf("the KEDA module has no %s: %w", f, err)
+		}
+		crds = append(crds, crd)
+	}
+	return crds, nil
+}

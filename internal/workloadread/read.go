@@ -1,11 +1,13 @@
 // Package workloadread reads from the Kubernetes API what the matcher of
 // internal/workloads needs: pods, the ReplicaSets and Jobs between pods
-// and their workloads, the workloads, and the ConfigMaps their pods read.
+// and their workloads, the workloads, KEDA's ScaledObjects and ScaledJobs,
+// and the ConfigMaps their pods read.
 // It is the I/O half of the mapping; `retention-guard scan` and the
 // manager's connection reconciler both use it, always uncached (an
 // informer on every Pod or ReplicaSet of a cluster costs memory in
 // proportion to the cluster; these reads run once per scan or discovery
-// pass), every list in pages. Secrets are never read.
+// pass), every list in pages. Secrets are never read, nor are KEDA's
+// TriggerAuthentications.
 package workloadread
 
 import (
@@ -15,6 +17,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -109,9 +112,10 @@ func (r *Reader) AllPods(ctx context.Context, snap *workloads.Snapshot) error {
 	return nil
 }
 
-// Workloads adds every Deployment, StatefulSet, CronJob and Argo Rollout
-// (where its CRD is installed and may be read), then the ConfigMaps the
-// snapshot's workloads read (Get, each once).
+// Workloads adds every Deployment, StatefulSet, CronJob, Argo Rollout and
+// KEDA ScaledObject and ScaledJob (where their CRDs are installed and may
+// be read), then the ConfigMaps the snapshot's workloads read (Get, each
+// once).
 func (r *Reader) Workloads(ctx context.Context, snap *workloads.Snapshot) error {
 	for _, ns := range r.namespaces() {
 		deployments := map[string]*appsv1.Deployment{}
@@ -164,6 +168,110 @@ func (r *Reader) Workloads(ctx context.Context, snap *workloads.Snapshot) error 
 		case convErr != nil:
 			return convErr
 		}
+		if err := r.scalers(ctx, ns, snap); err != nil {
+			return err
+		}
+	}
+	return r.configMaps(ctx, snap)
+}
+
+// kedaGroup is KEDA's API group: ScaledObjects and ScaledJobs.
+const kedaGroup = "keda.sh/v1alpha1"
+
+// scalers adds the KEDA ScaledObjects and ScaledJobs of namespace ns (all
+// when empty), each ScaledJob as a workload too. Where KEDA is not
+// installed (its kinds are not served) or its objects may not be read,
+// there are none. TriggerAuthentications are never read: they hold
+// credentials, never the group.
+func (r *Reader) scalers(ctx context.Context, ns string, snap *workloads.Snapshot) error {
+	for _, kind := range []string{"ScaledObject", "ScaledJob"} {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(kedaGroup)
+		list.SetKind(kind + "List")
+		var convErr error
+		err := listPages(ctx, r.Reader, ns, list, func(l *unstructured.UnstructuredList) {
+			for i := range l.Items {
+				u := &l.Items[i]
+				if kind == "ScaledObject" {
+					s, err := workloads.FromScaledObject(u.GetNamespace(), u.GetName(), u.Object)
+					if err != nil {
+						convErr = err
+						continue
+					}
+					snap.Scalers = append(snap.Scalers, s)
+					continue
+				}
+				s, w, err := workloads.FromScaledJob(u.GetNamespace(), u.GetName(), u.Object)
+				if err != nil {
+					convErr = err
+					continue
+				}
+				snap.Scalers = append(snap.Scalers, s)
+				snap.Workloads = append(snap.Workloads, w)
+			}
+		})
+		switch {
+		case meta.IsNoMatchError(err), apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+			// KEDA is not installed, or its objects are not granted here.
+		case err != nil:
+			return failed("keda.sh "+strings.ToLower(kind)+"s", ns, err)
+		case convErr != nil:
+			return convErr
+		}
+	}
+	return nil
+}
+
+// DeclaredConsumers adds, for a policy's gap check, the KEDA
+// ScaledObjects and ScaledJobs with a Kafka trigger, the workloads they
+// scale (Get) and the ConfigMaps those read: what maps a group to a
+// workload parked at zero, where no member's address leads. Use it after
+// PodsAt and OwningWorkloads.
+func (r *Reader) DeclaredConsumers(ctx context.Context, snap *workloads.Snapshot) error {
+	var all workloads.Snapshot
+	for _, ns := range r.namespaces() {
+		if err := r.scalers(ctx, ns, &all); err != nil {
+			return err
+		}
+	}
+	have := map[workloads.Ref]bool{}
+	for _, w := range snap.Workloads {
+		have[w.Ref] = true
+	}
+	kafka := map[workloads.Ref]bool{}
+	for _, s := range snap.Scalers {
+		kafka[s.Ref] = true
+	}
+	for _, s := range all.Scalers {
+		if !kafka[s.Ref] && slices.ContainsFunc(s.Triggers, workloads.Trigger.Kafka) {
+			kafka[s.Ref] = true
+			snap.Scalers = append(snap.Scalers, s)
+		}
+	}
+	for _, w := range all.Workloads { // ScaledJobs
+		if kafka[w.Ref] && !have[w.Ref] {
+			have[w.Ref] = true
+			snap.Workloads = append(snap.Workloads, w)
+		}
+	}
+	for _, s := range snap.Scalers {
+		if have[s.Target] {
+			continue
+		}
+		have[s.Target] = true
+		if err := r.get(ctx, s.Target, snap); err != nil {
+			return err
+		}
+	}
+	return r.configMaps(ctx, snap)
+}
+
+// configMaps adds the ConfigMaps the snapshot's workloads read (Get,
+// each once) that it does not hold yet.
+func (r *Reader) configMaps(ctx context.Context, snap *workloads.Snapshot) error {
+	have := map[[2]string]bool{}
+	for _, cm := range snap.ConfigMaps {
+		have[[2]string{cm.Namespace, cm.Name}] = true
 	}
 	var refs [][2]string
 	for i := range snap.Workloads {
@@ -173,6 +281,9 @@ func (r *Reader) Workloads(ctx context.Context, snap *workloads.Snapshot) error 
 	}
 	slices.SortFunc(refs, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
 	for _, ref := range slices.Compact(refs) {
+		if have[ref] {
+			continue
+		}
 		var cm corev1.ConfigMap
 		err := r.Reader.Get(ctx, client.ObjectKey{Namespace: ref[0], Name: ref[1]}, &cm)
 		switch {
@@ -188,7 +299,8 @@ func (r *Reader) Workloads(ctx context.Context, snap *workloads.Snapshot) error 
 
 // OwningWorkloads adds, for a snapshot PodsAt filled, the workloads at
 // the top of its pods' owners (Get): the Deployment or Rollout of each
-// ReplicaSet, the CronJob of each Job, each StatefulSet. Use it instead
+// ReplicaSet, the CronJob or KEDA ScaledJob of each Job, each
+// StatefulSet. Use it instead
 // of Workloads, not with it.
 func (r *Reader) OwningWorkloads(ctx context.Context, snap *workloads.Snapshot) error {
 	want := map[workloads.Ref]bool{}
@@ -206,60 +318,74 @@ func (r *Reader) OwningWorkloads(ctx context.Context, snap *workloads.Snapshot) 
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
 	})
 	for _, ref := range refs {
-		key := client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
-		switch ref.Kind {
-		case workloads.Deployment:
-			var d appsv1.Deployment
-			if err := r.Reader.Get(ctx, key, &d); err != nil {
-				if err := ignoreNotFound(err, "Deployment", key); err != nil {
-					return err
-				}
-				continue
-			}
-			snap.Workloads = append(snap.Workloads, workloads.FromDeployment(&d))
-		case workloads.StatefulSet:
-			var s appsv1.StatefulSet
-			if err := r.Reader.Get(ctx, key, &s); err != nil {
-				if err := ignoreNotFound(err, "StatefulSet", key); err != nil {
-					return err
-				}
-				continue
-			}
-			snap.Workloads = append(snap.Workloads, workloads.FromStatefulSet(&s))
-		case workloads.CronJob:
-			var c batchv1.CronJob
-			if err := r.Reader.Get(ctx, key, &c); err != nil {
-				if err := ignoreNotFound(err, "CronJob", key); err != nil {
-					return err
-				}
-				continue
-			}
-			snap.Workloads = append(snap.Workloads, workloads.FromCronJob(&c))
-		case workloads.Rollout:
-			u := &unstructured.Unstructured{}
-			u.SetAPIVersion("argoproj.io/v1alpha1")
-			u.SetKind("Rollout")
-			if err := r.Reader.Get(ctx, key, u); err != nil {
-				if meta.IsNoMatchError(err) || apierrors.IsForbidden(err) {
-					continue
-				}
-				if err := ignoreNotFound(err, "Rollout", key); err != nil {
-					return err
-				}
-				continue
-			}
-			w, err := workloads.FromRollout(ref.Namespace, ref.Name, u.Object, func(name string) *appsv1.Deployment {
-				var d appsv1.Deployment
-				if r.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: name}, &d) != nil {
-					return nil
-				}
-				return &d
-			})
-			if err != nil {
-				return err
-			}
-			snap.Workloads = append(snap.Workloads, w)
+		if err := r.get(ctx, ref, snap); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// get adds the workload ref names (Get): a Deployment, StatefulSet,
+// CronJob, Argo Rollout or KEDA ScaledJob; nothing when it is gone, its
+// kind is not served or not granted, or is none of those.
+func (r *Reader) get(ctx context.Context, ref workloads.Ref, snap *workloads.Snapshot) error {
+	key := client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
+	switch ref.Kind {
+	case workloads.Deployment:
+		var d appsv1.Deployment
+		if err := r.Reader.Get(ctx, key, &d); err != nil {
+			return ignoreNotFound(err, "Deployment", key)
+		}
+		snap.Workloads = append(snap.Workloads, workloads.FromDeployment(&d))
+	case workloads.StatefulSet:
+		var s appsv1.StatefulSet
+		if err := r.Reader.Get(ctx, key, &s); err != nil {
+			return ignoreNotFound(err, "StatefulSet", key)
+		}
+		snap.Workloads = append(snap.Workloads, workloads.FromStatefulSet(&s))
+	case workloads.CronJob:
+		var c batchv1.CronJob
+		if err := r.Reader.Get(ctx, key, &c); err != nil {
+			return ignoreNotFound(err, "CronJob", key)
+		}
+		snap.Workloads = append(snap.Workloads, workloads.FromCronJob(&c))
+	case workloads.Rollout:
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("argoproj.io/v1alpha1")
+		u.SetKind("Rollout")
+		if err := r.Reader.Get(ctx, key, u); err != nil {
+			if meta.IsNoMatchError(err) || apierrors.IsForbidden(err) {
+				return nil
+			}
+			return ignoreNotFound(err, "Rollout", key)
+		}
+		w, err := workloads.FromRollout(ref.Namespace, ref.Name, u.Object, func(name string) *appsv1.Deployment {
+			var d appsv1.Deployment
+			if r.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: name}, &d) != nil {
+				return nil
+			}
+			return &d
+		})
+		if err != nil {
+			return err
+		}
+		snap.Workloads = append(snap.Workloads, w)
+	case workloads.ScaledJob:
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(kedaGroup)
+		u.SetKind("ScaledJob")
+		if err := r.Reader.Get(ctx, key, u); err != nil {
+			if meta.IsNoMatchError(err) || apierrors.IsForbidden(err) {
+				return nil
+			}
+			return ignoreNotFound(err, "ScaledJob", key)
+		}
+		s, w, err := workloads.FromScaledJob(ref.Namespace, ref.Name, u.Object)
+		if err != nil {
+			return err
+		}
+		snap.Scalers = append(snap.Scalers, s)
+		snap.Workloads = append(snap.Workloads, w)
 	}
 	return nil
 }
@@ -309,7 +435,7 @@ func failed(resource, ns string, err error) error {
 	}
 	if apierrors.IsForbidden(err) {
 		return fmt.Errorf("listing %s %s is forbidden: mapping groups to workloads needs get and list on pods, replicasets, "+
-			"deployments, statefulsets, jobs, cronjobs and configmaps (and argoproj.io rollouts where installed): %w", resource, in, err)
+			"deployments, statefulsets, jobs, cronjobs and configmaps (and argoproj.io rollouts, keda.sh scaledobjects and scaledjobs where installed): %w", resource, in, err)
 	}
 	return fmt.Errorf("listing %s %s: %w", resource, in, err)
 }

@@ -135,3 +135,74 @@ func FromRollout(namespace, name string, content map[string]any, deployment func
 	}
 	return w, nil
 }
+
+// kedaJSON is what matching reads of a KEDA ScaledObject or ScaledJob
+// (keda.sh/v1alpha1).
+type kedaJSON struct {
+	Metadata struct {
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
+		ScaleTargetRef *struct {
+			APIVersion             string `json:"apiVersion"`
+			Kind                   string `json:"kind"`
+			Name                   string `json:"name"`
+			EnvSourceContainerName string `json:"envSourceContainerName"`
+		} `json:"scaleTargetRef"`
+		JobTargetRef *struct {
+			Parallelism *int32                 `json:"parallelism"`
+			Template    corev1.PodTemplateSpec `json:"template"`
+		} `json:"jobTargetRef"`
+		EnvSourceContainerName string `json:"envSourceContainerName"`
+		Triggers               []struct {
+			Type     string            `json:"type"`
+			Name     string            `json:"name"`
+			Metadata map[string]string `json:"metadata"`
+		} `json:"triggers"`
+	} `json:"spec"`
+}
+
+func (k *kedaJSON) triggers() []Trigger {
+	var out []Trigger
+	for _, t := range k.Spec.Triggers {
+		out = append(out, Trigger{Type: t.Type, Name: t.Name, Metadata: t.Metadata})
+	}
+	return out
+}
+
+// FromScaledObject converts a KEDA ScaledObject (unstructured content).
+// Its scaleTargetRef names the target: kind Deployment when unset, an
+// Argo Rollout by its kind and argoproj.io group.
+func FromScaledObject(namespace, name string, content map[string]any) (Scaler, error) {
+	var k kedaJSON
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, &k); err != nil {
+		return Scaler{}, fmt.Errorf("reading ScaledObject %s/%s: %w", namespace, name, err)
+	}
+	s := Scaler{Ref: Ref{ScaledObject, namespace, name}, Triggers: k.triggers()}
+	if t := k.Spec.ScaleTargetRef; t != nil {
+		kind := Kind(t.Kind)
+		if kind == "" {
+			kind = Deployment
+		}
+		s.Target = Ref{kind, namespace, t.Name}
+		s.EnvSourceContainerName = t.EnvSourceContainerName
+	}
+	return s, nil
+}
+
+// FromScaledJob converts a KEDA ScaledJob (unstructured content): the
+// Scaler, and the Workload its Jobs are matched as (the pod template of
+// spec.jobTargetRef; parked while autoscaling.keda.sh/paused is true).
+func FromScaledJob(namespace, name string, content map[string]any) (Scaler, Workload, error) {
+	var k kedaJSON
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, &k); err != nil {
+		return Scaler{}, Workload{}, fmt.Errorf("reading ScaledJob %s/%s: %w", namespace, name, err)
+	}
+	ref := Ref{ScaledJob, namespace, name}
+	w := Workload{Ref: ref, Replicas: 1, Suspended: k.Metadata.Annotations["autoscaling.keda.sh/paused"] == "true"}
+	if j := k.Spec.JobTargetRef; j != nil {
+		w.Template = j.Template
+		w.Replicas = replicas(j.Parallelism)
+	}
+	return Scaler{Ref: ref, Target: ref, EnvSourceContainerName: k.Spec.EnvSourceContainerName, Triggers: k.triggers()}, w, nil
+}

@@ -20,6 +20,15 @@ const (
 	// Likely: a variable or property the Kafka clients or frameworks read
 	// the group ID from is the group ID (wellknown.go).
 	Likely
+	// Declared: a KEDA ScaledObject or ScaledJob scales the workload on
+	// the group's lag (a kafka or apache-kafka trigger whose
+	// consumerGroup is the group, on this cluster's bootstrap servers).
+	// Surer than any variable's name — the operator wrote the group
+	// down for this workload — and below Certain: a trigger declares
+	// what KEDA scales on, a live member's address proves what runs
+	// now (the application may read another group ID than its trigger
+	// names). It holds for a workload parked at zero with no member.
+	Declared
 	// Certain: a live member of the group connects from a pod of the
 	// workload.
 	Certain
@@ -31,6 +40,8 @@ func (c Confidence) String() string {
 		return "Possible"
 	case Likely:
 		return "Likely"
+	case Declared:
+		return "Declared"
 	case Certain:
 		return "Certain"
 	}
@@ -47,6 +58,12 @@ const (
 	EvidenceEnvironment EvidenceKind = "Environment"
 	// EvidenceConfigMap: a mounted ConfigMap holds the group ID.
 	EvidenceConfigMap EvidenceKind = "ConfigMap"
+	// EvidenceScaledObject: a KEDA ScaledObject's Kafka trigger declares
+	// the group for the workload it scales.
+	EvidenceScaledObject EvidenceKind = "ScaledObject"
+	// EvidenceScaledJob: a KEDA ScaledJob's Kafka trigger declares the
+	// group for the Jobs it creates.
+	EvidenceScaledJob EvidenceKind = "ScaledJob"
 )
 
 // Evidence is one fact tying a workload to a group.
@@ -68,6 +85,15 @@ type Evidence struct {
 	ConfigMap string
 	Key       string
 	Property  string
+	// ScaledObject, ScaledJob: the scaler's name, its trigger (type and
+	// name), the topics it declares (comma-separated; empty: every topic
+	// the group committed on), and what could not be checked. Container,
+	// Variable (and ConfigMap, Key) say where a consumerGroupFromEnv
+	// value came from.
+	Scaler  string
+	Trigger string
+	Topics  string
+	Note    string
 }
 
 // String says the evidence in a line, e.g. "member client settle-1 at
@@ -84,6 +110,22 @@ func (e Evidence) String() string {
 		}
 		if e.ConfigMap != "" {
 			s += fmt.Sprintf(" (ConfigMap %s key %s)", e.ConfigMap, e.Key)
+		}
+		return s
+	case EvidenceScaledObject, EvidenceScaledJob:
+		s := fmt.Sprintf("%s %s scales it on the group's lag (trigger %s", e.Kind, e.Scaler, e.Trigger)
+		if e.Variable != "" {
+			s += fmt.Sprintf(", consumerGroupFromEnv %s of container %s", e.Variable, e.Container)
+			if e.ConfigMap != "" {
+				s += fmt.Sprintf(", ConfigMap %s key %s", e.ConfigMap, e.Key)
+			}
+		}
+		if e.Topics != "" {
+			s += ", topics " + e.Topics
+		}
+		s += ")"
+		if e.Note != "" {
+			s += "; " + e.Note
 		}
 		return s
 	case EvidenceConfigMap:
@@ -147,6 +189,10 @@ type Index struct {
 	podsByIP map[netip.Addr][]podAt
 	// byValue: each candidate value, the workloads that set it.
 	byValue map[string][]valueAt
+	// declared: each group a KEDA trigger declares, the workloads it
+	// scales; unresolved: the Kafka triggers that declare none.
+	declared   map[string][]valueAt
+	unresolved []Unresolved
 }
 
 type podAt struct {
@@ -168,6 +214,7 @@ func NewIndex(snap Snapshot) *Index {
 		byRef:    make(map[Ref]int, len(snap.Workloads)),
 		podsByIP: make(map[netip.Addr][]podAt),
 		byValue:  make(map[string][]valueAt),
+		declared: make(map[string][]valueAt),
 	}
 	owners := make(map[Ref]*Owner, len(snap.Owned))
 	for _, o := range snap.Owned {
@@ -183,8 +230,8 @@ func NewIndex(snap Snapshot) *Index {
 		present[w.Ref] = true
 	}
 	for _, w := range snap.Workloads {
-		if w.Ref.Kind == Job && w.Owner != nil && w.Owner.Kind == CronJob && present[Ref{CronJob, w.Ref.Namespace, w.Owner.Name}] {
-			continue // matched as its CronJob
+		if w.Ref.Kind == Job && w.Owner != nil && jobOwner(w.Owner.Kind) && present[Ref{w.Owner.Kind, w.Ref.Namespace, w.Owner.Name}] {
+			continue // matched as its CronJob or ScaledJob
 		}
 		idx.byRef[w.Ref] = len(idx.workloads)
 		idx.workloads = append(idx.workloads, w)
@@ -200,6 +247,7 @@ func NewIndex(snap Snapshot) *Index {
 			}
 		}
 	}
+	idx.declare(snap.Scalers, snap.Servers, cms)
 	for _, p := range snap.Pods {
 		if p.HostNetwork || p.Terminated {
 			continue
@@ -226,8 +274,8 @@ func (idx *Index) resolve(p Pod, owners map[Ref]*Owner) int {
 		}
 		ref := Ref{Kind: o.Kind, Namespace: p.Namespace, Name: o.Name}
 		up, hasUp := owners[ref]
-		if ref.Kind == Job && hasUp && up != nil && up.Kind == CronJob {
-			if i, ok := idx.byRef[Ref{CronJob, p.Namespace, up.Name}]; ok {
+		if ref.Kind == Job && hasUp && up != nil && jobOwner(up.Kind) {
+			if i, ok := idx.byRef[Ref{up.Kind, p.Namespace, up.Name}]; ok {
 				return i
 			}
 		}
@@ -252,7 +300,8 @@ func (idx *Index) Workload(ref Ref) (*Workload, bool) {
 }
 
 // Match finds the workloads that consume group: those with a pod at a
-// live member's host (Certain), and those configured with the group ID
+// live member's host (Certain), those a KEDA trigger scales on the
+// group's lag (Declared), and those configured with the group ID
 // (Likely or Possible, see wellknown.go).
 func (idx *Index) Match(group string, members []proof.GroupMember) GroupMatch {
 	out := GroupMatch{Group: group}
@@ -286,6 +335,9 @@ func (idx *Index) Match(group string, members []proof.GroupMember) GroupMatch {
 		for _, v := range idx.byValue[group] {
 			add(v.workload, v.evidence)
 		}
+		for _, v := range idx.declared[group] {
+			add(v.workload, v.evidence)
+		}
 	}
 	for _, m := range found {
 		slices.SortStableFunc(m.Evidence, func(a, b Evidence) int { return cmp.Compare(b.Confidence, a.Confidence) })
@@ -301,3 +353,6 @@ func (idx *Index) Match(group string, members []proof.GroupMember) GroupMatch {
 	})
 	return out
 }
+
+// jobOwner: a Job this kind owns is matched as its owner.
+func jobOwner(k Kind) bool { return k == CronJob || k == ScaledJob }

@@ -423,7 +423,7 @@ func TestGaps(t *testing.T) {
 	})
 	members := []proof.GroupMember{member("a", "10.1.0.5"), member("b", "10.1.0.6"), member("c", "10.2.0.5")}
 	var got []string
-	for _, m := range idx.Gaps("qim", labels.SelectorFromSet(map[string]string{"app": "fanout"}), members) {
+	for _, m := range idx.Gaps("qim", labels.SelectorFromSet(map[string]string{"app": "fanout"}), "qim-fanout", members) {
 		got = append(got, GapMessage(m, "qim"))
 	}
 	want := []string{
@@ -433,7 +433,7 @@ func TestGaps(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if gaps := idx.Gaps("qim", labels.Everything(), members[:2]); len(gaps) != 0 {
+	if gaps := idx.Gaps("qim", labels.Everything(), "qim-fanout", members[:2]); len(gaps) != 0 {
 		t.Errorf("a selector that selects every consumer: gaps %v", gaps)
 	}
 }

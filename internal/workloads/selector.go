@@ -137,13 +137,18 @@ func (idx *Index) alsoSelects(ns string, matchLabels map[string]string, refs []R
 }
 
 // Gaps are the workloads a live member of a group runs in (MemberHost
-// evidence, Certain) that a policy of namespace, selecting pod templates
-// with sel, does not guard: their template is not selected, or they live
-// in another namespace (a policy guards only its own). Their rollouts go
-// unchecked: a gap.
-func (idx *Index) Gaps(namespace string, sel labels.Selector, members []proof.GroupMember) []Match {
+// evidence, Certain) or a KEDA trigger declares the group's consumer
+// (Declared, a parked one too) that a policy of namespace, selecting pod
+// templates with sel, does not guard: their template is not selected, or
+// they live in another namespace (a policy guards only its own). Their
+// rollouts go unchecked: a gap. A match by a variable's name alone is
+// not surely the group's consumer and is no gap.
+func (idx *Index) Gaps(namespace string, sel labels.Selector, group string, members []proof.GroupMember) []Match {
 	var out []Match
-	for _, m := range idx.Match("", members).Workloads {
+	for _, m := range idx.Match(group, members).Workloads {
+		if m.Confidence < Declared {
+			continue
+		}
 		w, ok := idx.Workload(m.Workload)
 		if !ok {
 			continue

@@ -12,6 +12,13 @@
 //     running pod the workload owns (through a ReplicaSet for a Deployment
 //     or an Argo Rollout, through a Job for a CronJob). The broker sees pod
 //     IPs when consumers reach it without NAT, as inside one cluster.
+//   - ScaledObject, ScaledJob (Declared): a KEDA ScaledObject scales the
+//     workload (or a ScaledJob creates its Jobs) on the lag of a kafka or
+//     apache-kafka trigger whose consumerGroup is the group and whose
+//     bootstrapServers are the cluster's (keda.go). A trigger is the
+//     operator's own statement of the group, for a workload parked at
+//     zero as well; but it declares what KEDA scales on, where a live
+//     member's address proves what runs: Declared is below Certain.
 //   - Environment (Likely, or Possible): a container variable (a literal
 //     value, a configMapKeyRef, or a key of an envFrom ConfigMap) equals
 //     the group ID, under a name the Kafka clients and frameworks read the
@@ -22,8 +29,11 @@
 //     .properties/.yaml file it holds.
 //
 // A parked workload (0 replicas, a suspended Job or CronJob) has no pods:
-// only its environment can match, and the match says so. Secrets are never
-// read: a group ID kept in a Secret is not seen.
+// only its environment and its KEDA triggers can match, and the match says
+// so. Secrets are never read: a group ID kept in a Secret is not seen (a
+// KEDA trigger whose consumerGroupFromEnv names a Secret's variable is
+// listed unresolved), nor are KEDA's TriggerAuthentications (credentials
+// only).
 package workloads
 
 import (
@@ -82,20 +92,22 @@ type Pod struct {
 }
 
 // Owned is an object between a pod and its workload: a ReplicaSet (owned
-// by a Deployment or a Rollout) or a Job (owned by a CronJob; a Job is
-// also a Workload).
+// by a Deployment or a Rollout) or a Job (owned by a CronJob or a KEDA
+// ScaledJob; a Job is also a Workload).
 type Owned struct {
 	Ref   Ref
 	Owner *Owner
 }
 
-// Workload is a Deployment, StatefulSet, Job, CronJob or Rollout.
+// Workload is a Deployment, StatefulSet, Job, CronJob, Rollout or KEDA
+// ScaledJob.
 type Workload struct {
 	Ref Ref
 	// Replicas is the desired count (spec.replicas, 1 when unset; a Job's
 	// parallelism). Unused for CronJobs.
 	Replicas int32
-	// Suspended is a Job's or CronJob's spec.suspend.
+	// Suspended is a Job's or CronJob's spec.suspend, a ScaledJob's
+	// autoscaling.keda.sh/paused annotation.
 	Suspended bool
 	// Selector is spec.selector.matchLabels (Deployment, StatefulSet,
 	// Rollout); empty for Jobs and CronJobs, whose selectors Kubernetes
@@ -105,14 +117,15 @@ type Workload struct {
 	// spec.jobTemplate.spec.template; the Deployment's that a Rollout's
 	// spec.workloadRef names).
 	Template corev1.PodTemplateSpec
-	// Owner is a Job's CronJob; such a Job is matched as its CronJob.
+	// Owner is a Job's CronJob or ScaledJob; such a Job is matched as its
+	// owner.
 	Owner *Owner
 }
 
 // Parked: the workload runs no pods by its spec (0 replicas, suspended).
 func (w *Workload) Parked() bool {
 	switch w.Ref.Kind {
-	case CronJob, Job:
+	case CronJob, Job, ScaledJob:
 		return w.Suspended
 	}
 	return w.Replicas == 0
@@ -132,4 +145,11 @@ type Snapshot struct {
 	Owned      []Owned // ReplicaSets, and Jobs as owned objects
 	Workloads  []Workload
 	ConfigMaps []ConfigMap
+	// Scalers are KEDA's ScaledObjects and ScaledJobs (a ScaledJob is a
+	// Workload as well).
+	Scalers []Scaler
+	// Servers are the cluster's bootstrap servers: a KEDA trigger that
+	// names others is another cluster's and maps nothing. Empty: not
+	// compared.
+	Servers []string
 }

@@ -1,0 +1,128 @@
+package controllers
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
+	"github.com/retentionguard/retention-guard/internal/testenv"
+)
+
+// installKEDACRDs installs KEDA's real ScaledObject and ScaledJob CRDs
+// (testenv.KEDACRDs) into the control plane, once per control plane.
+func installKEDACRDs(t *testing.T) {
+	t.Helper()
+	crds, err := testenv.KEDACRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: crds}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("installing KEDA's CRDs: %v", err)
+	}
+}
+
+// createKEDAConsumer creates seed 003 in modern clothes: a Deployment
+// parked at zero replicas, no variable naming its group, and the KEDA
+// ScaledObject that scales it on the lag of group on servers.
+func createKEDAConsumer(t *testing.T, ns, name, group string, servers []string) {
+	t.Helper()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}, Template: podTemplate(name)}}
+	d.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	if err := env.Client.Create(testCtx(t), d); err != nil {
+		t.Fatal(err)
+	}
+	so := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+		"metadata": map[string]any{"namespace": ns, "name": name},
+		"spec": map[string]any{
+			"scaleTargetRef":  map[string]any{"name": name},
+			"minReplicaCount": int64(0),
+			"triggers": []any{map[string]any{"type": "kafka", "metadata": map[string]any{
+				"bootstrapServers": strings.Join(servers, ","), "consumerGroup": group, "topic": "settle-task", "lagThreshold": "50"}}},
+		},
+	}}
+	if err := env.Client.Create(testCtx(t), so); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Seed 003 in modern clothes: a consumer KEDA parks at zero between
+// batches, no live member, its offsets expired. Its ScaledObject's kafka
+// trigger names the group: status.unguardedGroups lists the Deployment,
+// Declared and parked, with the ScaledObject as evidence. A ScaledObject
+// whose trigger names another cluster's servers maps nothing here.
+func TestConnectionDiscoveryNamesKEDAConsumer(t *testing.T) {
+	installKEDACRDs(t)
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "settle-task", 1, nil)
+	c.Produce(t, "settle-task", 10)
+	c.CommitOffsets(t, "keda-settle", "settle-task", map[int32]int64{0: 2})
+	c.DeleteRecords(t, "settle-task", 0, 6)
+
+	system := labeledNamespace(t, "rg-system-", nil)
+	h := startManager(t, harnessOptions{managerNamespace: system, workloads: true})
+	createKEDAConsumer(t, h.ns, "settle", "keda-settle", c.Addrs)
+	createKEDAConsumer(t, h.ns, "settle-dr", "keda-settle", []string{"kafka.dr-region.example:9092"})
+
+	name := "keda-" + strings.TrimPrefix(system, "rg-system-")
+	createCKC(t, name, rgv1.ClusterKafkaConnectionSpec{
+		KafkaConnectionSpec: rgv1.KafkaConnectionSpec{
+			BootstrapServers: c.Addrs,
+			Discovery:        &rgv1.DiscoverySpec{Enabled: true, RecoveryWindow: &metav1.Duration{Duration: 72 * time.Hour}},
+		},
+		AllowedNamespaces: rgv1.AllowedNamespaces{From: rgv1.NamespacesFromAll},
+	})
+	want := []rgv1.GroupWorkload{{Kind: "Deployment", Namespace: h.ns, Name: "settle", Confidence: "Declared", Evidence: []string{"ScaledObject"},
+		Message: "ScaledObject settle scales it on the group's lag (trigger kafka, topics settle-task)", Parked: true}}
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) []rgv1.GroupWorkload {
+		for _, u := range getCKC(g, name).Status.UnguardedGroups {
+			if u.Group == "keda-settle" {
+				return u.Workloads
+			}
+		}
+		return nil
+	}, 30*time.Second, 100*time.Millisecond).Should(Equal(want))
+}
+
+// A policy whose selector misses the consumer a KEDA trigger declares for
+// its group warns of the gap although no member runs (seed 003: parked
+// at zero); a policy that selects it has no such warning.
+func TestPolicyWarnsOfUnselectedKEDAConsumer(t *testing.T) {
+	installKEDACRDs(t)
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "settle-task", 1, nil)
+	c.Produce(t, "settle-task", 10)
+	c.CommitOffsets(t, "keda-gap", "settle-task", map[int32]int64{0: 10})
+	h := startManager(t, harnessOptions{workloads: true})
+	createKEDAConsumer(t, h.ns, "settle", "keda-gap", c.Addrs)
+	createPolicy(t, h.ns, "settle-old", "keda-gap", []string{"settle-task"}, policyOptions{servers: c.Addrs})
+	createPolicy(t, h.ns, "settle", "keda-gap", []string{"settle-task"}, policyOptions{servers: c.Addrs})
+
+	gap := "Deployment/settle consumes the group (ScaledObject settle scales it on the group's lag (trigger kafka, topics settle-task)) " +
+		"but spec.selector does not select its pod template: its rollouts are not guarded; widen the selector"
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) []string {
+		p := getPolicy(g, h.ns, "settle-old")
+		g.Expect(p.Status.Proof).NotTo(BeNil())
+		return p.Status.Proof.ConfigWarnings
+	}, 30*time.Second, 100*time.Millisecond).Should(ContainElement(gap))
+	g.Eventually(func(g Gomega) *rgv1.ProofStatus {
+		return getPolicy(g, h.ns, "settle").Status.Proof
+	}, 30*time.Second, 100*time.Millisecond).ShouldNot(BeNil())
+	for _, w := range getPolicy(g, h.ns, "settle").Status.Proof.ConfigWarnings {
+		g.Expect(w).NotTo(ContainSubstring("consumes the group"), "the policy selects its consumer")
+	}
+}
