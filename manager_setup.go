@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,8 +78,10 @@ func setupKafka(mgr ctrl.Manager, o *managerOptions) (*kafkaSide, error) {
 // connection kind.
 func setupReconcilers(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, k *kafkaSide) error {
 	reconciler := &controllers.ConsumerRetentionPolicyReconciler{
-		Client:    mgr.GetClient(),
-		Workloads: &workloadread.Reader{Reader: mgr.GetAPIReader(), Namespaces: mc.watchNamespaces},
+		Client: mgr.GetClient(),
+		// Every policy's gap check reads KEDA's objects: one listing a
+		// minute serves them all.
+		Workloads: &workloadread.Reader{Reader: mgr.GetAPIReader(), Namespaces: mc.watchNamespaces, ScalersTTL: time.Minute},
 		Resolver:  k.resolver,
 		Coalescer: k.coalescer,
 		Recorder:  mgr.GetEventRecorder(controllers.ControllerName),

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,8 @@ import (
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
 	"github.com/retentionguard/retention-guard/internal/testenv"
+	"github.com/retentionguard/retention-guard/internal/workloadread"
+	"github.com/retentionguard/retention-guard/internal/workloads"
 )
 
 // installKEDACRDs installs KEDA's real ScaledObject and ScaledJob CRDs
@@ -124,5 +127,45 @@ func TestPolicyWarnsOfUnselectedKEDAConsumer(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond).ShouldNot(BeNil())
 	for _, w := range getPolicy(g, h.ns, "settle").Status.Proof.ConfigWarnings {
 		g.Expect(w).NotTo(ContainSubstring("consumes the group"), "the policy selects its consumer")
+	}
+}
+
+// Every policy's gap check reads KEDA's objects cluster-wide; the
+// manager's reader shares one listing for ScalersTTL, so the number of
+// policies does not multiply the lists (issue 34's 20,000 policies would
+// otherwise list twice each per recheck). A ScaledObject created within
+// the TTL is seen once it has passed; a reader without a TTL (scan)
+// lists every time.
+func TestDeclaredConsumersShareOneListing(t *testing.T) {
+	installKEDACRDs(t)
+	ns := labeledNamespace(t, "keda-ttl-", nil)
+	servers := []string{"kafka-0.kafka:9092"}
+	createKEDAConsumer(t, ns, "settle", "keda-ttl", servers)
+	declared := func(r *workloadread.Reader) []string {
+		t.Helper()
+		var snap workloads.Snapshot
+		if err := r.DeclaredConsumers(testCtx(t), &snap); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range snap.Scalers {
+			if s.Ref.Namespace == ns {
+				names = append(names, s.Ref.Name)
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	shared := &workloadread.Reader{Reader: env.Client, ScalersTTL: time.Hour}
+	uncached := &workloadread.Reader{Reader: env.Client}
+	if got := declared(shared); !slices.Equal(got, []string{"settle"}) {
+		t.Fatalf("first listing: %v, want [settle]", got)
+	}
+	createKEDAConsumer(t, ns, "refund", "keda-ttl-refund", servers)
+	if got := declared(shared); !slices.Equal(got, []string{"settle"}) {
+		t.Errorf("within the TTL: %v, want the shared listing [settle]", got)
+	}
+	if got := declared(uncached); !slices.Equal(got, []string{"refund", "settle"}) {
+		t.Errorf("without a TTL: %v, want [refund settle]", got)
 	}
 }
