@@ -633,3 +633,48 @@ func TestDenyMessageShowsWhatFitsWhole(t *testing.T) {
 	}
 	checkMessageShape(t, msg)
 }
+
+// Issue 32: the way out of an undated commit (OffsetsMayExpireBeforeWindow)
+// is only what changes the next proof. Where the guard reads
+// __consumer_offsets (the default, no offsetsTopic warning) a re-commit of
+// the same offset is dated: that and raising offsets.retention.minutes.
+// Where its principal may not read it (the warning's reason Denied), a
+// re-commit is invisible: the grant comes first. Where the policy turned
+// the read off, turning it back on. Never a way that changes nothing.
+func TestDenyMessageWayOutOfUndatedCommits(t *testing.T) {
+	undated := func(facts ...rgv1.WarningFact) *rgv1.ConsumerRetentionPolicy {
+		ps := &rgv1.ProofStatus{Verdict: rgv1.VerdictUnknown, ProofID: "12345678", WarningFacts: facts,
+			Violations: []rgv1.ViolationStatus{{Reason: "OffsetsMayExpireBeforeWindow", Topic: "settle-task", Message: "numbers here"}}}
+		return settlePolicy(withProof(ps, time.Second))
+	}
+	off := undated()
+	off.Spec.Kafka.ReadOffsetsTopic = ptr(false)
+	for _, c := range []struct {
+		name          string
+		p             *rgv1.ConsumerRetentionPolicy
+		want, notWant []string
+	}{
+		{"exact times read", undated(), []string{"commit the group's offsets again as they are", "raise offsets.retention.minutes"},
+			[]string{"grant", "readOffsetsTopic"}},
+		{"read denied", undated(rgv1.WarningFact{Type: "offsetsTopic", Reason: "Denied"}),
+			[]string{"grant the guard's principal Read on topic __consumer_offsets", "kafka-acls.sh", "commit newer offsets while the manager watches"},
+			[]string{"again as they are", "raise offsets.retention.minutes"}},
+		{"read off", off, []string{"remove spec.kafka.readOffsetsTopic: false"}, []string{"again as they are", "grant"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := decide([]policyEval{{Policy: c.p, Proof: c.p.Status.Proof}}, "")
+			msg := denyMessage(settleTarget, &d, testNow)
+			for _, w := range c.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message lacks %q:\n%s", w, msg)
+				}
+			}
+			for _, w := range c.notWant {
+				if strings.Contains(msg, w) {
+					t.Errorf("message offers %q, which changes nothing here:\n%s", w, msg)
+				}
+			}
+			checkMessageShape(t, msg)
+		})
+	}
+}

@@ -211,14 +211,16 @@ var wayTexts = map[remedy]wayText{
 				return wrapFinding("Way out: commit the group's offsets again as they are (the guard reads the new commit's time "+
 					"from __consumer_offsets) or raise offsets.retention.minutes, then retry.", maxLine)
 			}
-			return wrapFinding("Way out: "+orWays(w.exactTimesWay(), "let the consumer commit newer offsets while the manager "+
+			full, _ := w.exactTimesWay()
+			return wrapFinding("Way out: "+orWays(full, "let the consumer commit newer offsets while the manager "+
 				"watches (it dates a change it saw)")+", then retry.", maxLine)
 		},
 		words: func(w *way) string {
 			if w.exactTimesRead() {
 				return "commit the group's offsets again or raise offsets.retention.minutes"
 			}
-			return orWays(w.exactTimesWords(), "let the consumer commit newer offsets")
+			_, words := w.exactTimesWay()
+			return orWays(words, "let the consumer commit newer offsets")
 		},
 	},
 	remedyExplicitExpiry: {
@@ -254,10 +256,14 @@ var wayTexts = map[remedy]wayText{
 	},
 	remedyEmptyGroupUndated: {
 		full: func(w *way) []string {
-			return wrapFinding("Way out: "+orWays("start the consumer (a member stops the clock on the group's offsets)", w.exactTimesWay())+
+			full, _ := w.exactTimesWay()
+			return wrapFinding("Way out: "+orWays("start the consumer (a member stops the clock on the group's offsets)", full)+
 				", then retry.", maxLine)
 		},
-		words: func(w *way) string { return orWays("start the consumer", w.exactTimesWords()) },
+		words: func(w *way) string {
+			_, words := w.exactTimesWay()
+			return orWays("start the consumer", words)
+		},
 	},
 }
 
@@ -282,26 +288,18 @@ func (w *way) offsetsTopicReason() string {
 }
 
 // exactTimesWay is what a person does so that the guard reads exact times
-// next time; empty when nothing a person sets changes it.
-func (w *way) exactTimesWay() string {
+// next time, in full and in a few words; empty when nothing a person sets
+// changes it.
+func (w *way) exactTimesWay() (full, words string) {
 	switch {
 	case !w.p.Spec.Kafka.ReadsOffsetsTopic():
-		return "let the guard read exact times from __consumer_offsets (remove spec.kafka.readOffsetsTopic: false)"
+		return "let the guard read exact times from __consumer_offsets (remove spec.kafka.readOffsetsTopic: false)",
+			"remove spec.kafka.readOffsetsTopic: false"
 	case w.offsetsTopicReason() == proof.OffsetsTopicDenied:
-		return "grant the guard's principal Read on topic __consumer_offsets (" + proof.GrantOffsetsTopicRead + ")"
+		return "grant the guard's principal Read on topic __consumer_offsets (" + proof.GrantOffsetsTopicRead + ")",
+			"grant Read on __consumer_offsets"
 	}
-	return ""
-}
-
-// exactTimesWords is exactTimesWay in a few words.
-func (w *way) exactTimesWords() string {
-	switch {
-	case !w.p.Spec.Kafka.ReadsOffsetsTopic():
-		return "remove spec.kafka.readOffsetsTopic: false"
-	case w.offsetsTopicReason() == proof.OffsetsTopicDenied:
-		return "grant Read on __consumer_offsets"
-	}
-	return ""
+	return "", ""
 }
 
 // orWays joins the ways that are not empty with ", or ".
