@@ -756,8 +756,8 @@ func TestPrometheusRulesEvaluatedCleanly(t *testing.T) {
 			}
 		}
 	}
-	if n != 9 {
-		t.Errorf("Prometheus evaluates %d alerting rules of the chart, want 9", n)
+	if n != 10 {
+		t.Errorf("Prometheus evaluates %d alerting rules of the chart, want 10", n)
 	}
 	targets, err := prom().Targets(bg(t))
 	must(t, err)
