@@ -1,0 +1,72 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
+	"github.com/retentionguard/retention-guard/test/e2e/e2eutil"
+	"github.com/retentionguard/retention-guard/test/e2e/stack"
+)
+
+// Issue 32, through the manager and the webhook, on Apache Kafka 3.9 and
+// 4.4 as deployed (broker defaults, no topic override) with the chart's
+// default policy settings (spec.kafka.readOffsetsTopic left out): seed
+// 003's batch group between runs (Empty, caught up), a lagging Empty
+// group, and seed 000's outbox relay (a simple group whose partitions sat
+// idle after its commit) are each Proven on exact times, where on 3.x the
+// bounds left them Unknown and their rollouts refused; the batch
+// consumer's start (a scale from zero, checked live) and a new image of
+// it are allowed.
+func TestAsDeployedHealthyGroupsAdmittedByDefault(t *testing.T) {
+	for _, d := range []apachekafka.Dist{oldest, newest} {
+		t.Run(d.Line(), func(t *testing.T) {
+			t.Parallel()
+			b := apachekafka.Start(t, d, apachekafka.AsDeployed())
+			k, err := stack.DialKafka(b.Addrs()...)
+			must(t, err)
+			defer k.Close()
+			ctx := bg(t)
+			ns := "defaults-" + strings.ReplaceAll(d.Line(), ".", "-")
+			const topic = "settle-task"
+			namespace(t, ns)
+			must(t, k.CreateTopic(ctx, topic, 3, nil))
+			must(t, k.Produce(ctx, topic, 3, 100))
+			must(t, k.CommitAsMember(ctx, "settle-batch", topic, map[int32]int64{0: 100, 1: 100, 2: 100}))
+			must(t, k.CommitAsMember(ctx, "settle-lagging", topic, map[int32]int64{0: 50, 1: 50, 2: 50}))
+			must(t, k.Commit(ctx, "outbox-relay", topic, map[int32]int64{0: 100, 1: 100, 2: 100}))
+
+			for _, group := range []string{"settle-batch", "settle-lagging", "outbox-relay"} {
+				p := policy(t, ns, group, topic, group, b.Addrs()[0], 72*time.Hour)
+				if p.Spec.Kafka.ReadOffsetsTopic != nil {
+					t.Fatalf("the policy sets readOffsetsTopic: the test is about the default")
+				}
+				got := waitPolicy(t, client.ObjectKeyFromObject(p), 90*time.Second, "Proven on exact times", e2eutil.Proven)
+				if !*got.Spec.Kafka.ReadOffsetsTopic {
+					t.Errorf("%s: the API server's default for readOffsetsTopic is false", group)
+				}
+				if ps := got.Status.Proof; ps == nil || ps.OffsetExpiry == nil || !ps.OffsetExpiry.Exact {
+					t.Errorf("%s: Proven, but not on exact times: %s", group, e2eutil.Describe(got))
+				}
+				for _, f := range got.Status.Proof.WarningFacts {
+					if f.Type == "offsetsTopic" {
+						t.Errorf("%s: __consumer_offsets not read: %s %s", group, f.Reason, f.Detail)
+					}
+				}
+			}
+
+			// The batch consumer starts (a scale from zero: a live check)
+			// and ships a new image: both allowed.
+			must(t, deployment(t, ns, "settle", "settle-batch", 0))
+			if err := scale(t, ns, "settle", 1); err != nil {
+				t.Errorf("the start of a Proven group was refused: %v", err)
+			}
+			if err := rollout(t, ns, "settle", "v2"); err != nil {
+				t.Errorf("the new image of a Proven group was refused: %v", err)
+			}
+		})
+	}
+}
