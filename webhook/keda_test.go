@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -80,6 +81,7 @@ func (s *suiteEnv) kedaClients(t *testing.T) (scale.ScalesGetter, client.Client)
 		UserName: kedaOperator,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:keda", "system:authenticated"},
 	}
+	cfg.WarningHandler = rest.NoWarnings{}
 	// pkg/k8s/scaleclient.go, InitScaleClient.
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -191,6 +193,18 @@ func TestKEDAActivationIsJudgedLikeKubectlScale(t *testing.T) {
 	if err := kedaActivate(t, scales, ns, deployments, "settle", 0); err != nil {
 		t.Fatalf("KEDA's deactivation 1→0 refused: %v", err)
 	}
+
+	// The other way out: the override annotation on the target workload
+	// (a metadata change, never judged) lets KEDA's next activation
+	// through, recorded as KEDA's.
+	ann := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+OverrideAnnotation+`":"7f3a9c21"}}}`))
+	if err := s.alice.Patch(ctxFor(t), &got, ann); err != nil {
+		t.Fatalf("annotating the override: %v", err)
+	}
+	if err := kedaActivate(t, scales, ns, deployments, "settle", 1); err != nil {
+		t.Fatalf("KEDA's activation with the override annotation refused: %v", err)
+	}
+	s.waitEvent(t, p, EventProofOverridden, kedaOperator+" rolled out Deployment "+ns+"/settle (scale from zero) over proof 7f3a9c21")
 }
 
 // Seed 003 as a StatefulSet and as an Argo Rollout behind a ScaledObject:
