@@ -259,10 +259,20 @@ func TestKEDAScaledJobRunIsJudgedLikeAnyJob(t *testing.T) {
 		"24 partitions, 24 without a committed offset",
 		"--group ledger-settle-consumer --topic settle-task --reset-offsets --to-earliest --execute")
 	mustLack(t, msg, "a run of CronJob")
+	t.Logf("KEDA's Job create was refused with:\n%s", msg)
 	if got := testutil.ToFloat64(decisionsTotal.WithLabelValues(kindJob, string(outcomeDenied))); got != deniedBefore+1 {
 		t.Errorf("retentionguard_admission_decisions_total{kind=Job,decision=denied} went %v → %v, want +1", deniedBefore, got)
 	}
 	s.waitEvent(t, p, EventRolloutDenied, "requested by "+kedaOperator)
+
+	// generateJobs copies the ScaledJob's own metadata.annotations onto
+	// each Job: the override goes there.
+	overridden := run()
+	overridden.Annotations = map[string]string{"scaledjob.keda.sh/generation": "1", OverrideAnnotation: "7f3a9c21"}
+	if err := c.Create(ctxFor(t), overridden); err != nil {
+		t.Fatalf("a ScaledJob's run carrying the override refused: %v", err)
+	}
+	s.waitEvent(t, p, EventProofOverridden, kedaOperator+" rolled out Job "+ns+"/settle-")
 
 	s.setProof(t, p, proven(), 0)
 	if err := c.Create(ctxFor(t), run()); err != nil {
