@@ -267,40 +267,29 @@ var wayTexts = map[remedy]wayText{
 	},
 }
 
-// exactTimesRead reports whether the policy's proof read exact commit and
-// Empty times: the policy reads __consumer_offsets and its status has no
-// offsetsTopic warning (the warning says why the read failed).
-func (w *way) exactTimesRead() bool {
-	return w.p.Spec.Kafka.ReadsOffsetsTopic() && w.offsetsTopicReason() == ""
-}
-
-// offsetsTopicReason is the reason of the status's offsetsTopic warning
-// (Denied, Absent, Undecodable, NotRead); empty when there is none.
-func (w *way) offsetsTopicReason() string {
+// offsetsTopicRead is what the policy's status says of its read of
+// __consumer_offsets: asked unless spec.kafka.readOffsetsTopic is false,
+// and the reason of its offsetsTopic warning when the read failed.
+func (w *way) offsetsTopicRead() proof.OffsetsTopicRead {
+	r := proof.OffsetsTopicRead{Requested: w.p.Spec.Kafka.ReadsOffsetsTopic()}
 	if ps := w.p.Status.Proof; ps != nil {
 		for _, f := range ps.WarningFacts {
 			if f.Type == proof.WarningOffsetsTopic {
-				return f.Reason
+				r.Reason = f.Reason
+				break
 			}
 		}
 	}
-	return ""
+	return r
 }
 
-// exactTimesWay is what a person does so that the guard reads exact times
-// next time, in full and in a few words; empty when nothing a person sets
-// changes it.
-func (w *way) exactTimesWay() (full, words string) {
-	switch {
-	case !w.p.Spec.Kafka.ReadsOffsetsTopic():
-		return "let the guard read exact times from __consumer_offsets (remove spec.kafka.readOffsetsTopic: false)",
-			"remove spec.kafka.readOffsetsTopic: false"
-	case w.offsetsTopicReason() == proof.OffsetsTopicDenied:
-		return "grant the guard's principal Read on topic __consumer_offsets (" + proof.GrantOffsetsTopicRead + ")",
-			"grant Read on __consumer_offsets"
-	}
-	return "", ""
-}
+// exactTimesRead reports whether the policy's proof read exact commit and
+// Empty times.
+func (w *way) exactTimesRead() bool { return w.offsetsTopicRead().ExactTimesRead() }
+
+// exactTimesWay is the proof's way to exact times (proof.ExactTimesWay),
+// in full and in words.
+func (w *way) exactTimesWay() (full, words string) { return proof.ExactTimesWay(w.offsetsTopicRead()) }
 
 // orWays joins the ways that are not empty with ", or ".
 func orWays(ways ...string) string {

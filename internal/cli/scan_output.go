@@ -72,28 +72,34 @@ func groupJSON(j proof.Judgement, protocolType string) scanGroupJSON {
 		s := j.RecoveryHeadroom.Round(time.Second).String()
 		g.RecoveryHeadroom = &s
 	}
-	if j.Result != nil {
-		g.CommitTimes = "bounded"
-		if j.Result.OffsetsTopic.ExactTimesRead() {
-			g.CommitTimes = "exact"
-		}
-		g.OffsetsTopicReason = j.Result.OffsetsTopic.Reason
-	}
+	g.CommitTimes, g.OffsetsTopicReason = commitTimes(j)
 	return g
+}
+
+// commitTimes says where a judged group's commit and Empty times come
+// from, exact or bounded, and why __consumer_offsets was not read; both
+// empty for a group that was not proven.
+func commitTimes(j proof.Judgement) (times, reason string) {
+	switch {
+	case j.Result == nil:
+		return "", ""
+	case j.Result.OffsetsTopic.ExactTimesRead():
+		return "exact", ""
+	}
+	return "bounded", j.Result.OffsetsTopic.Reason
 }
 
 // commitTimesCell is the table's TIMES cell: exact, bounded, or bounded
 // and why __consumer_offsets was not read (bounded:Denied).
 func commitTimesCell(j proof.Judgement) string {
+	times, reason := commitTimes(j)
 	switch {
-	case j.Result == nil:
+	case times == "":
 		return "-"
-	case j.Result.OffsetsTopic.ExactTimesRead():
-		return "exact"
-	case j.Result.OffsetsTopic.Reason != "":
-		return "bounded:" + j.Result.OffsetsTopic.Reason
+	case reason != "":
+		return times + ":" + reason
 	}
-	return "bounded"
+	return times
 }
 
 func writeScanJSON(w io.Writer, res scanResult, index *workloads.Index) error {

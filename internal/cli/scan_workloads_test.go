@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -166,67 +167,7 @@ func TestScanEmitPoliciesSelectTheConsumers(t *testing.T) {
 
 	// Applied as printed, each policy goes to its workload's namespace;
 	// the selectors select exactly the consumers.
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stdout), 4096)
-	var got []string
-	var selectedPods, selectedTemplates []string
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := k.Create(ctx, u); err != nil {
-			t.Fatalf("the API server refused an emitted policy: %v\n%s", err, stdout)
-		}
-		var p rgv1.ConsumerRetentionPolicy
-		if err := k.Get(ctx, client.ObjectKeyFromObject(u), &p); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, p.Namespace+"/"+p.Name+" "+p.Spec.GroupID)
-		sel, err := metav1.LabelSelectorAsSelector(&p.Spec.Selector)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var pods corev1.PodList
-		if err := k.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-			t.Fatal(err)
-		}
-		for _, pod := range pods.Items {
-			selectedPods = append(selectedPods, pod.Namespace+"/"+pod.Name)
-		}
-		var ds appsv1.DeploymentList
-		var cjs batchv1.CronJobList
-		var ros unstructured.UnstructuredList
-		ros.SetAPIVersion("argoproj.io/v1alpha1")
-		ros.SetKind("RolloutList")
-		if err := k.List(ctx, &ros, client.InNamespace(p.Namespace)); err != nil {
-			t.Fatal(err)
-		}
-		for _, ro := range ros.Items {
-			tl, _, _ := unstructured.NestedStringMap(ro.Object, "spec", "template", "metadata", "labels")
-			if sel.Matches(labels.Set(tl)) {
-				selectedTemplates = append(selectedTemplates, p.Spec.GroupID+" "+ro.GetNamespace()+"/Rollout/"+ro.GetName())
-			}
-		}
-		if err := k.List(ctx, &ds, client.InNamespace(p.Namespace)); err != nil {
-			t.Fatal(err)
-		}
-		if err := k.List(ctx, &cjs, client.InNamespace(p.Namespace)); err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range ds.Items {
-			if sel.Matches(labels.Set(d.Spec.Template.Labels)) {
-				selectedTemplates = append(selectedTemplates, p.Spec.GroupID+" "+d.Namespace+"/Deployment/"+d.Name)
-			}
-		}
-		for _, cj := range cjs.Items {
-			if sel.Matches(labels.Set(cj.Spec.JobTemplate.Spec.Template.Labels)) {
-				selectedTemplates = append(selectedTemplates, p.Spec.GroupID+" "+cj.Namespace+"/CronJob/"+cj.Name)
-			}
-		}
-	}
+	got, selectedPods, selectedTemplates := applyEmitted(t, k, stdout)
 	slices.Sort(got)
 	slices.Sort(selectedTemplates)
 	if want := []string{"ledger/ledger-settle-consumer ledger-settle-consumer", "qim-eu/qim-fanout qim-fanout", "qim/qim-fanout qim-fanout",
@@ -393,45 +334,7 @@ func TestScanEmitPoliciesKEDAParkedConsumer(t *testing.T) {
 		t.Errorf("stderr does not say %q:\n%s", want, stderr)
 	}
 
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stdout), 4096)
-	var policies, selectedPods, selectedTemplates []string
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := k.Create(ctx, u); err != nil {
-			t.Fatalf("the API server refused an emitted policy: %v\n%s", err, stdout)
-		}
-		var p rgv1.ConsumerRetentionPolicy
-		if err := k.Get(ctx, client.ObjectKeyFromObject(u), &p); err != nil {
-			t.Fatal(err)
-		}
-		policies = append(policies, p.Namespace+"/"+p.Name+" "+p.Spec.GroupID)
-		sel, err := metav1.LabelSelectorAsSelector(&p.Spec.Selector)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var pods corev1.PodList
-		if err := k.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-			t.Fatal(err)
-		}
-		for _, pod := range pods.Items {
-			selectedPods = append(selectedPods, pod.Name)
-		}
-		var ds appsv1.DeploymentList
-		if err := k.List(ctx, &ds, client.InNamespace(p.Namespace)); err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range ds.Items {
-			if sel.Matches(labels.Set(d.Spec.Template.Labels)) {
-				selectedTemplates = append(selectedTemplates, p.Spec.GroupID+" "+d.Namespace+"/Deployment/"+d.Name)
-			}
-		}
-	}
+	policies, selectedPods, selectedTemplates := applyEmitted(t, k, stdout)
 	if want := []string{"ledger/ledger-settle ledger-settle"}; !slices.Equal(policies, want) {
 		t.Errorf("policies %v, want %v", policies, want)
 	}
@@ -517,4 +420,78 @@ current-context: x
 	if code != ExitUnknown || !strings.Contains(stderr, `context "prod" does not exist`) {
 		t.Errorf("missing context: exit %d, stderr %q", code, stderr)
 	}
+}
+
+// applyEmitted creates the policies `scan --emit-policies` printed, as a
+// user applies them, and returns them ("namespace/name group", sorted),
+// the pods their selectors select ("namespace/name") and the workload
+// templates they select ("group namespace/Kind/name", sorted): the
+// Deployments, CronJobs and, where their CRD is served, Argo Rollouts of
+// each policy's namespace.
+func applyEmitted(t *testing.T, k client.Client, stdout string) (policies, pods, templates []string) {
+	t.Helper()
+	ctx := t.Context()
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stdout), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			break
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := k.Create(ctx, u); err != nil {
+			t.Fatalf("the API server refused an emitted policy: %v\n%s", err, stdout)
+		}
+		var p rgv1.ConsumerRetentionPolicy
+		if err := k.Get(ctx, client.ObjectKeyFromObject(u), &p); err != nil {
+			t.Fatal(err)
+		}
+		policies = append(policies, p.Namespace+"/"+p.Name+" "+p.Spec.GroupID)
+		sel, err := metav1.LabelSelectorAsSelector(&p.Spec.Selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var podList corev1.PodList
+		if err := k.List(ctx, &podList, client.InNamespace(p.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			t.Fatal(err)
+		}
+		for _, pod := range podList.Items {
+			pods = append(pods, pod.Namespace+"/"+pod.Name)
+		}
+		selects := func(kind, ns, name string, l map[string]string) {
+			if sel.Matches(labels.Set(l)) {
+				templates = append(templates, p.Spec.GroupID+" "+ns+"/"+kind+"/"+name)
+			}
+		}
+		var ros unstructured.UnstructuredList
+		ros.SetAPIVersion("argoproj.io/v1alpha1")
+		ros.SetKind("RolloutList")
+		switch err := k.List(ctx, &ros, client.InNamespace(p.Namespace)); {
+		case meta.IsNoMatchError(err): // no Rollout CRD in this control plane
+		case err != nil:
+			t.Fatal(err)
+		}
+		for _, ro := range ros.Items {
+			tl, _, _ := unstructured.NestedStringMap(ro.Object, "spec", "template", "metadata", "labels")
+			selects("Rollout", ro.GetNamespace(), ro.GetName(), tl)
+		}
+		var ds appsv1.DeploymentList
+		if err := k.List(ctx, &ds, client.InNamespace(p.Namespace)); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds.Items {
+			selects("Deployment", d.Namespace, d.Name, d.Spec.Template.Labels)
+		}
+		var cjs batchv1.CronJobList
+		if err := k.List(ctx, &cjs, client.InNamespace(p.Namespace)); err != nil {
+			t.Fatal(err)
+		}
+		for _, cj := range cjs.Items {
+			selects("CronJob", cj.Namespace, cj.Name, cj.Spec.JobTemplate.Spec.Template.Labels)
+		}
+	}
+	slices.Sort(policies)
+	slices.Sort(templates)
+	return policies, pods, templates
 }

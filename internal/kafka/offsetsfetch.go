@@ -1,10 +1,10 @@
 package kafka
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -180,11 +180,11 @@ func (p *pass) readOffsetsTopicFor(ctx context.Context, groups []string) offsets
 	wg.Wait()
 	if len(problems) > 0 {
 		// A denial first: it is the one a person can fix.
-		slices.SortFunc(problems, func(a, b offsetsTopicProblem) int {
-			return cmp.Or(-cmp.Compare(boolRank(a.reason == proof.OffsetsTopicDenied), boolRank(b.reason == proof.OffsetsTopicDenied)),
-				cmp.Compare(a.text, b.text))
-		})
+		slices.SortFunc(problems, func(a, b offsetsTopicProblem) int { return strings.Compare(a.text, b.text) })
 		res.problem = problems[0]
+		if i := slices.IndexFunc(problems, func(p offsetsTopicProblem) bool { return p.reason == proof.OffsetsTopicDenied }); i >= 0 {
+			res.problem = problems[i]
+		}
 		return res
 	}
 	for pt, gs := range byPartition {
@@ -195,13 +195,6 @@ func (p *pass) readOffsetsTopicFor(ctx context.Context, groups []string) offsets
 		}
 	}
 	return res
-}
-
-func boolRank(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // catchUp fetches the partitions led by leader until each reaches the last

@@ -198,21 +198,30 @@ func commitExpiryMessage(f *facts, c *commitExpiry, setting string) string {
 	return m.String()
 }
 
-// exactTimesWay is what a person does so that the next observation reads
-// exact commit and Empty times from __consumer_offsets, where it did not:
-// empty when it did, or when nothing a person sets changes it (the
-// cluster has no such topic; a read that did not finish goes on by
-// itself).
+// exactTimesWay is ExactTimesWay in full.
 func exactTimesWay(r OffsetsTopicRead) string {
+	full, _ := ExactTimesWay(r)
+	return full
+}
+
+// ExactTimesWay is what a person does so that the next observation reads
+// exact commit and Empty times from __consumer_offsets, where this one
+// did not: in full, and in a few words (admission's short ways out). Both
+// are empty when it did, or when nothing a person sets changes it (the
+// cluster has no such topic; a read that did not finish goes on by
+// itself). The proof's messages and the webhook's ways out both say it.
+func ExactTimesWay(r OffsetsTopicRead) (full, words string) {
 	switch {
 	case !r.Requested:
-		return "let the guard read exact times from __consumer_offsets (spec.kafka.readOffsetsTopic, check's --read-offsets-topic: on unless set to false)"
+		return "let the guard read exact times from __consumer_offsets (remove spec.kafka.readOffsetsTopic: false; check's " +
+			"--read-offsets-topic is on unless set to false)", "remove spec.kafka.readOffsetsTopic: false"
 	case r.Reason == OffsetsTopicDenied:
-		return "grant the guard's principal Read on topic __consumer_offsets (" + GrantOffsetsTopicRead + ")"
+		return "grant the guard's principal Read on topic __consumer_offsets (" + GrantOffsetsTopicRead + ")",
+			"grant Read on __consumer_offsets"
 	case r.Reason == OffsetsTopicUndecodable:
-		return "upgrade retention-guard to a version that decodes the records __consumer_offsets holds"
+		return "upgrade retention-guard to a version that decodes the records __consumer_offsets holds", "upgrade retention-guard"
 	}
-	return ""
+	return "", ""
 }
 
 // orExactTimes is ", or " and exactTimesWay, when there is one.
