@@ -17,6 +17,7 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
+	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/testenv"
 	"github.com/retentionguard/retention-guard/internal/workloadread"
 	"github.com/retentionguard/retention-guard/internal/workloads"
@@ -168,4 +169,56 @@ func TestDeclaredConsumersShareOneListing(t *testing.T) {
 	if got := declared(uncached); !slices.Equal(got, []string{"refund", "settle"}) {
 		t.Errorf("without a TTL: %v, want [refund settle]", got)
 	}
+}
+
+// Seed 003 in modern clothes, before the loss: KEDA scales the policy's
+// consumer in once its lag is gone, the group empties, and its offsets
+// count down until KEDA sees new lag. The status says who holds it at
+// zero and when the offsets may expire (warningFacts type scaledToZero,
+// in ≈ offsets.retention.minutes from when the manager saw it empty),
+// with what keeps them. While the consumer runs (a member), nothing is
+// said.
+func TestPolicySaysKEDAHoldsItsConsumerAtZero(t *testing.T) {
+	installKEDACRDs(t)
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "settle-task", 1, nil)
+	c.Produce(t, "settle-task", 10)
+	consumer := c.RunConsumer(t, "keda-parked", "settle-task", map[int32]int64{0: 10})
+	h := startManager(t, harnessOptions{workloads: true})
+	createKEDAConsumer(t, h.ns, "settle", "keda-parked", c.Addrs)
+	createPolicy(t, h.ns, "settle", "keda-parked", []string{"settle-task"}, policyOptions{servers: c.Addrs})
+
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) *rgv1.ProofStatus { return getPolicy(g, h.ns, "settle").Status.Proof }, eventually, poll).
+		Should(HaveField("GroupState", "Stable"))
+	for _, f := range getPolicy(g, h.ns, "settle").Status.Proof.WarningFacts {
+		g.Expect(f.Type).NotTo(Equal(proof.WarningScaledToZero), "the group has a member")
+	}
+
+	// KEDA scales it in (the Deployment is at 0 replicas already: the
+	// member was the last one); the group empties.
+	consumer.Close()
+	c.WaitGroupState(t, "keda-parked", "Empty")
+	var fact rgv1.WarningFact
+	var message string
+	g.Eventually(func(g Gomega) string {
+		ps := getPolicy(g, h.ns, "settle").Status.Proof
+		g.Expect(ps).NotTo(BeNil())
+		for i, f := range ps.WarningFacts {
+			if f.Type == proof.WarningScaledToZero {
+				fact, message = f, ps.Warnings[i]
+				return f.Reason
+			}
+		}
+		return ""
+	}, eventually, poll).Should(Equal(proof.WarningReasonHeldByKEDA))
+	g.Expect(fact.Subject).To(Equal("Deployment/settle (ScaledObject settle)"))
+	g.Expect(fact.Limit).To(Equal(&metav1.Duration{Duration: 72 * time.Hour}))
+	// kfake's offsets.retention.minutes is 7 days, counted from when the
+	// manager saw the group empty (a bound that errs early).
+	g.Expect(fact.In).NotTo(BeNil())
+	g.Expect(fact.In.Duration).To(And(BeNumerically(">", 7*24*time.Hour-5*time.Minute), BeNumerically("<=", 7*24*time.Hour)))
+	g.Expect(message).To(MatchRegexp(`^Deployment/settle: KEDA's ScaledObject settle holds it at zero; the group has no members ` +
+		`and its offsets may expire in 6d23h \(20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ\)\. ` +
+		`Keep a member \(minReplicaCount: 1\) or add a cron trigger$`))
 }

@@ -385,7 +385,7 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 	if in.CronJobs, err = selectedCronJobs(ctx, r.Client, &r.gaps, policy, in.Now); err != nil {
 		return in, ctrl.Result{}, err
 	}
-	in.ConsumerGaps = r.consumerGaps(ctx, policy, &obs, conn.BootstrapServers, in.Now)
+	in.ConsumerGaps, in.ScaledToZero = r.consumerGaps(ctx, policy, &obs, conn.BootstrapServers, in.Now)
 	return in, ctrl.Result{RequeueAfter: nextCheck(interval, age)}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/assemble"
 	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/workloads"
 )
@@ -34,6 +36,7 @@ type gapEntry struct {
 	key      string
 	at       time.Time
 	warnings []consumerGap
+	held     []assemble.ScaledToZero
 }
 
 // The warningFacts type and reasons of a consumer gap (a configWarning).
@@ -69,23 +72,23 @@ func newConsumerGap(m workloads.Match, namespace string) consumerGap {
 	}
 }
 
-func (g *gapMemo) get(key types.NamespacedName, k string, now time.Time) ([]consumerGap, bool) {
+func (g *gapMemo) get(key types.NamespacedName, k string, now time.Time) (gapEntry, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	e, ok := g.m[key]
 	if !ok || e.key != k || now.Sub(e.at) >= gapRecheck {
-		return nil, false
+		return gapEntry{}, false
 	}
-	return e.warnings, true
+	return e, true
 }
 
-func (g *gapMemo) put(key types.NamespacedName, k string, now time.Time, warnings []consumerGap) {
+func (g *gapMemo) put(key types.NamespacedName, k string, now time.Time, warnings []consumerGap, held []assemble.ScaledToZero) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.m == nil {
 		g.m = make(map[types.NamespacedName]gapEntry)
 	}
-	g.m[key] = gapEntry{key: k, at: now, warnings: warnings}
+	g.m[key] = gapEntry{key: k, at: now, warnings: warnings, held: held}
 }
 
 func (g *gapMemo) forget(key types.NamespacedName) {
@@ -97,16 +100,19 @@ func (g *gapMemo) forget(key types.NamespacedName) {
 // consumerGaps warns of the workloads a live member of the policy's group
 // runs in, or a KEDA trigger on the policy's cluster declares its
 // consumer (parked at zero too), that the policy does not guard
-// (workloads.Gaps): their rollouts go unchecked. Nil without a workload
-// reader; a read that fails warns of nothing (logged). A KEDA object
-// changed since is seen at the next recheck (gapRecheck).
-func (r *ConsumerRetentionPolicyReconciler) consumerGaps(ctx context.Context, policy *rgv1.ConsumerRetentionPolicy, obs *proof.Observation, servers []string, now time.Time) []consumerGap {
+// (workloads.Gaps): their rollouts go unchecked. It also returns the
+// workloads the policy guards that KEDA holds at zero while the group
+// has no member (workloads.Index.HeldAtZero): their offsets count down
+// until KEDA sees lag. Nil without a workload reader; a read that fails
+// warns of nothing (logged). A KEDA object changed since is seen at the
+// next recheck (gapRecheck), or as soon as the group's members change.
+func (r *ConsumerRetentionPolicyReconciler) consumerGaps(ctx context.Context, policy *rgv1.ConsumerRetentionPolicy, obs *proof.Observation, servers []string, now time.Time) ([]consumerGap, []assemble.ScaledToZero) {
 	if r.Workloads == nil {
-		return nil
+		return nil, nil
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&policy.Spec.Selector)
 	if err != nil {
-		return nil // the CRD refuses such selectors; the webhook reports them
+		return nil, nil // the CRD refuses such selectors; the webhook reports them
 	}
 	addrs := memberHosts(obs.Group.Members)
 	var hosts []string
@@ -115,9 +121,11 @@ func (r *ConsumerRetentionPolicyReconciler) consumerGaps(ctx context.Context, po
 	}
 	slices.Sort(hosts)
 	key := types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name}
-	memoKey := strings.Join(slices.Compact(hosts), ",") + "|" + sel.String() + "|" + policy.Spec.GroupID + "|" + strings.Join(servers, ",")
-	if w, ok := r.gapChecks.get(key, memoKey, now); ok {
-		return w
+	// len(members): a group that empties (KEDA scaled it in) is checked
+	// again at once, members on no known host or not.
+	memoKey := strings.Join(slices.Compact(hosts), ",") + "|" + strconv.Itoa(len(obs.Group.Members)) + "|" + sel.String() + "|" + policy.Spec.GroupID + "|" + strings.Join(servers, ",")
+	if e, ok := r.gapChecks.get(key, memoKey, now); ok {
+		return e.warnings, e.held
 	}
 	var snap workloads.Snapshot
 	err = r.Workloads.PodsAt(ctx, addrs, &snap)
@@ -129,15 +137,20 @@ func (r *ConsumerRetentionPolicyReconciler) consumerGaps(ctx context.Context, po
 	}
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "reading the workloads of the group's live members; no gap warnings")
-		return nil
+		return nil, nil
 	}
 	snap.Servers = servers
+	idx := workloads.NewIndex(snap)
 	var warnings []consumerGap
-	for _, m := range workloads.NewIndex(snap).Gaps(policy.Namespace, sel, policy.Spec.GroupID, obs.Group.Members) {
+	for _, m := range idx.Gaps(policy.Namespace, sel, policy.Spec.GroupID, obs.Group.Members) {
 		warnings = append(warnings, newConsumerGap(m, policy.Namespace))
 	}
-	r.gapChecks.put(key, memoKey, now, warnings)
-	return warnings
+	var held []assemble.ScaledToZero
+	for _, h := range idx.HeldAtZero(policy.Namespace, sel, policy.Spec.GroupID, obs.Group.Members) {
+		held = append(held, assemble.ScaledToZero{Workload: h.Workload.String(), Scaler: h.Scaler})
+	}
+	r.gapChecks.put(key, memoKey, now, warnings, held)
+	return warnings, held
 }
 
 // memberHosts are the members' addresses, where the broker reported one.

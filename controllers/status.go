@@ -66,6 +66,10 @@ type statusInput struct {
 	// status.proof.configWarnings carries their prose and warningFacts
 	// their facts.
 	ConsumerGaps []consumerGap
+	// ScaledToZero are the workloads the policy selects that KEDA holds
+	// at zero while the group has no member (gathered with the gaps):
+	// status.proof.warnings say so, with when the offsets may expire.
+	ScaledToZero []assemble.ScaledToZero
 }
 
 // statusOutcome is the computed status and the proof result behind it (nil
@@ -135,7 +139,7 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 
 	case in.Observation != nil:
 		out := assemble.Proof(assemble.Input{Policy: in.Policy, Observation: *in.Observation, CronJobs: in.CronJobs,
-			Prior: priorProof(cur, in.Generation), Now: in.Observation.ObservedAt})
+			ScaledToZero: in.ScaledToZero, Prior: priorProof(cur, in.Generation), Now: in.Observation.ObservedAt})
 		res := out.Result
 		setClauseConditions(&st.Conditions, res.Conditions, in.Generation, now)
 		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)

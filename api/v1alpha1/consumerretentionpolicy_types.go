@@ -674,14 +674,18 @@ type ReasonCount struct {
 // WarningFact is what one warning says, as data.
 type WarningFact struct {
 	// type is the kind of warning: recoveryHeadroom, groupOffsetsExpireIn,
-	// groupOffsets, seekRequired, cronJobSchedule (warnings);
+	// groupOffsets, seekRequired, cronJobSchedule, scaledToZero (a
+	// selected workload KEDA holds at zero while the group is Empty;
+	// subject names the workload and its ScaledObject or ScaledJob)
+	// (warnings);
 	// recordTimestamps, offsetsTopic, consumerWorkload (configWarnings:
 	// a live member of the group runs in a workload the policy does not
 	// select, reason NotSelected, or in another namespace, OtherNamespace).
 	Type string `json:"type"`
 	// reason tells warnings of one type apart, a stable CamelCase word,
 	// e.g. PastRetention or ShorterThanWindow (recoveryHeadroom),
-	// Suspended or GapReachesRecoveryWindow (cronJobSchedule).
+	// Suspended or GapReachesRecoveryWindow (cronJobSchedule), HeldByKEDA
+	// or HeldByKEDAExpiryUnknown (scaledToZero).
 	// +optional
 	Reason string `json:"reason,omitempty"`
 	// subject is what the warning is about: a partition (orders[3]), a
@@ -698,7 +702,8 @@ type WarningFact struct {
 	Offset *int64 `json:"offset,omitempty"`
 	// in is how far from checkedAt what the warning foresees happens (the
 	// recovery headroom, the time left before an Empty group's offsets
-	// expire; negative once past). It moves with the clock.
+	// expire, also for a workload KEDA holds at zero; negative once past).
+	// It moves with the clock.
 	// +optional
 	In *metav1.Duration `json:"in,omitempty"`
 	// span is a duration the warning states that does not move with the

@@ -30,6 +30,10 @@ type Input struct {
 	// else nil; `check` has none. It dates an Empty group's clock the
 	// observer could not date (priorEmptyBound).
 	Prior *rgv1.ProofStatus
+	// ScaledToZero are the workloads the policy selects that KEDA holds
+	// at zero while the group has no member; none for `check` and the
+	// live check.
+	ScaledToZero []ScaledToZero
 	// Now is the time the proof is judged at (the manager uses the
 	// observation's time).
 	Now time.Time
@@ -41,7 +45,8 @@ type Outcome struct {
 	// Empty clock the prior proof dated.
 	Observation proof.Observation
 	// Result is internal/proof's proof of Observation, its warnings
-	// followed by the CronJobs' (proof.WarningCronJobSchedule), judged
+	// followed by the CronJobs' (proof.WarningCronJobSchedule) and the
+	// KEDA-parked workloads' (proof.WarningScaledToZero), judged
 	// against the offsets.retention.minutes of the same observation.
 	// Warnings only: a schedule never changes the verdict.
 	Result proof.Result
@@ -52,5 +57,6 @@ func Proof(in Input) Outcome {
 	obs := priorEmptyBound(in.Observation, in.Prior)
 	res := proof.Evaluate(obs, in.Policy, in.Now)
 	res.Warnings = append(res.Warnings, CronJobWarnings(in.CronJobs, in.Policy.RecoveryWindow, proofstatus.ConfigInt(obs.OffsetsRetentionMinutes))...)
+	res.Warnings = append(res.Warnings, ScaledToZeroWarnings(in.ScaledToZero, &res, in.Policy.RecoveryWindow, in.Now)...)
 	return Outcome{Observation: obs, Result: res}
 }

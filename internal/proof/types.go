@@ -236,13 +236,21 @@ const (
 	// Evaluate's: internal/assemble adds it from the CronJobs the manager
 	// gathered.
 	WarningCronJobSchedule = "cronJobSchedule"
+	// WarningScaledToZero: KEDA holds a workload the policy selects at
+	// zero (a ScaledObject's target at 0 replicas, a ScaledJob between
+	// Jobs): the group is Empty, its offsets count down, and KEDA starts
+	// it again only on new lag. Duration is the time left before the
+	// group's soonest offset may expire, when a clock runs. Not
+	// Evaluate's: internal/assemble adds it from the KEDA objects the
+	// manager read.
+	WarningScaledToZero = "scaledToZero"
 )
 
 // ForeseesTime reports whether a warning type's Duration is a time
 // foreseen from now (the recovery headroom, the time left before an Empty
 // group's offsets expire): it moves with the clock, and zero means due now.
 func ForeseesTime(typ string) bool {
-	return typ == WarningRecoveryHeadroom || typ == WarningGroupOffsetsExpireIn
+	return typ == WarningRecoveryHeadroom || typ == WarningGroupOffsetsExpireIn || typ == WarningScaledToZero
 }
 
 // ConfigWarning reports whether a warning type is configuration advice
@@ -727,6 +735,10 @@ const (
 	WarningReasonGapReachesOffsetsRetention = "GapReachesOffsetsRetention"
 	WarningReasonGapReachesRecoveryWindow   = "GapReachesRecoveryWindow"
 	WarningReasonMoreWarnings               = "MoreWarnings"
+	// WarningScaledToZero: HeldByKEDA, the offsets' expiry foreseen (in
+	// Duration); HeldByKEDAExpiryUnknown, no clock the proof can read.
+	WarningReasonHeldByKEDA              = "HeldByKEDA"
+	WarningReasonHeldByKEDAExpiryUnknown = "HeldByKEDAExpiryUnknown"
 )
 
 // PartitionResult is the per-partition line of the proof.

@@ -200,3 +200,46 @@ func TestFromKEDA(t *testing.T) {
 		t.Errorf("ScaledJob: %+v %+v", sj, w)
 	}
 }
+
+// Seed 003 under KEDA, before the loss: a policy's consumer that KEDA
+// holds at zero (its ScaledObject's target at 0 replicas, or a
+// ScaledJob, whose Jobs run only on lag) while the group has no member is
+// named with its scaler; one still running, one the policy does not
+// select, one matched by its environment only, or any while the group has
+// a member, is not.
+func TestHeldAtZero(t *testing.T) {
+	settle := map[string]string{"app": "settle"}
+	trig := kafkaTrigger("kafka", "consumerGroup", "settle")
+	sj, sjw, err := FromScaledJob("ledger", "settle-batch", map[string]any{"spec": map[string]any{
+		"triggers": []any{map[string]any{"type": "kafka", "metadata": map[string]any{"consumerGroup": "settle"}}},
+		"jobTargetRef": map[string]any{"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "settle"}},
+			"spec": map[string]any{"containers": []any{map[string]any{"name": "app"}}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := NewIndex(Snapshot{
+		Workloads: []Workload{
+			deployment("ledger", "settle", 0, settle, container("settle")),
+			deployment("ledger", "settle-live", 2, settle, container("settle")),
+			deployment("ledger", "settle-other", 0, map[string]string{"app": "other"}, container("settle")),
+			deployment("ledger", "settle-env", 0, settle, container("settle", literal("KAFKA_GROUP_ID", "settle"))),
+			sjw,
+		},
+		Scalers: []Scaler{scaledObject("ledger", "settle", "settle", trig), scaledObject("ledger", "settle-live", "settle-live", trig),
+			scaledObject("ledger", "settle-other", "settle-other", trig), sj},
+	})
+	sel := labels.SelectorFromSet(settle)
+	got := idx.HeldAtZero("ledger", sel, "settle", nil)
+	want := []ScaledToZero{{Workload: Ref{Deployment, "ledger", "settle"}, Scaler: "ScaledObject settle"},
+		{Workload: Ref{ScaledJob, "ledger", "settle-batch"}, Scaler: "ScaledJob settle-batch"}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("HeldAtZero = %+v, want %+v", got, want)
+	}
+	if got := idx.HeldAtZero("other-ns", sel, "settle", nil); len(got) != 0 {
+		t.Errorf("another namespace's policy: %+v", got)
+	}
+	member := []proof.GroupMember{{ClientID: "settle-1"}}
+	if got := idx.HeldAtZero("ledger", sel, "settle", member); len(got) != 0 {
+		t.Errorf("the group has a member: %+v", got)
+	}
+}

@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -168,4 +169,55 @@ func GapMessage(m Match, namespace string) string {
 	}
 	return fmt.Sprintf("%s consumes the group (%s) but spec.selector does not select its pod template: "+
 		"its rollouts are not guarded; widen the selector", m.Workload, m.Evidence[0])
+}
+
+// ScaledToZero is a workload of the policy's that KEDA holds at zero: a
+// KEDA trigger declares the group for it, the policy guards it, and it
+// runs no pods by its spec. Scaler names the ScaledObject or ScaledJob.
+type ScaledToZero struct {
+	Workload Ref
+	// Scaler is the ScaledObject or ScaledJob, e.g. "ScaledObject settle".
+	Scaler string
+}
+
+// HeldAtZero are the workloads a policy of namespace, selecting pod
+// templates with sel, guards that KEDA holds at zero for group while
+// the group has no member: a ScaledObject's target at 0 replicas (KEDA
+// scaled it in for want of lag), or a ScaledJob (its Jobs run only on
+// lag). A group with members is not parked, whatever its scalers say
+// (they may be another workload's). A consumer parked so is an Empty
+// group, and
+// KEDA starts it again only on new lag: if the topic is quiet for
+// offsets.retention.minutes, the offsets expire first (seed 003 under
+// KEDA). Sorted by workload.
+func (idx *Index) HeldAtZero(namespace string, sel labels.Selector, group string, members []proof.GroupMember) []ScaledToZero {
+	if len(members) > 0 {
+		return nil
+	}
+	var out []ScaledToZero
+	for _, m := range idx.Match(group, nil).Workloads {
+		w, ok := idx.Workload(m.Workload)
+		if !ok || m.Workload.Namespace != namespace || !sel.Matches(labels.Set(w.Template.Labels)) {
+			continue
+		}
+		for _, ev := range m.Evidence {
+			var parked bool
+			switch ev.Kind {
+			case EvidenceScaledObject:
+				parked = w.Replicas == 0
+			case EvidenceScaledJob:
+				parked = true
+			default:
+				continue
+			}
+			if parked {
+				out = append(out, ScaledToZero{Workload: m.Workload, Scaler: string(ev.Kind) + " " + ev.Scaler})
+				break
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b ScaledToZero) int {
+		return cmp.Or(strings.Compare(a.Workload.String(), b.Workload.String()), strings.Compare(a.Scaler, b.Scaler))
+	})
+	return out
 }

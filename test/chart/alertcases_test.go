@@ -27,6 +27,13 @@ func headroomDescription(left string) string {
 		"let it catch up, or raise the topic's retention.ms (delete.retention.ms on a compacted topic)."
 }
 
+// emptyGroupDescription is RetentionGuardEmptyGroupNearingOffsetsRetention's
+// description.
+const emptyGroupDescription = "Kafka deletes a classic group's committed offsets offsets.retention.minutes after the group became Empty; " +
+	"a consumer started after that resumes wherever auto.offset.reset says and skips what it never read. " +
+	"Start a consumer of the group before then (a member stops the clock). A consumer KEDA holds at zero starts only on new lag: " +
+	"give its ScaledObject minReplicaCount 1 or a cron trigger (the policy's scaledToZero warning names it)."
+
 type alertCase struct {
 	alert  string
 	what   string
@@ -241,6 +248,7 @@ func alertCases(t *testing.T, c alertCombo) []alertCase {
 	cases = append(cases, b.verdictCases()...)
 	cases = append(cases, b.headroomCases()...)
 	cases = append(cases, b.offsetsExpiryCases()...)
+	cases = append(cases, b.parkedByKEDACases()...)
 	cases = append(cases, b.offsetsTopicCases()...)
 	cases = append(cases, b.riskCases()...)
 	cases = append(cases, b.admissionCases()...)
@@ -430,9 +438,7 @@ func (b caseBuilder) offsetsExpiryCases() []alertCase {
 				ExpAnnotations: map[string]string{
 					"summary": who + " has had no members for long: its committed offsets expire in " + humanizeDuration(left) +
 						", sooner than its recoveryWindow of 3d 0h 0m 0s.",
-					"description": "Kafka deletes a classic group's committed offsets offsets.retention.minutes after the group became Empty; " +
-						"a consumer started after that resumes wherever auto.offset.reset says and skips what it never read. " +
-						"Start a consumer of the group before then (a member stops the clock).",
+					"description": emptyGroupDescription,
 					"runbook_url": b.runbook(nearing),
 				},
 			}),
@@ -578,10 +584,8 @@ func (b caseBuilder) riskCases() []alertCase {
 			evals: b.firing(nearing, b.pre, promAlert{
 				ExpLabels: policyLabels("severity", "warning", "consumer_group", caseGroup),
 				ExpAnnotations: map[string]string{
-					"summary": who + " has had no members for long: its committed offsets expire in 2d 0h 0m 0s, sooner than its recoveryWindow of 3d 0h 0m 0s.",
-					"description": "Kafka deletes a classic group's committed offsets offsets.retention.minutes after the group became Empty; " +
-						"a consumer started after that resumes wherever auto.offset.reset says and skips what it never read. " +
-						"Start a consumer of the group before then (a member stops the clock).",
+					"summary":     who + " has had no members for long: its committed offsets expire in 2d 0h 0m 0s, sooner than its recoveryWindow of 3d 0h 0m 0s.",
+					"description": emptyGroupDescription,
 					"runbook_url": b.runbook(nearing),
 				},
 			}),
@@ -823,5 +827,81 @@ func (b caseBuilder) offsetsTopicCases() []alertCase {
 			series: readable("Read", flat(n, 1)),
 			evals:  b.silent(unreadable),
 		},
+	}
+}
+
+// parkedByKEDACases: seed 003 under KEDA (issue 36). KEDA scales the
+// batch consumer in when its lag is gone; the group is Empty from pre on
+// and its offsets expire 7 days later (offsets.retention.minutes' default)
+// unless KEDA sees lag first. The manager exports the expiry as one
+// timestamp for the whole spell. Six days into a seven-day park, with a
+// 3-day window, the warning has long fired (from the fourth day) and the
+// page fires as the last day begins: both before the loss.
+//
+// Only for the combinations sampled each minute: a week sampled each
+// second (the short-durations combination) is 600,000 rule evaluations,
+// and that combination changes only the alerts' `for`, names and runbook,
+// which the other cases cover.
+func (b caseBuilder) parkedByKEDACases() []alertCase {
+	if b.c.step < time.Minute {
+		return nil
+	}
+	const (
+		nearing    = "RetentionGuardEmptyGroupNearingOffsetsRetention"
+		withinADay = "RetentionGuardGroupOffsetsExpireWithinADay"
+		window     = 3 * day
+		park       = 7 * day // offsets.retention.minutes: 10080
+	)
+	sixDays := b.pre + b.n(6*24*time.Hour)
+	steps := sixDays + b.n(2*time.Hour) // the history runs past the sixth day
+	// Expanding notation (promtool's "a+bxn": n+1 samples): a week is
+	// thousands of samples.
+	expanding := func(v float64, n int) string {
+		return strconv.FormatFloat(v, 'f', -1, 64) + "+0x" + strconv.Itoa(n-1)
+	}
+	series := []promSeries{
+		b.managerSeries("retentionguard_policy_recovery_window_seconds", policyLabels(), []string{expanding(window, steps)}),
+		b.managerSeries("retentionguard_policy_info",
+			policyLabels("consumer_group", caseGroup, "enforcement", "Deny", "reason", "Proven"), []string{expanding(1, steps)}),
+		// While a member runs no clock is exported; from pre, the Empty
+		// clock's expiry, when KEDA parked it plus a week.
+		b.managerSeries("retentionguard_group_offsets_expiration_timestamp_seconds", policyLabels("clock", "GroupEmpty"),
+			[]string{"_x" + strconv.Itoa(b.pre), expanding(b.secs(b.pre)+park, steps-b.pre)}),
+	}
+	who := "The consumer group " + caseGroup + " (policy " + caseNS + "/" + casePolicy + ")"
+	// The warning's condition holds once less than the window is left:
+	// from the first step past four days parked.
+	from := b.pre + b.n(4*24*time.Hour) + 1
+	warn := b.firing(nearing, from, promAlert{
+		ExpLabels: policyLabels("severity", "warning", "consumer_group", caseGroup),
+		ExpAnnotations: map[string]string{
+			"summary": who + " has had no members for long: its committed offsets expire in " +
+				humanizeDuration(window-b.secs(1+b.n(b.c.forOf[nearing]))) + ", sooner than its recoveryWindow of 3d 0h 0m 0s.",
+			"description": emptyGroupDescription,
+			"runbook_url": b.runbook(nearing),
+		},
+	})
+	// Six days parked: still firing, one day left.
+	warn = append(warn, promAlertTest{EvalTime: b.at(sixDays), AlertName: nearing, ExpAlerts: []promAlert{{
+		ExpLabels: policyLabels("severity", "warning", "consumer_group", caseGroup),
+		ExpAnnotations: map[string]string{
+			"summary":     who + " has had no members for long: its committed offsets expire in 1d 0h 0m 0s, sooner than its recoveryWindow of 3d 0h 0m 0s.",
+			"description": emptyGroupDescription,
+			"runbook_url": b.runbook(nearing),
+		},
+	}}})
+	page := b.firing(withinADay, sixDays+1, promAlert{
+		ExpLabels: policyLabels("severity", "critical", "consumer_group", caseGroup, "clock", "GroupEmpty"),
+		ExpAnnotations: map[string]string{
+			"summary": who + " loses its committed offsets in " + humanizeDuration(day-b.secs(1+b.n(b.c.forOf[withinADay]))) +
+				" (GroupEmpty clock), sooner than its recoveryWindow of 3d 0h 0m 0s.",
+			"description": "The classic group has had no members for nearly offsets.retention.minutes: start a consumer of the group now " +
+				"(a member stops the clock). A consumer started after the offsets expire resumes wherever auto.offset.reset says.",
+			"runbook_url": b.runbook(withinADay),
+		},
+	})
+	return []alertCase{
+		{alert: nearing, what: "seed 003 under KEDA: parked at zero six days of seven, 3d window", fires: true, series: series, evals: warn},
+		{alert: withinADay, what: "seed 003 under KEDA: parked at zero six days of seven, 3d window", fires: true, series: series, evals: page},
 	}
 }
