@@ -118,7 +118,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 	ctx, cancel := context.WithTimeout(ctx, h.opts.HandlerTimeout)
 	defer cancel()
 	t := target{Kind: kind, Namespace: req.Namespace, Name: req.Name, Rollout: ro, User: req.UserInfo.Username,
-		CronJob: cur.CronJob, CronJobUID: cur.CronJobUID}
+		CronJob: cur.CronJob, CronJobUID: cur.CronJobUID, ScaledJob: cur.ScaledJob, ScaledJobUID: cur.ScaledJobUID}
 	if t.Name == "" {
 		t.Name = cur.Name // generateName on create
 	}
@@ -330,7 +330,7 @@ func (h *Handler) record(t target, d *decision) {
 	if h.recorder == nil {
 		return
 	}
-	var related runtime.Object // an untyped nil unless there is a CronJob
+	var related runtime.Object // an untyped nil unless there is a CronJob or ScaledJob
 	if ref := t.related(); ref != nil {
 		related = ref
 	}
@@ -577,6 +577,8 @@ func decodeWorkload(kind string, raw []byte) (*workload, error) {
 		if owners != nil {
 			if ref := cronJobOwner(*owners); ref != nil {
 				out.CronJob, out.CronJobUID = ref.Name, string(ref.UID)
+			} else if ref := scaledJobOwner(*owners); ref != nil {
+				out.ScaledJob, out.ScaledJobUID = ref.Name, string(ref.UID)
 			}
 		}
 	case kindCronJob:
@@ -616,10 +618,23 @@ func (s *jsonScanner) overrideAnnotation(path string, a *overrideAnnotationJSON)
 // cronJobOwner returns a Job's owning CronJob reference (the controller
 // reference when there is one), or nil.
 func cronJobOwner(refs []metav1.OwnerReference) *metav1.OwnerReference {
+	return ownerOf(refs, kindCronJob, batchv1.GroupName)
+}
+
+// scaledJobOwner returns a Job's owning KEDA ScaledJob reference: KEDA's
+// generateJobs sets it as the controller reference
+// (controllerutil.SetControllerReference), or nil.
+func scaledJobOwner(refs []metav1.OwnerReference) *metav1.OwnerReference {
+	return ownerOf(refs, "ScaledJob", "keda.sh")
+}
+
+// ownerOf returns the ownerReference of kind in API group (the controller
+// reference when there is one), or nil.
+func ownerOf(refs []metav1.OwnerReference, kind, group string) *metav1.OwnerReference {
 	var found *metav1.OwnerReference
 	for i := range refs {
 		r := &refs[i]
-		if r.Kind != kindCronJob || !strings.HasPrefix(r.APIVersion, batchv1.GroupName+"/") {
+		if r.Kind != kind || !strings.HasPrefix(r.APIVersion, group+"/") {
 			continue
 		}
 		if r.Controller != nil && *r.Controller {

@@ -259,11 +259,16 @@ func TestKEDAScaledJobRunIsJudgedLikeAnyJob(t *testing.T) {
 		"24 partitions, 24 without a committed offset",
 		"--group ledger-settle-consumer --topic settle-task --reset-offsets --to-earliest --execute")
 	mustLack(t, msg, "a run of CronJob")
+	// The refusal names the ScaledJob and the override goes where KEDA's
+	// generateJobs reads annotations from: the ScaledJob.
+	mustContain(t, msg, "of Job "+ns+"/settle-", " (a run of KEDA ScaledJob settle):",
+		"Or roll out knowingly:", "kubectl annotate --overwrite scaledjob settle -n "+ns+" "+OverrideAnnotation+"=7f3a9c21")
 	t.Logf("KEDA's Job create was refused with:\n%s", msg)
 	if got := testutil.ToFloat64(decisionsTotal.WithLabelValues(kindJob, string(outcomeDenied))); got != deniedBefore+1 {
 		t.Errorf("retentionguard_admission_decisions_total{kind=Job,decision=denied} went %v → %v, want +1", deniedBefore, got)
 	}
 	s.waitEvent(t, p, EventRolloutDenied, "requested by "+kedaOperator)
+	s.waitEvent(t, p, EventRolloutDenied, "(a run of KEDA ScaledJob settle)")
 
 	// generateJobs copies the ScaledJob's own metadata.annotations onto
 	// each Job: the override goes there.

@@ -42,30 +42,41 @@ type target struct {
 	// CronJob names the CronJob that owns a Job (a scheduled run), with
 	// its UID; empty otherwise.
 	CronJob, CronJobUID string
+	// ScaledJob names the KEDA ScaledJob that owns a Job (a run KEDA
+	// started on the group's lag), with its UID; empty otherwise.
+	ScaledJob, ScaledJobUID string
 }
 
 func (t target) String() string {
 	s := t.Kind + " " + t.Namespace + "/" + t.Name
-	if t.CronJob != "" {
+	switch {
+	case t.CronJob != "":
 		s += " (a run of CronJob " + t.CronJob + ")"
+	case t.ScaledJob != "":
+		s += " (a run of KEDA ScaledJob " + t.ScaledJob + ")"
 	}
 	return s
 }
 
 // related is the object an event on the policy relates to: the CronJob of
-// a scheduled run (so `kubectl get events` shows it with the policy's
-// event), else nothing.
+// a scheduled run or the ScaledJob of a KEDA run (so `kubectl get events`
+// shows it with the policy's event), else nothing.
 func (t target) related() *corev1.ObjectReference {
-	if t.CronJob == "" {
-		return nil
+	switch {
+	case t.CronJob != "":
+		return &corev1.ObjectReference{APIVersion: "batch/v1", Kind: kindCronJob, Namespace: t.Namespace,
+			Name: t.CronJob, UID: types.UID(t.CronJobUID)}
+	case t.ScaledJob != "":
+		return &corev1.ObjectReference{APIVersion: "keda.sh/v1alpha1", Kind: "ScaledJob", Namespace: t.Namespace,
+			Name: t.ScaledJob, UID: types.UID(t.ScaledJobUID)}
 	}
-	return &corev1.ObjectReference{APIVersion: "batch/v1", Kind: kindCronJob, Namespace: t.Namespace,
-		Name: t.CronJob, UID: types.UID(t.CronJobUID)}
+	return nil
 }
 
 // overrideLines say how to set the override annotation where it counts:
 // on the workload itself, or, for a CronJob and its runs, on the CronJob's
-// job template (the annotations its Jobs are created with). A refused
+// job template (the annotations its Jobs are created with), for a KEDA
+// ScaledJob's runs on the ScaledJob (whose annotations its Jobs get). A refused
 // CREATE stored nothing, so no kubectl command can annotate the object:
 // the annotation goes into the manifest, which is applied again. A run of
 // a CronJob is the exception: the CronJob exists and is patched.
@@ -78,6 +89,11 @@ func (t target) overrideLines(ids string) []string {
 	case cronJob != "":
 		return []string{"Or roll out knowingly:", "  kubectl patch cronjob " + cronJob + " -n " + t.Namespace +
 			` --type merge -p '{"spec":{"jobTemplate":{"metadata":{"annotations":{"` + OverrideAnnotation + `":"` + ids + `"}}}}}'`}
+	case t.ScaledJob != "":
+		// KEDA's generateJobs copies the ScaledJob's own
+		// metadata.annotations onto every Job it creates.
+		return []string{"Or roll out knowingly:", "  kubectl annotate --overwrite scaledjob " + t.ScaledJob + " -n " + t.Namespace + " " +
+			OverrideAnnotation + "=" + ids}
 	case t.Rollout == rolloutCreate:
 		where := "metadata.annotations"
 		if t.Kind == kindCronJob {

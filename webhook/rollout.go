@@ -38,6 +38,10 @@ type workload struct {
 	// ownerReference), empty otherwise; CronJobUID is that reference's UID.
 	CronJob    string
 	CronJobUID string
+	// ScaledJob names the KEDA ScaledJob that owns a Job (its controller
+	// ownerReference, keda.sh), empty otherwise; ScaledJobUID is its UID.
+	ScaledJob    string
+	ScaledJobUID string
 	// RawJobTemplate is a CronJob's spec.jobTemplate as the request
 	// carries it.
 	RawJobTemplate []byte
