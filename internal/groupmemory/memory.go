@@ -32,7 +32,11 @@ import (
 //   - CommittedAfter: a partition seen at offset a at t0 and b ≠ a at t1 was
 //     committed after t0. It is t0, the last observation that saw the old
 //     offset. A consumer that commits the same offset again is not seen, so
-//     the real last commit can only be later.
+//     the real last commit can only be later. It is when the commit became
+//     visible, not the time it carries: a transactional commit is stamped
+//     when sent and shows when its transaction ends, up to
+//     transaction.max.timeout.ms later, which the proof subtracts
+//     (internal/proof/txncommit.go).
 //   - Vanished: a partition seen at offset a and then without one lost its
 //     offset (expired after offsets.retention.minutes, or deleted): the
 //     observation says so, with a and the last time it was seen, until a

@@ -36,7 +36,8 @@ var topicConfigKeys = []string{
 // brokerConfigKeys are asked of every broker: offsets.retention.minutes,
 // and the broker defaults a topic without its own override inherits (see
 // brokerdefaults.go).
-var brokerConfigKeys = append([]string{configOffsetsRetentionMinutes, configRebalanceProtocols}, brokerDefaultKeys...)
+var brokerConfigKeys = append(append([]string{configOffsetsRetentionMinutes, configRebalanceProtocols}, brokerDefaultKeys...),
+	transactionConfigKeys...)
 
 // The broker setting that decides whether a classic group can be converted
 // to a consumer group (KIP-848 online migration): a broker that serves the
@@ -215,6 +216,7 @@ func (p *pass) describeConfigs(ctx context.Context) {
 	p.brokerRetention = brokerValues
 	p.migrationPossible = migrationPossible(defaults)
 	p.offsetsRetention = p.smallestOffsetsRetention(brokerValues, brokerFailed)
+	p.transactions = loosestTransactionConfig(p.brokers, defaults, brokerFailed)
 	p.applyBrokerDefaults(inherited, defaults)
 }
 

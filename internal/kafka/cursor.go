@@ -84,7 +84,7 @@ func (p *pass) cursorPass(idx []int) *pass {
 	q := &pass{
 		o: p.o, cl: p.cl, sasl: p.sasl, conn: p.conn, now: p.now, answered: true,
 		brokers: p.brokers, topicIDs: p.topicIDs,
-		offsetsRetention: p.offsetsRetention, brokerRetention: p.brokerRetention,
+		offsetsRetention: p.offsetsRetention, brokerRetention: p.brokerRetention, transactions: p.transactions,
 		topics:       make(map[string]*topicState),
 		groupTopics:  make(map[string][]string),
 		groupInfo:    make(map[string]*groupState),
@@ -121,6 +121,7 @@ func (p *pass) cursorPass(idx []int) *pass {
 			c.committed = make(map[topicPartition]int64)
 			c.timestamps = make(map[topicPartition]time.Time)
 			c.preceding = make(map[topicPartition]time.Time)
+			c.precedingMarker = nil
 			q.groupInfo[t.Group] = &c
 			q.recall[t.Group] = p.recall[t.Group]
 		}

@@ -43,6 +43,8 @@ type pass struct {
 	// migrationPossible: a broker would convert a classic group to a
 	// consumer group (configs.go).
 	migrationPossible bool
+	// transactions: the brokers' transaction timeouts (txnconfigs.go).
+	transactions proof.TransactionConfig
 
 	// Discovery (discovery.go), when asked.
 	discover   *Discovery
@@ -105,6 +107,9 @@ type groupState struct {
 	committed  map[topicPartition]int64
 	timestamps map[topicPartition]time.Time // of the record at the committed offset
 	preceding  map[topicPartition]time.Time // of the records before it (dates the commit)
+	// precedingMarker: of the transaction markers before it (dates the
+	// commit by the leader's clock); made when first needed.
+	precedingMarker map[topicPartition]time.Time
 	// shareLag: a share group's unacknowledged records per partition
 	// (DescribeShareGroupOffsets v1+).
 	shareLag map[topicPartition]int64
@@ -281,6 +286,7 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 		ObservedAt:              p.now,
 		ClusterID:               p.clusterID,
 		OffsetsRetentionMinutes: p.offsetsRetention,
+		Transactions:            p.transactions,
 		Group:                   proof.GroupObservation{ID: t.Group},
 	}
 	gs := p.groupInfo[t.Group]
@@ -334,6 +340,7 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 					}
 					po.CommittedTimestamp = gs.timestamps[tp]
 					po.PrecedingTimestamp = gs.preceding[tp]
+					po.PrecedingMarkerTimestamp = gs.precedingMarker[tp]
 					po.ShareLag, po.ShareLagKnown = gs.shareLag[tp]
 				}
 				po.CommittedAfter = recall.CommittedAfter[tp]

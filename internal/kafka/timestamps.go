@@ -209,6 +209,12 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 			if !before.IsZero() {
 				gs.preceding[w.tp] = before
 			}
+			if m := fr.markerBefore(n.committed); !m.IsZero() {
+				if gs.precedingMarker == nil {
+					gs.precedingMarker = make(map[topicPartition]time.Time)
+				}
+				gs.precedingMarker[w.tp] = m
+			}
 		}
 	}
 	p.mu.Unlock()
@@ -343,6 +349,10 @@ func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timest
 type fetchedRecords struct {
 	records []recordStamp // ascending offsets
 	cut     batchHeader   // valid when cut.ok
+	// markers are the transaction markers (control batches) among the
+	// whole batches, which the decoded records leave out: each at its
+	// offset, with the timestamp the partition leader stamped it with.
+	markers []recordStamp
 }
 
 type recordStamp struct {
@@ -378,7 +388,54 @@ func decodeFetched(rp *kmsg.FetchResponseTopicPartition, topic string, offset in
 		fr.records = append(fr.records, recordStamp{r.Offset, r.Timestamp})
 	}
 	fr.cut = cutHeader(rp.RecordBatches)
+	fr.markers = controlStamps(rp.RecordBatches)
 	return fr
+}
+
+// markerBefore is the latest timestamp of the transaction markers before
+// committed (a marker at n−1 ends the transaction a consumer read up to
+// n): the partition leader's clock when it wrote the marker
+// (KafkaApis.handleWriteTxnMarkersRequest, MemoryRecords.withEndTransactionMarker;
+// LogAppendTime restamps it by the same clock), which a position past it
+// follows. A cut control batch's header says it as well. Zero when the
+// fetch showed none.
+func (fr fetchedRecords) markerBefore(committed int64) time.Time {
+	var before time.Time
+	for _, m := range fr.markers {
+		if m.offset < committed && m.ts.After(before) {
+			before = m.ts
+		}
+	}
+	if h := fr.cut; h.ok && h.controlOnly && h.last < committed && h.max.After(before) && h.max.UnixMilli() > 0 {
+		before = h.max
+	}
+	return before
+}
+
+// controlStamps reads the whole control batches' headers: a control batch
+// holds one marker, at its last offset, stamped with the batch's max
+// timestamp (the leader's write time; under LogAppendTime its append time;
+// kept by the cleaner, which rewrites only the base timestamp as a delete
+// horizon).
+func controlStamps(raw []byte) []recordStamp {
+	var out []recordStamp
+	for len(raw) >= 12 {
+		base := int64(binary.BigEndian.Uint64(raw[0:8]))
+		length := int64(int32(binary.BigEndian.Uint32(raw[8:12])))
+		if length <= 0 || 12+length > int64(len(raw)) {
+			return out // cut: cutHeader reads it
+		}
+		if len(raw) >= batchHeaderSize && raw[16] == 2 {
+			attrs := int16(binary.BigEndian.Uint16(raw[21:23]))
+			maxTs := int64(binary.BigEndian.Uint64(raw[35:43]))
+			if attrs&0x20 != 0 && maxTs > 0 {
+				last := base + int64(int32(binary.BigEndian.Uint32(raw[23:27])))
+				out = append(out, recordStamp{last, time.UnixMilli(maxTs)})
+			}
+		}
+		raw = raw[12+length:]
+	}
+	return out
 }
 
 // around returns the timestamp of the record at committed (the first at or

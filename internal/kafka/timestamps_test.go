@@ -214,3 +214,62 @@ func TestObserveDatesCommitsInLargeBatchesOfManyTopics(t *testing.T) {
 		t.Logf("observer log:\n%s", sink)
 	}
 }
+
+// Issue 33's false alarm, seed 000 (an Outbox written by an exactly-once
+// writer): a caught-up group commits one past the transaction's marker,
+// so the Fetch that dates the commit (at n−1, the marker) answers a
+// control batch, whose record the decoder drops. The marker's own stamp,
+// the partition leader's write time, dates the commit; a cut control
+// batch's header says it too. No data record is read from it.
+func TestCommitAfterAMarkerIsDatedByIt(t *testing.T) {
+	t.Parallel()
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "t", 1, nil)
+	cl := c.Client(t, kgo.TransactionalID("writer"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: "t", Value: []byte("o")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := time.Now().Truncate(time.Millisecond)
+	if err := cl.EndTransaction(t.Context(), kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis, req.MinBytes, req.SessionEpoch = 0, 0, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = "t", topicID(t, c, "t")
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.PartitionMaxBytes = 3, 1<<20 // n−1 for a commit of 4
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(t.Context(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := &resp.Topics[0].Partitions[0]
+	fr := decodeFetched(fp, "t", 3)
+	at, rec := fr.around(4)
+	marker := fr.markerBefore(4)
+	if !at.IsZero() || !rec.IsZero() {
+		t.Errorf("a control batch read as records: at %v, before %v", at, rec)
+	}
+	if marker.Before(before) || marker.After(after) {
+		t.Fatalf("marker before offset 4 stamped %v, want the leader's time while EndTxn ran (%v to %v)", marker, before, after)
+	}
+	if m := fr.markerBefore(3); !m.IsZero() {
+		t.Errorf("a marker at offset 3 dates a commit of 3: %v", m)
+	}
+
+	// The header of a cut control batch (the partition behind others in
+	// a response) says the same stamp.
+	cut := decodeFetched(&kmsg.FetchResponseTopicPartition{RecordBatches: fp.RecordBatches[:batchHeaderSize+5]}, "t", 3)
+	if m := cut.markerBefore(4); !m.Equal(marker) {
+		t.Errorf("cut control batch: marker %v, want %v", m, marker)
+	}
+}

@@ -236,7 +236,29 @@ func fuzzInput(data []byte) fuzzCase {
 		in.obs.Failures = append(in.obs.Failures, fl)
 	}
 	fuzzCursor(&b, &in)
+	fuzzTransactions(&b, &in)
 	return in
+}
+
+// Transactions: the brokers' transaction timeouts (Kafka's defaults
+// first), and a transaction marker before some committed offsets.
+var (
+	fuzzTxnTimeouts = []string{"900000", "60000", "3600000", "0", "-1", "x"}
+	fuzzTxnChecks   = []string{"10000", "1000", "-5", "y"}
+	fuzzTwoPhase    = []string{"false", "true", "TRUE", "no"}
+)
+
+func fuzzTransactions(b *byteReader, in *fuzzCase) {
+	in.obs.Transactions = TransactionConfig{
+		MaxTimeoutMs:         b.config(fuzzTxnTimeouts),
+		AbortCheckIntervalMs: b.config(fuzzTxnChecks),
+		TwoPhaseCommitEnable: b.config(fuzzTwoPhase),
+	}
+	for i := range in.obs.Topics {
+		for j := range in.obs.Topics[i].Partitions {
+			in.obs.Topics[i].Partitions[j].PrecedingMarkerTimestamp = b.moment(in.now)
+		}
+	}
 }
 
 // fuzzCursor adds, for a third of the inputs each, a business cursor the
@@ -921,8 +943,17 @@ func oraclePerCommit(in fuzzCase, minutes int64) []string {
 			at := pt.LastCommit
 			if at.IsZero() {
 				at = oracleCommitBound(t, pt)
-				if pt.CommittedAfter.After(at) {
-					at = pt.CommittedAfter
+				// A transaction marker: stamped by the leader, before
+				// any position past it is committed.
+				if pt.PrecedingMarkerTimestamp.After(at) {
+					at = pt.PrecedingMarkerTimestamp
+				}
+				// A change seen after t0: a transactional commit carries
+				// its sending time, up to transaction.max.timeout.ms plus
+				// the abort check before it showed; nothing bounds it with
+				// two-phase commit on.
+				if hidden, ok := oracleTxnHidden(o.Transactions); ok && !pt.CommittedAfter.IsZero() && pt.CommittedAfter.Add(-hidden).After(at) {
+					at = pt.CommittedAfter.Add(-hidden)
 				}
 			}
 			name := t.Name + "[" + strconv.Itoa(int(pt.Partition)) + "]"
@@ -935,6 +966,31 @@ func oraclePerCommit(in fuzzCase, minutes int64) []string {
 		}
 	}
 	return why
+}
+
+// oracleTxnHidden: how long a transactional commit may stay hidden after
+// the time it carries (Kafka's defaults for keys a broker did not report);
+// false when unbounded or unreadable.
+func oracleTxnHidden(t TransactionConfig) (time.Duration, bool) {
+	if v := t.TwoPhaseCommitEnable; v.Present && (v.Null || strings.ToLower(strings.TrimSpace(v.Value)) != "false") {
+		return 0, false
+	}
+	total := time.Duration(0)
+	for _, c := range []struct {
+		v   ConfigValue
+		def int64
+	}{{t.MaxTimeoutMs, 900000}, {t.AbortCheckIntervalMs, 10000}} {
+		ms := c.def
+		if c.v.Present {
+			n, ok := oracleInt(c.v)
+			if !ok || n < 0 {
+				return 0, false
+			}
+			ms = n
+		}
+		total += time.Duration(ms) * time.Millisecond
+	}
+	return total, true
 }
 
 // oracleCommitBound: the record before the committed offset bounds its

@@ -186,7 +186,11 @@ func commitExpiryMessage(f *facts, c *commitExpiry, setting string) string {
 	case c.exact || f.obs.OffsetsTopic.ExactTimesRead():
 		ways = append(ways, "commit it again (the offset as it is: the guard reads the new commit's time)")
 	default:
-		ways = append(ways, "let the consumer commit a newer offset while the manager watches (it dates a change it saw)")
+		// A change seen dates nothing where two-phase transactions may
+		// hold a commit hidden for any time (txncommit.go).
+		if _, problem := transactionAllowance(f.obs.Transactions); problem == "" {
+			ways = append(ways, "let the consumer commit a newer offset while the manager watches (it dates a change it saw)")
+		}
 	}
 	if c.known {
 		ways = append(ways, "raise "+keyOffsetsRetentionMinutes)
@@ -194,7 +198,9 @@ func commitExpiryMessage(f *facts, c *commitExpiry, setting string) string {
 	if way := exactTimesWay(f.obs.OffsetsTopic); way != "" && !c.exact {
 		ways = append(ways, way)
 	}
-	m.text(": ").text(joinOr(ways))
+	if len(ways) > 0 {
+		m.text(": ").text(joinOr(ways))
+	}
 	return m.String()
 }
 
@@ -271,7 +277,11 @@ func commitTimeSource(c *commitExpiry) string {
 	case c.exact:
 		return "exact, from __consumer_offsets"
 	case c.fromWitness:
-		return "the commit was seen after this observation"
+		return "the commit was seen after an observation at " + c.seenChangeAfter.UTC().Format(time.RFC3339) + ", less " +
+			FormatDuration(c.txnAllowance) + ": a transactional commit carries the time it was sent and shows when its transaction " +
+			"ends, up to " + KeyTransactionMaxTimeoutMs + " and the abort check's interval later"
+	case c.fromMarker:
+		return "bounded by the timestamp of the transaction marker before it, the partition leader's clock"
 	default:
 		return "bounded by the timestamp of the record before it"
 	}
@@ -321,11 +331,17 @@ type commitExpiry struct {
 	known       bool
 	exact       bool
 	fromWitness bool // the bound is a change the observer witnessed
+	fromMarker  bool // the bound is a transaction marker before the offset
 	commitTime  time.Time
 	expiry      time.Time // commitTime + offsets.retention.minutes
 	// undatedBecause says why a commit is not dated when a record before
 	// it exists (its timestamp does not bound the commit); empty otherwise.
 	undatedBecause string
+	// seenChangeAfter is the observation that last saw the old offset,
+	// and txnAllowance how long before it a transactional commit may be
+	// stamped (fromWitness: commitTime is the one less the other).
+	seenChangeAfter time.Time
+	txnAllowance    time.Duration
 }
 
 // gatherExpiry classifies the group and dates every committed offset that
@@ -378,6 +394,11 @@ func gatherExpiry(f *facts) expiryFacts {
 	if !ok {
 		return e
 	}
+	// A change the observer saw dates a commit no later than the
+	// observation that still saw the old offset, less how long a
+	// transactional commit may stay hidden after the time it carries
+	// (txncommit.go).
+	txnAllowance, txnProblem := transactionAllowance(f.obs.Transactions)
 	for i := range f.topics {
 		t := &f.topics[i]
 		if t.obs == nil {
@@ -406,7 +427,8 @@ func gatherExpiry(f *facts) expiryFacts {
 				continue
 			}
 			// The record before the committed offset dates the commit
-			// from below, less how far ahead its producer's clock may be.
+			// from below, less how far ahead its producer's clock may be;
+			// a transaction marker before it, by the leader's clock.
 			var bound time.Time
 			if !po.PrecedingTimestamp.IsZero() {
 				if skewProblem == "" {
@@ -415,11 +437,27 @@ func gatherExpiry(f *facts) expiryFacts {
 					c.undatedBecause = skewProblem
 				}
 			}
+			if m := po.PrecedingMarkerTimestamp; !m.IsZero() && m.After(bound) {
+				bound, c.fromMarker = m, true
+			}
+			var witnessed time.Time
+			if !po.CommittedAfter.IsZero() {
+				if txnProblem == "" {
+					witnessed = po.CommittedAfter.Add(-txnAllowance)
+				} else if bound.IsZero() {
+					why := "the guard saw it change after " + po.CommittedAfter.UTC().Format(time.RFC3339) + ", but " + txnProblem
+					if c.undatedBecause != "" {
+						why = c.undatedBecause + "; " + why
+					}
+					c.undatedBecause = why
+				}
+			}
 			switch {
 			case !po.LastCommit.IsZero():
 				c.known, c.exact, c.commitTime = true, true, po.LastCommit
-			case !po.CommittedAfter.IsZero() && !po.CommittedAfter.Before(bound):
-				c.known, c.fromWitness, c.commitTime = true, true, po.CommittedAfter
+			case !witnessed.IsZero() && !witnessed.Before(bound):
+				c.known, c.fromWitness, c.commitTime = true, true, witnessed
+				c.seenChangeAfter, c.txnAllowance = po.CommittedAfter, txnAllowance
 			case !bound.IsZero():
 				c.known, c.commitTime = true, bound
 			}

@@ -405,6 +405,9 @@ type Observation struct {
 	// OffsetsRetentionMinutes is the broker setting offsets.retention.minutes
 	// (the smallest over brokers). Present=false when unreadable.
 	OffsetsRetentionMinutes ConfigValue
+	// Transactions is how long a transactional offset commit may stay
+	// hidden after the time it carries (txncommit.go).
+	Transactions TransactionConfig
 
 	Group  GroupObservation
 	Topics []TopicObservation
@@ -593,6 +596,12 @@ type PartitionObservation struct {
 	// committed offset (committing offset n follows the write of record
 	// n−1, so it bounds the commit time from below); zero when unknown.
 	PrecedingTimestamp time.Time
+	// PrecedingMarkerTimestamp is the timestamp of the last transaction
+	// marker (a control record) before the committed offset, stamped by
+	// the partition leader's clock when it wrote the marker: a position
+	// past it is committed after it (txncommit.go); zero when none was
+	// read.
+	PrecedingMarkerTimestamp time.Time
 	// LastCommit is when the offset was last committed, read from
 	// __consumer_offsets (exact); zero when not read.
 	LastCommit time.Time
