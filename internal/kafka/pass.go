@@ -108,6 +108,10 @@ type groupState struct {
 	// shareLag: a share group's unacknowledged records per partition
 	// (DescribeShareGroupOffsets v1+).
 	shareLag map[topicPartition]int64
+	// shareReset: a share group's share.auto.offset.reset, and why it was
+	// not read (sharereset.go).
+	shareReset        proof.ConfigValue
+	shareResetProblem string
 }
 
 // observation is the group's kind as the proof sees it.
@@ -118,8 +122,9 @@ func (gs *groupState) observation() proof.GroupObservation {
 	return proof.GroupObservation{
 		State: gs.state, Protocol: gs.protocol, ProtocolType: gs.protocolType,
 		Subscribed: gs.subscribed, SubscriptionKnown: gs.subscriptionKnown,
-		MigrationPossible: gs.protocol == proof.ProtocolClassic && gs.migrationPossible,
-		Members:           slices.Clone(gs.members),
+		MigrationPossible:    gs.protocol == proof.ProtocolClassic && gs.migrationPossible,
+		Members:              slices.Clone(gs.members),
+		ShareAutoOffsetReset: gs.shareReset, ShareAutoOffsetResetProblem: gs.shareResetProblem,
 	}
 }
 
@@ -226,6 +231,8 @@ func (p *pass) run(ctx context.Context) {
 	p.listStartOffsets(ctx)
 	p.fetchCommittedOffsets(ctx)
 	groups.Wait()
+	wg.Add(1)
+	go func() { defer wg.Done(); p.readShareReset(ctx) }()
 	p.readShareStartOffsets(ctx)
 	p.listEndOffsets(ctx)
 	wg.Wait()
