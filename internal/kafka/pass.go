@@ -112,6 +112,9 @@ type groupState struct {
 	// not read (sharereset.go).
 	shareReset        proof.ConfigValue
 	shareResetProblem string
+	// shareNewAtZero: the brokers start a share group's new partitions of
+	// a known topic at 0 (sharereset.go).
+	shareNewAtZero bool
 }
 
 // observation is the group's kind as the proof sees it.
@@ -125,6 +128,7 @@ func (gs *groupState) observation() proof.GroupObservation {
 		MigrationPossible:    gs.protocol == proof.ProtocolClassic && gs.migrationPossible,
 		Members:              slices.Clone(gs.members),
 		ShareAutoOffsetReset: gs.shareReset, ShareAutoOffsetResetProblem: gs.shareResetProblem,
+		ShareNewPartitionsStartAtZero: gs.shareNewAtZero,
 	}
 }
 

@@ -42,6 +42,13 @@ func (p *pass) readShareReset(ctx context.Context) {
 	if len(req.Resources) == 0 {
 		return
 	}
+	if p.newSharePartitionsStartAtZero(ctx) {
+		p.mu.Lock()
+		for _, r := range req.Resources {
+			p.groupInfo[r.ResourceName].shareNewAtZero = true
+		}
+		p.mu.Unlock()
+	}
 	set := func(g string, v proof.ConfigValue, problem string) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -91,4 +98,43 @@ func (p *pass) readShareReset(ctx context.Context) {
 		}
 		set(r.ResourceName, proof.ConfigValue{}, notRead(r.ResourceName, err))
 	}
+}
+
+// newSharePartitionsStartAtZero reports whether every broker starts a share
+// group's new partitions of a topic the group already knows at offset 0
+// (KAFKA-20742, Kafka 4.4: GroupMetadataManager
+// .buildInitializeShareGroupStateRequest sends start offset 0 for them,
+// -1 — share.auto.offset.reset — only for topics new to the group). Any
+// broker can coordinate the group, so all must; the release is told from
+// ApiVersions: DeleteGroups v3 (KIP-1331) is new in 4.4. A broker that does
+// not answer counts as older (fail closed: its reset decides).
+func (p *pass) newSharePartitionsStartAtZero(ctx context.Context) bool {
+	if len(p.brokers) == 0 {
+		return false
+	}
+	for _, id := range p.brokers {
+		req := kmsg.NewPtrApiVersionsRequest()
+		// v3+ requires the client's software name and version: a broker
+		// answers INVALID_REQUEST without them (kgo fills them in only on
+		// Client.Request, which asks one broker).
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "retention-guard", "1"
+		resp, err := p.cl.Broker(int(id)).Request(ctx, req)
+		if err != nil {
+			return false
+		}
+		r, ok := resp.(*kmsg.ApiVersionsResponse)
+		if !ok || r.ErrorCode != 0 {
+			return false
+		}
+		deleteGroupsV3 := false
+		for _, k := range r.ApiKeys {
+			if k.ApiKey == kmsg.DeleteGroups.Int16() && k.MaxVersion >= 3 {
+				deleteGroupsV3 = true
+			}
+		}
+		if !deleteGroupsV3 {
+			return false
+		}
+	}
+	return true
 }

@@ -540,6 +540,12 @@ type GroupObservation struct {
 	// (empty when it was not asked: not a share group).
 	ShareAutoOffsetReset        ConfigValue
 	ShareAutoOffsetResetProblem string
+	// ShareNewPartitionsStartAtZero: every broker initialises a share
+	// group's new partitions of a topic the group already knows at offset
+	// 0, whatever share.auto.offset.reset says (KAFKA-20742, Kafka 4.4:
+	// GroupMetadataManager.buildInitializeShareGroupStateRequest); before
+	// 4.4 they start at share.auto.offset.reset. Read for share groups only.
+	ShareNewPartitionsStartAtZero bool
 	// Members are the group's live members as its coordinator describes
 	// them (DescribeGroups for classic groups, ConsumerGroupDescribe for
 	// KIP-848 groups), sorted by member ID: who consumes as the group

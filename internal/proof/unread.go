@@ -9,9 +9,11 @@ import "strings"
 // OffsetFetcher.resetPositionsIfNeeded): the log end when it first gets the
 // partition. A share group starts a share-partition without state at
 // share.auto.offset.reset, latest by default
-// (SharePartition.startOffsetDuringInitialization). A partition added to a
-// topic while its group was down, and written to before the consumers came
-// back, is skipped whole, and nothing says so.
+// (SharePartition.startOffsetDuringInitialization), until Kafka 4.4, whose
+// group coordinator starts new partitions of a topic the group knows at 0
+// (KAFKA-20742). A partition added to a topic while its group was down, and
+// written to before the consumers came back, is skipped whole, and nothing
+// says so.
 //
 // A group that has never read the topic cannot skip anything of its own
 // (it was not there): such a partition stays proven, as a fresh group's. A
@@ -49,6 +51,11 @@ func groupResetEvidence(f *facts) (resetEvidence, string) {
 			return resetNoSkip, ""
 		}
 		return resetUnknown, ""
+	}
+	// A topic the share group holds state on is known to its coordinator:
+	// from 4.4 its new partitions start at 0 (KAFKA-20742).
+	if f.obs.Group.ShareNewPartitionsStartAtZero {
+		return resetNoSkip, ""
 	}
 	v := f.obs.Group.ShareAutoOffsetReset
 	if !v.Present || v.Null {

@@ -68,10 +68,22 @@ func TestUnreadPartitionOfAReadTopic(t *testing.T) {
 			policy: policy("orders", "payments"), verdict: Proven,
 		},
 		{
+			// Kafka 4.1–4.3 (share.auto.offset.reset decides).
 			name: "share group, share.auto.offset.reset latest (the default): the 5 records are skipped",
 			obs:  share(cfg("latest"), ""), policy: policy("orders"), verdict: Violated, reason: ReasonResetToLatestSkipsRecords,
 			says: []string{"orders[1]", "no share-partition start offset", "share.auto.offset.reset is latest", "skips all 5 records",
 				"--add-config share.auto.offset.reset=earliest", "kafka-share-groups --group ledger-settle-consumer --topic orders:1"},
+		},
+		{
+			// KAFKA-20742: the coordinator starts new partitions of a topic
+			// the group knows at 0, whatever the reset says.
+			name: "share group on Kafka 4.4+, latest: a known topic's new partition starts at 0",
+			obs: func() Observation {
+				obs := share(cfg("latest"), "")
+				obs.Group.ShareNewPartitionsStartAtZero = true
+				return obs
+			}(),
+			policy: policy("orders"), verdict: Proven,
 		},
 		{
 			name: "share group, share.auto.offset.reset earliest: starts at 0", obs: share(cfg("earliest"), ""),
