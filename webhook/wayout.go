@@ -85,7 +85,6 @@ var adviceFor = map[string]advice{
 	proof.ReasonNoShareStartOffset:            {problem: problemLoss, remedy: remedyShareGone},
 	// Skipped when the consumers start: the rollout is the loss.
 	proof.ReasonResetToLatestSkipsRecords: {problem: problemLoss, remedy: remedyUnreadPartition},
-	proof.ReasonOffsetResetMaySkipRecords: {problem: problemLoss, remedy: remedyUnreadPartition},
 
 	// What keeps the proof from being made.
 	proof.ReasonBrokerUnreachable:         {problem: problemAccess, check: checkNetwork},
@@ -110,6 +109,8 @@ var adviceFor = map[string]advice{
 	proof.ReasonOffsetsExpireBeforeWindow:           {problem: problemConfig, remedy: remedyCommits},
 	proof.ReasonOffsetsMayExpireBeforeWindow:        {problem: problemConfig, remedy: remedyCommits},
 	proof.ReasonExplicitOffsetExpiryBeforeWindow:    {problem: problemConfig, remedy: remedyExplicitExpiry},
+	// Unknown: which reset the consumers use is not known.
+	proof.ReasonOffsetResetMaySkipRecords: {problem: problemConfig, remedy: remedyUnreadPartition},
 
 	// Risks: nothing lost yet (listed after the rest).
 	proof.ReasonRecoveryHeadroomShorterThanWindow:   {problem: problemOther, remedy: remedyHeadroom},
