@@ -45,6 +45,9 @@ const (
 	remedyTombstoneHeadroom
 	remedyEmptyGroup
 	remedyEmptyGroupUndated
+	// remedyUnreadPartition: a partition without a commit that a reset to
+	// latest would skip (a partition added while the group was down).
+	remedyUnreadPartition
 )
 
 // advice is what a reason means for the person rolling out.
@@ -80,6 +83,8 @@ var adviceFor = map[string]advice{
 	proof.ReasonCommittedOffsetOfDeletedTopic: {problem: problemLoss, remedy: remedyRecreatedTopic},
 	proof.ReasonShareRecordsExpired:           {problem: problemLoss, remedy: remedyShareGone},
 	proof.ReasonNoShareStartOffset:            {problem: problemLoss, remedy: remedyShareGone},
+	// Skipped when the consumers start: the rollout is the loss.
+	proof.ReasonResetToLatestSkipsRecords: {problem: problemLoss, remedy: remedyUnreadPartition},
 
 	// What keeps the proof from being made.
 	proof.ReasonBrokerUnreachable:         {problem: problemAccess, check: checkNetwork},
@@ -104,6 +109,8 @@ var adviceFor = map[string]advice{
 	proof.ReasonOffsetsExpireBeforeWindow:           {problem: problemConfig, remedy: remedyCommits},
 	proof.ReasonOffsetsMayExpireBeforeWindow:        {problem: problemConfig, remedy: remedyCommits},
 	proof.ReasonExplicitOffsetExpiryBeforeWindow:    {problem: problemConfig, remedy: remedyExplicitExpiry},
+	// Unknown: which reset the consumers use is not known.
+	proof.ReasonOffsetResetMaySkipRecords: {problem: problemConfig, remedy: remedyUnreadPartition},
 
 	// Risks: nothing lost yet (listed after the rest).
 	proof.ReasonRecoveryHeadroomShorterThanWindow:   {problem: problemOther, remedy: remedyHeadroom},
@@ -253,6 +260,22 @@ var wayTexts = map[remedy]wayText{
 			return wrapFinding("Way out: start the consumer (a member stops the clock on the group's offsets) or raise offsets.retention.minutes, then retry.", maxLine)
 		},
 		words: func(*way) string { return "start the consumer or raise offsets.retention.minutes" },
+	},
+	// Either way changes the next proof: a commit on the partition (or a
+	// share group's start offset), or evidence that the consumers start at
+	// the log start (share.auto.offset.reset=earliest, read from the
+	// group's config; auto.offset.reset=none under spec.consumer, which
+	// throws there instead of skipping).
+	remedyUnreadPartition: {
+		full: func(w *way) []string {
+			return wrapFinding("Way out: commit an offset for each partition without one before the consumers start "+
+				"(kafka-consumer-groups --group "+w.p.Spec.GroupID+" --topic TOPIC:PARTITION --reset-offsets --to-earliest --execute; "+
+				"kafka-share-groups for a share group), or show they start at the log start: "+
+				"share.auto.offset.reset=earliest for a share group, spec.consumer (none) for a consumer group; then retry.", maxLine)
+		},
+		words: func(*way) string {
+			return "commit an offset for each partition without one (--reset-offsets --to-earliest) or show the consumers start at the log start"
+		},
 	},
 	remedyEmptyGroupUndated: {
 		full: func(w *way) []string {

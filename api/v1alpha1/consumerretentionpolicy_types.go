@@ -844,6 +844,13 @@ type ViolationStatus struct {
 	// counts none.
 	// +optional
 	ExpiredRecords *int64 `json:"expiredRecords,omitempty"`
+	// skippedRecords counts the records the consumers skip when they start
+	// a partition without a committed offset at the log end (a reset to
+	// latest: ResetToLatestSkipsRecords; OffsetResetMaySkipRecords, when
+	// the reset is not known): logEnd minus logStart when proven; absent
+	// otherwise.
+	// +optional
+	SkippedRecords *int64 `json:"skippedRecords,omitempty"`
 	// cursor is the business cursor on the partition (spec.cursor), for
 	// CursorInRange violations.
 	// +optional

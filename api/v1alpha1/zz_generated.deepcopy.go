@@ -952,6 +952,11 @@ func (in *ViolationStatus) DeepCopyInto(out *ViolationStatus) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.SkippedRecords != nil {
+		in, out := &in.SkippedRecords, &out.SkippedRecords
+		*out = new(int64)
+		**out = **in
+	}
 	if in.Cursor != nil {
 		in, out := &in.Cursor, &out.Cursor
 		*out = new(int64)

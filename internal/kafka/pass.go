@@ -113,6 +113,13 @@ type groupState struct {
 	// shareLag: a share group's unacknowledged records per partition
 	// (DescribeShareGroupOffsets v1+).
 	shareLag map[topicPartition]int64
+	// shareReset: a share group's share.auto.offset.reset, and why it was
+	// not read (sharereset.go).
+	shareReset        proof.ConfigValue
+	shareResetProblem string
+	// shareNewAtZero: the brokers start a share group's new partitions of
+	// a known topic at 0 (sharereset.go).
+	shareNewAtZero bool
 }
 
 // observation is the group's kind as the proof sees it.
@@ -123,8 +130,10 @@ func (gs *groupState) observation() proof.GroupObservation {
 	return proof.GroupObservation{
 		State: gs.state, Protocol: gs.protocol, ProtocolType: gs.protocolType,
 		Subscribed: gs.subscribed, SubscriptionKnown: gs.subscriptionKnown,
-		MigrationPossible: gs.protocol == proof.ProtocolClassic && gs.migrationPossible,
-		Members:           slices.Clone(gs.members),
+		MigrationPossible:    gs.protocol == proof.ProtocolClassic && gs.migrationPossible,
+		Members:              slices.Clone(gs.members),
+		ShareAutoOffsetReset: gs.shareReset, ShareAutoOffsetResetProblem: gs.shareResetProblem,
+		ShareNewPartitionsStartAtZero: gs.shareNewAtZero,
 	}
 }
 
@@ -231,6 +240,8 @@ func (p *pass) run(ctx context.Context) {
 	p.listStartOffsets(ctx)
 	p.fetchCommittedOffsets(ctx)
 	groups.Wait()
+	wg.Add(1)
+	go func() { defer wg.Done(); p.readShareReset(ctx) }()
 	p.readShareStartOffsets(ctx)
 	p.listEndOffsets(ctx)
 	wg.Wait()

@@ -15,6 +15,9 @@ var lossReasons = []string{
 	ReasonShareRecordsExpired,
 	ReasonNoCommittedOffset,
 	ReasonNoShareStartOffset,
+	// Records the consumers skip when they start (a reset to latest on a
+	// partition without a commit): the start is the loss.
+	ReasonResetToLatestSkipsRecords,
 	ReasonCommittedOffsetBeyondLogEnd,
 	ReasonCommittedOffsetOfDeletedTopic,
 	// Records a restart from the group's offsets would skip.
@@ -85,7 +88,8 @@ func missingFact(reason string) bool {
 	switch reason {
 	case ReasonRetentionUnreadable, ReasonOffsetsRetentionUnreadable, ReasonNotEvaluated,
 		ReasonOffsetsMayExpireBeforeWindow, ReasonGroupTypeUnknown, ReasonCursorUnreadable,
-		ReasonShareStartOffsetBelowLogStart, ReasonEmptyGroupOffsetsMayExpireBeforeWindow:
+		ReasonShareStartOffsetBelowLogStart, ReasonEmptyGroupOffsetsMayExpireBeforeWindow,
+		ReasonOffsetResetMaySkipRecords:
 		return true
 	}
 	return false

@@ -186,7 +186,8 @@ func summarizePartitions(partitions []PartitionResult) PartitionSummary {
 			}
 		case ReasonCommittedOffsetExpired, ReasonShareRecordsExpired, ReasonCursorExpired:
 			s.Expired++
-		case ReasonNoCommittedOffset, ReasonNoShareStartOffset, ReasonNoCursor:
+		case ReasonNoCommittedOffset, ReasonNoShareStartOffset, ReasonNoCursor,
+			ReasonResetToLatestSkipsRecords, ReasonOffsetResetMaySkipRecords:
 			s.Missing++
 		case ReasonCommittedOffsetBeyondLogEnd, ReasonCursorBeyondLogEnd:
 			s.BeyondEnd++

@@ -28,6 +28,7 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 	}
 	results := make([]PartitionResult, 0, total)
 	unevaluated := 0
+	evidence, evidenceDetail := groupResetEvidence(f)
 	for i := range f.topics {
 		t := &f.topics[i]
 		switch {
@@ -42,6 +43,7 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 		tombstones, compactClock := tombstoneClockOf(t)
 		compacts := t.retention.compacts
 		share := f.obs.Group.Protocol == ProtocolShare
+		siblings := siblingCommits(t)
 		for j := range t.obs.Partitions {
 			po := &t.obs.Partitions[j]
 			results = append(results, PartitionResult{})
@@ -53,6 +55,8 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 				pr.Verdict, pr.Reason = Unknown, failureReason(fl)
 				unevaluated++
 			} else if message := judgePartition(pr, po, compacts, share); message != "" {
+				o.add(partitionViolation(pr, message))
+			} else if message := judgeUnreadPartition(pr, t.name, siblings, share, evidence, evidenceDetail, f.policy.GroupID); message != "" {
 				o.add(partitionViolation(pr, message))
 			} else if !share {
 				if message := judgeTopicID(pr, t.obs, po); message != "" {
@@ -267,7 +271,7 @@ func partitionViolation(pr *PartitionResult, message string) Violation {
 	return Violation{
 		Reason: pr.Reason, Topic: pr.Topic, Partition: pr.Partition, Message: message,
 		Committed: pr.Committed, LogStart: pr.LogStart, LogEnd: pr.LogEnd, ExpiredRecords: pr.ExpiredRecords,
-		Cursor: NoOffset,
+		SkippedRecords: pr.SkippedRecords, Cursor: NoOffset,
 	}
 }
 
@@ -290,7 +294,7 @@ func outOfRangeSummary(results []PartitionResult) string {
 		case ReasonCommittedOffsetExpired:
 			expired++
 			records = addSaturating(records, results[i].ExpiredRecords)
-		case ReasonNoCommittedOffset, ReasonNoShareStartOffset:
+		case ReasonNoCommittedOffset, ReasonNoShareStartOffset, ReasonResetToLatestSkipsRecords, ReasonOffsetResetMaySkipRecords:
 			missing++
 		case ReasonCommittedOffsetBeyondLogEnd:
 			beyond++

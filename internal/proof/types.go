@@ -172,6 +172,23 @@ const (
 	// log start and its unacknowledged records may lie below log start or
 	// above it: the proof cannot tell whether any expired (Unknown).
 	ReasonShareStartOffsetBelowLogStart = "ShareStartOffsetBelowLogStart"
+	// ReasonResetToLatestSkipsRecords: a partition without a committed
+	// offset (share group: without a share-partition start offset) holds
+	// records, the group has committed on the topic's other partitions (a
+	// partition added while it was down, or never read), and the reset
+	// that decides where it starts is known to be latest (a share group's
+	// share.auto.offset.reset, latest by default): when the consumers
+	// start they begin at the log end and skip every record there
+	// (skippedRecords = logEnd − logStart). Violated; committing an offset
+	// for the partition, or share.auto.offset.reset=earliest, is the way
+	// out.
+	ReasonResetToLatestSkipsRecords = "ResetToLatestSkipsRecords"
+	// ReasonOffsetResetMaySkipRecords: the same partition, when nothing
+	// shows which reset the client uses (a consumer group without the
+	// consumer clause: the Java client's default is latest; a share
+	// group's share.auto.offset.reset unread, or by_duration): the
+	// consumers may skip its records (Unknown, fail closed).
+	ReasonOffsetResetMaySkipRecords = "OffsetResetMaySkipRecords"
 
 	// CursorInRange (only with a business cursor, spec.cursor)
 	//
@@ -525,6 +542,21 @@ type GroupObservation struct {
 	// their commit times then and expire per commit from then on, so they
 	// are dated too.
 	MigrationPossible bool
+	// ShareAutoOffsetReset is a share group's share.auto.offset.reset, read
+	// with DescribeConfigs on the GROUP resource (Kafka 4.0+): where Kafka
+	// starts a share-partition it has no state for
+	// (SharePartition.startOffsetDuringInitialization): latest (the
+	// default), earliest or by_duration:<ISO-8601 duration>. Present is
+	// false when not read; ShareAutoOffsetResetProblem then says why
+	// (empty when it was not asked: not a share group).
+	ShareAutoOffsetReset        ConfigValue
+	ShareAutoOffsetResetProblem string
+	// ShareNewPartitionsStartAtZero: every broker initialises a share
+	// group's new partitions of a topic the group already knows at offset
+	// 0, whatever share.auto.offset.reset says (KAFKA-20742, Kafka 4.4:
+	// GroupMetadataManager.buildInitializeShareGroupStateRequest); before
+	// 4.4 they start at share.auto.offset.reset. Read for share groups only.
+	ShareNewPartitionsStartAtZero bool
 	// Members are the group's live members as its coordinator describes
 	// them (DescribeGroups for classic groups, ConsumerGroupDescribe for
 	// KIP-848 groups), sorted by member ID: who consumes as the group
@@ -667,6 +699,10 @@ type Violation struct {
 	LogStart       int64
 	LogEnd         int64
 	ExpiredRecords int64
+	// SkippedRecords counts the records a reset to latest skips when the
+	// consumers start (ResetToLatestSkipsRecords, OffsetResetMaySkipRecords:
+	// logEnd − logStart); 0 otherwise.
+	SkippedRecords int64
 	// Cursor is the business cursor the violation speaks of (CursorInRange
 	// violations); NoOffset otherwise.
 	Cursor int64
@@ -759,6 +795,9 @@ type PartitionResult struct {
 	LogEnd         int64
 	Lag            int64 // logEnd - committed when committed in range; else logEnd - logStart
 	ExpiredRecords int64 // logStart - committed when committed < logStart
+	// SkippedRecords: logEnd − logStart on a partition a reset to latest
+	// skips (ResetToLatestSkipsRecords, OffsetResetMaySkipRecords).
+	SkippedRecords int64
 	// Headroom: timestamp(record at committed) + retention.ms - now;
 	// HasHeadroom is false when it cannot be computed (infinite/compact
 	// retention or unknown timestamps).
