@@ -22,13 +22,17 @@ func targetKey(t kafka.Target) string {
 	if n.Cursor != nil {
 		k += "\x00\x02cursor\x00" + n.Cursor.Key()
 	}
+	if n.RecoveryWindow > 0 {
+		k += "\x00\x03window\x00" + n.RecoveryWindow.String()
+	}
 	return k
 }
 
 func normalizeTarget(t kafka.Target) kafka.Target {
 	topics := slices.Clone(t.Topics)
 	slices.Sort(topics)
-	return kafka.Target{Group: t.Group, Topics: slices.Compact(topics), ReadOffsetsTopic: t.ReadOffsetsTopic, Cursor: t.Cursor}
+	return kafka.Target{Group: t.Group, Topics: slices.Compact(topics), ReadOffsetsTopic: t.ReadOffsetsTopic, Cursor: t.Cursor,
+		RecoveryWindow: t.RecoveryWindow}
 }
 
 // mergeDiscovery merges what the watchers of a connection want: nil when

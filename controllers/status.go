@@ -431,7 +431,8 @@ func truncate(s string, n int) string {
 // policyTarget is what the observer reads for a policy (its business
 // cursor, when it has one, is resolved by the caller: resolve.Resolved.Cursor).
 func policyTarget(p *rgv1.ConsumerRetentionPolicy) kafka.Target {
-	return kafka.Target{Group: p.Spec.GroupID, Topics: p.Spec.Topics, ReadOffsetsTopic: p.Spec.Kafka.ReadsOffsetsTopic()}
+	return kafka.Target{Group: p.Spec.GroupID, Topics: p.Spec.Topics, ReadOffsetsTopic: p.Spec.Kafka.ReadsOffsetsTopic(),
+		RecoveryWindow: p.Spec.RecoveryWindow.Duration}
 }
 
 // proofPolicy is the spec as internal/proof sees it.

@@ -94,9 +94,11 @@ var adviceFor = map[string]advice{
 	proof.ReasonTopicNotFound:             {problem: problemAccess, check: "spec.topics"},
 	proof.ReasonCursorUnreadable:          {problem: problemAccess, check: "the cursor database, its Secret and query (spec.cursor)"},
 	proof.ReasonGroupTypeUnknown:          {problem: problemAccess},
-	ReasonProofMissing:                    {problem: problemAccess},
-	ReasonProofStale:                      {problem: problemAccess},
-	ReasonLiveCheckFailed:                 {problem: problemAccess},
+	// A lagging record not dated: Read on the topic dates it.
+	proof.ReasonRecordTimestampUnread: {problem: problemAccess, check: "the ACLs (Read on the topic dates the record at the committed offset)"},
+	ReasonProofMissing:                {problem: problemAccess},
+	ReasonProofStale:                  {problem: problemAccess},
+	ReasonLiveCheckFailed:             {problem: problemAccess},
 
 	// Configuration.
 	proof.ReasonRetentionShorterThanWindow:          {problem: problemConfig, remedy: remedyRetention, violatedOnly: true},

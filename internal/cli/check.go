@@ -259,7 +259,7 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 
 	observer := kafka.NewObserver(kafka.WithLogger(log))
 	defer observer.Close()
-	target := kafka.Target{Group: o.group, Topics: o.topics, ReadOffsetsTopic: o.readOffsetsTopic}
+	target := kafka.Target{Group: o.group, Topics: o.topics, ReadOffsetsTopic: o.readOffsetsTopic, RecoveryWindow: o.recoveryWindow}
 	pol := proof.Policy{
 		GroupID:                   o.group,
 		Topics:                    o.topics,
@@ -278,7 +278,14 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 	// Assembled as the manager assembles every proof; a check knows no
 	// CronJobs and no earlier proof.
 	observed := observer.Observe(ctx, conn, []kafka.Target{target})[0]
-	proved := assemble.Proof(assemble.Input{Policy: pol, Observation: observed, Now: time.Now()})
+	// Judged as of the observation, as the manager and scan judge: a
+	// fact read for "now + window" (ListOffsets by timestamp, unread.go)
+	// holds for that now.
+	now := observed.ObservedAt
+	if now.IsZero() {
+		now = time.Now()
+	}
+	proved := assemble.Proof(assemble.Input{Policy: pol, Observation: observed, Now: now})
 	obs, res := proved.Observation, proved.Result
 
 	out := cmd.OutOrStdout()

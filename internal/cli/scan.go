@@ -227,7 +227,7 @@ func (o *scanOptions) run(cmd *cobra.Command) error {
 	observer := kafka.NewObserver(kafka.WithLogger(log))
 	defer observer.Close()
 
-	d := &kafka.Discovery{ReadOffsetsTopic: o.readOffsetsTopic}
+	d := &kafka.Discovery{ReadOffsetsTopic: o.readOffsetsTopic, RecoveryWindow: o.recoveryWindow}
 	if o.pattern != nil {
 		d.Match = o.pattern.MatchString
 	}

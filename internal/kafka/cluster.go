@@ -119,7 +119,8 @@ func (p *pass) clusterObservation(req ClusterRequest, observations []proof.Obser
 		}
 		if len(d.topics) > 0 {
 			// -1: not a target, no cursor.
-			dg.Observation = p.observation(-1, Target{Group: d.group, Topics: d.topics, ReadOffsetsTopic: req.Discover.ReadOffsetsTopic})
+			dg.Observation = p.observation(-1, Target{Group: d.group, Topics: d.topics, ReadOffsetsTopic: req.Discover.ReadOffsetsTopic,
+				RecoveryWindow: req.Discover.RecoveryWindow})
 		} else {
 			// Not described (no topics to read): as ListGroups said.
 			dg.Observation = p.observation(-1, Target{Group: d.group})

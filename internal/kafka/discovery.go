@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -35,6 +36,9 @@ type Discovery struct {
 	// does. Off for the manager's discovery, which lists groups but does
 	// not prove them.
 	ReadOffsetsTopic bool
+	// RecoveryWindow, as Target.RecoveryWindow, for every discovered group:
+	// scan's window. Zero asks nothing.
+	RecoveryWindow time.Duration
 }
 
 // DiscoveredGroup is one group discovery found.

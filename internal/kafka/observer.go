@@ -24,6 +24,11 @@ type Target struct {
 	// pass, after the committed offsets and before the log end (see
 	// readCursors), with the record timestamps at it.
 	Cursor CursorReader
+	// RecoveryWindow is the policy's recovery window: a lagging partition
+	// whose committed record could not be dated is asked ListOffsets for
+	// timestamp now + RecoveryWindow − retention.ms instead (Describe
+	// only, see unread.go). Zero asks nothing.
+	RecoveryWindow time.Duration
 }
 
 // Observer observes Kafka clusters. It pools one client per Connection.Key,

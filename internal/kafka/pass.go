@@ -64,6 +64,9 @@ type pass struct {
 	// answered: metadata was read and the offsets asked (run got past
 	// metadata); cursors are read only then.
 	answered bool
+
+	// ListOffsets by timestamp for undated committed records (unread.go).
+	byTimestamp map[timestampTarget]offsetForTimestamp
 }
 
 type topicState struct {
@@ -110,6 +113,9 @@ type groupState struct {
 	// precedingMarker: of the transaction markers before it (dates the
 	// commit by the leader's clock); made when first needed.
 	precedingMarker map[topicPartition]time.Time
+	// unread: why the record at a lagging committed offset was not dated
+	// (proof.Timestamp…; unread.go).
+	unread map[topicPartition]string
 	// shareLag: a share group's unacknowledged records per partition
 	// (DescribeShareGroupOffsets v1+).
 	shareLag map[topicPartition]int64
@@ -255,6 +261,7 @@ func (p *pass) run(ctx context.Context) {
 	wg.Add(1)
 	go func() { defer wg.Done(); p.readOffsetsTopic(ctx) }()
 	p.fetchCommittedTimestamps(ctx)
+	p.listOffsetsForUnread(ctx)
 	wg.Wait()
 
 	for _, g := range p.groups {
@@ -353,6 +360,7 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 					po.PrecedingTimestamp = gs.preceding[tp]
 					po.PrecedingMarkerTimestamp = gs.precedingMarker[tp]
 					po.ShareLag, po.ShareLagKnown = gs.shareLag[tp]
+					p.unreadObservation(&po, t, gs, tp)
 				}
 				po.CommittedAfter = recall.CommittedAfter[tp]
 				if v, ok := recall.Vanished[tp]; ok && po.Committed == proof.NoOffset {

@@ -137,10 +137,11 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 	}
 
 	var (
-		mu     sync.Mutex
-		found  = make(map[timestampWant]fetchedRecords)
-		denied = make(map[string]bool)
-		wg     sync.WaitGroup
+		mu      sync.Mutex
+		found   = make(map[timestampWant]fetchedRecords)
+		denied  = make(map[string]bool)
+		emptied = make(map[timestampWant]bool) // answered without records (unread.go)
+		wg      sync.WaitGroup
 	)
 	for leader, wants := range byLeader {
 		wg.Add(1)
@@ -172,6 +173,9 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 				}
 				for _, t := range deniedTopics {
 					denied[t] = true
+				}
+				for _, w := range skipped {
+					emptied[w] = true
 				}
 				mu.Unlock()
 				if ctx.Err() != nil {
@@ -217,6 +221,7 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 			}
 		}
 	}
+	p.markUnread(needers, found, emptied, denied)
 	p.mu.Unlock()
 
 	if len(denied) > 0 {

@@ -89,7 +89,7 @@ func missingFact(reason string) bool {
 	case ReasonRetentionUnreadable, ReasonOffsetsRetentionUnreadable, ReasonNotEvaluated,
 		ReasonOffsetsMayExpireBeforeWindow, ReasonGroupTypeUnknown, ReasonCursorUnreadable,
 		ReasonShareStartOffsetBelowLogStart, ReasonEmptyGroupOffsetsMayExpireBeforeWindow,
-		ReasonOffsetResetMaySkipRecords:
+		ReasonOffsetResetMaySkipRecords, ReasonRecordTimestampUnread:
 		return true
 	}
 	return false

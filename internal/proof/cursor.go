@@ -344,6 +344,7 @@ func mergeCursor(pr *PartitionResult, cj cursorJudgement, fromCursor bool) {
 	if pr.Verdict != Proven {
 		pr.Headroom, pr.HasHeadroom = 0, false
 		pr.TombstoneHeadroom, pr.HasTombstoneHeadroom = 0, false
+		clearUnreadHeadroom(pr)
 	}
 }
 
@@ -352,6 +353,7 @@ func mergeCursor(pr *PartitionResult, cj cursorJudgement, fromCursor bool) {
 // log end has the full retention.ms.
 func setCursorHeadroom(pr *PartitionResult, po *PartitionObservation, finite bool, retention time.Duration, f *facts) {
 	pr.Headroom, pr.HasHeadroom = 0, false
+	clearUnreadHeadroom(pr)
 	switch {
 	case !finite || pr.Verdict != Proven || pr.Cursor == NoOffset:
 	case pr.Cursor == pr.LogEnd:

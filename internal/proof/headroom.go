@@ -10,7 +10,8 @@ import (
 // full retention.ms. Only partitions whose committed offset is in range
 // have headroom, and only on topics that delete by time after a finite
 // retention.ms (the caller checks that); a partition whose committed
-// record's timestamp is unknown is skipped, not guessed.
+// record's timestamp is unknown is not guessed: setUnreadHeadroom judges it
+// from ListOffsets by timestamp, or leaves it RecordTimestampUnread.
 func setHeadroom(pr *PartitionResult, committedTimestamp time.Time, retention time.Duration, now time.Time) {
 	switch {
 	case pr.Verdict != Proven || pr.Committed == NoOffset || pr.Committed < pr.LogStart:
@@ -52,7 +53,11 @@ func recoveryHeadroom(window time.Duration, results []PartitionResult) (time.Dur
 	w := &Warning{Type: WarningRecoveryHeadroom, Reason: WarningReasonShorterThanWindow,
 		Subject: partitionName(pr.Topic, pr.Partition), Offset: &committed,
 		Duration: pr.Headroom, Limit: window}
-	if pr.Headroom <= 0 {
+	switch {
+	case !pr.MayExpireBy.IsZero():
+		// Undated (undated.go): it may be deleted any moment.
+		w.Reason = WarningReasonMayExpireBeforeWindow
+	case pr.Headroom <= 0:
 		w.Reason = WarningReasonPastRetention
 	}
 	w.Message = headroomMessage(w)
@@ -62,6 +67,9 @@ func recoveryHeadroom(window time.Duration, results []PartitionResult) (time.Dur
 // headroomMessage renders a WarningRecoveryHeadroom.
 func headroomMessage(w *Warning) string {
 	switch w.Reason {
+	case WarningReasonMayExpireBeforeWindow:
+		return w.Subject + ": the record at committed offset " + itoa(*w.Offset) + " was not dated and may be deleted by retention before recoveryWindow " +
+			FormatDuration(w.Limit) + " ends: a consumer that goes down now may lose data"
 	case WarningReasonPastRetention:
 		return w.Subject + ": the record at committed offset " + itoa(*w.Offset) + " is past retention by " +
 			FormatDuration(-w.Duration) + " and can be deleted at any moment: a consumer that goes down now loses data"
@@ -111,7 +119,8 @@ func headroomViolations(o *clauseOutcome, f *facts, partitions []PartitionResult
 	fromCursor := f.policy.Cursor.ResumesFromCursor()
 	for i := range partitions {
 		pr := &partitions[i]
-		if !pr.HasHeadroom || pr.Headroom >= window || failed[pr.Topic] {
+		if !pr.HasHeadroom || pr.Headroom >= window || failed[pr.Topic] || !pr.MayExpireBy.IsZero() {
+			// (An undated record that may expire: unreadViolations.)
 			continue
 		}
 		var m messageBuilder

@@ -65,6 +65,7 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 			}
 			if finite {
 				setHeadroom(pr, po.CommittedTimestamp, retention, f.now)
+				setUnreadHeadroom(pr, po, retention, f.policy.RecoveryWindow, f.now)
 			}
 			if compactClock {
 				setTombstoneHeadroom(pr, pr.Committed, po.CommittedTimestamp, tombstones, f.now)

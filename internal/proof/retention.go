@@ -75,6 +75,7 @@ func retentionCoversWindow(f *facts, partitions []PartitionResult) (Condition, [
 	}
 	failed := failedTopics(o.violations)
 	headroomViolations(&o, f, partitions, failed)
+	unreadViolations(&o, f, partitions, failed, observedPartitions(f))
 	tombstoneViolations(&o, f, partitions, failed)
 
 	reason := ReasonRetentionCoversWindow

@@ -98,6 +98,13 @@ const (
 	// forever. A risk like RecoveryHeadroomShorterThanWindow: nothing is
 	// lost yet, the consumer catching up is the way out (Violated).
 	ReasonTombstoneHeadroomShorterThanWindow = "TombstoneHeadroomShorterThanWindow"
+	// ReasonRecordTimestampUnread: a lagging partition's committed record
+	// was not dated (Fetch needs Read on the topic; a tiered broker may
+	// answer a remote read with no records; the Fetch failed) and
+	// ListOffsets by timestamp (now + recoveryWindow − retention.ms,
+	// Describe only) did not decide either: nothing shows the record
+	// outlives the window (Unknown, fail closed). See undated.go.
+	ReasonRecordTimestampUnread = "RecordTimestampUnread"
 
 	// GroupOffsetsRetained
 	ReasonOffsetsRetentionUnreadable        = "OffsetsRetentionUnreadable"
@@ -663,6 +670,20 @@ type PartitionObservation struct {
 	OffsetVanished bool
 	VanishedOffset int64
 	VanishedSeenAt time.Time
+	// TimestampUnread says why CommittedTimestamp is zero for a lagging
+	// partition whose record the observer tried to date (TimestampReadDenied,
+	// TimestampNoRecords, TimestampFetchFailed); empty otherwise.
+	TimestampUnread string
+	// OffsetForTimestamp is the leader's answer to ListOffsets for timestamp
+	// OffsetForTimestampAt (now + recoveryWindow − retention.ms), asked when
+	// the committed record's timestamp was not read: the first offset whose
+	// record is stamped at or after it, -1 when none is below the high
+	// watermark. Valid when OffsetForTimestampRead; OffsetForTimestampProblem
+	// says why it was not read when it was asked and failed.
+	OffsetForTimestamp        int64
+	OffsetForTimestampAt      time.Time
+	OffsetForTimestampRead    bool
+	OffsetForTimestampProblem string
 	// CursorTimestamp is the timestamp of the record at the business
 	// cursor (headroom with resumeFrom Cursor); zero when unknown, when
 	// there is no cursor or when it is at log end.
@@ -815,6 +836,15 @@ type PartitionResult struct {
 	// ahead of the broker's clock.
 	TombstoneHeadroom    time.Duration
 	HasTombstoneHeadroom bool
+	// TimestampUnread: the partition lags and the record at its committed
+	// offset was not dated; its headroom, if any, comes from ListOffsets by
+	// timestamp (undated.go): HeadroomAtLeast when that showed the record
+	// outlives the window (Headroom is then a lower bound), MayExpireBy
+	// when it showed the record may be deleted before that time, which is
+	// not after now + window (Headroom 0: how soon is not known).
+	TimestampUnread bool
+	HeadroomAtLeast bool
+	MayExpireBy     time.Time
 	// OffsetExpiresAt is the earliest time the committed offset may expire,
 	// for offsets that expire per commit and whose commit is dated (exact
 	// when OffsetExpiryExact).
