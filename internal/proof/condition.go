@@ -17,6 +17,7 @@ var lossReasons = []string{
 	ReasonNoShareStartOffset,
 	ReasonCommittedOffsetBeyondLogEnd,
 	ReasonCommittedOffsetOfDeletedTopic,
+	ReasonCommittedOffsetDiverged,
 	// Records a restart from the group's offsets would skip.
 	ReasonGroupAheadOfCursor,
 }
@@ -85,7 +86,8 @@ func missingFact(reason string) bool {
 	switch reason {
 	case ReasonRetentionUnreadable, ReasonOffsetsRetentionUnreadable, ReasonNotEvaluated,
 		ReasonOffsetsMayExpireBeforeWindow, ReasonGroupTypeUnknown, ReasonCursorUnreadable,
-		ReasonShareStartOffsetBelowLogStart, ReasonEmptyGroupOffsetsMayExpireBeforeWindow:
+		ReasonShareStartOffsetBelowLogStart, ReasonEmptyGroupOffsetsMayExpireBeforeWindow,
+		ReasonCommittedLeaderEpochUnknown, ReasonCommittedOffsetOnDivergedLog:
 		return true
 	}
 	return false

@@ -140,6 +140,10 @@ func violationStatus(v proof.Violation) rgv1.ViolationStatus {
 		n := v.ExpiredRecords
 		vs.ExpiredRecords = &n
 	}
+	if v.DivergedRecords > 0 {
+		n := v.DivergedRecords
+		vs.DivergedRecords = &n
+	}
 	if !v.ExpiresAt.IsZero() {
 		t := metav1.NewTime(v.ExpiresAt.UTC().Truncate(time.Second))
 		vs.ExpiresAt = &t
