@@ -199,7 +199,7 @@ func TestGroupMemoryWitnessesALogEndThatWentDown(t *testing.T) {
 	if d, ok := r.Diverged[tp]; !ok || d.From != 14 || d.To != 5 || !d.SeenAt.Equal(t0.Add(2*time.Minute)) {
 		t.Fatalf("log end fell from 14 to 5: %+v, want it witnessed at +2m", r.Diverged)
 	}
-	pass(3*time.Minute, 10, -1) // not read: the memory keeps what it saw
+	pass(3*time.Minute, 10, -1)     // not read: the memory keeps what it saw
 	r = pass(4*time.Minute, 10, 20) // grew back past the commit
 	if d := r.Diverged[tp]; d.From != 14 || d.To != 5 || !d.SeenAt.Equal(t0.Add(2*time.Minute)) {
 		t.Fatalf("grown back: %+v, want the fall kept", r.Diverged)

@@ -105,7 +105,7 @@ type groupState struct {
 	migrationPossible bool
 	// committed holds the offsets read (NoOffset for none); a partition
 	// whose offset could not be read is absent and has a failure.
-	committed  map[topicPartition]int64
+	committed map[topicPartition]int64
 	// epochs: the leader epoch a committed offset carries (OffsetFetch
 	// v5+), for the offsets that carry one.
 	epochs     map[topicPartition]int32
