@@ -35,8 +35,9 @@ import (
 // epoch: exactly what an unclean election leaves behind (the group read
 // 5–9 on the old leader, the new one truncated them and wrote others).
 // Committed with OffsetCommit's CommittedLeaderEpoch (v6+), as a client
-// that read those records does. A real truncation on a three-node cluster
-// (unclean election) is the ideal; it is not run here.
+// that read those records does. A real truncation (an unclean election
+// on three nodes) that grows back: test/realkafka/faults
+// TestUncleanElectionGrowsBackPastCommitted.
 //
 // Every setting is Kafka's default but the topic's retention.ms (30 days,
 // so that the 72 h window holds on both lines and only the epoch decides).
