@@ -39,8 +39,11 @@ import (
 //     new commit appears. Without it a log that starts at 0 makes the
 //     missing offset look like a fresh group's (seed 003 on a young topic).
 //   - Diverged: a partition whose log end was seen at e0 and then at
-//     e1 < e0 was truncated (a log end never goes down otherwise: an
-//     unclean leader election, or a topic deleted and recreated). It is
+//     e1 < e0 was truncated (an unclean leader election, or a topic
+//     deleted and recreated). A clean leader change does not read as a
+//     fall: a new leader whose high watermark has not reached the start
+//     of its epoch answers ListOffsets OFFSET_NOT_AVAILABLE (KIP-207,
+//     Partition.fetchOffsetForTimestamp), a failure, not a log end. It is
 //     reported, with both ends and the observation that first saw the
 //     fall, until the group commits another offset: an offset committed
 //     without a leader epoch that lies above e1 may point past records
