@@ -333,6 +333,8 @@ func severity(f finding) int64 {
 		return n(v.LogStart)
 	case proof.ReasonCommittedOffsetBeyondLogEnd:
 		return n(v.Committed)
+	case proof.ReasonCommittedOffsetDiverged:
+		return n(v.DivergedRecords)
 	case proof.ReasonCursorBeyondLogEnd:
 		return n(v.Cursor)
 	case proof.ReasonGroupAheadOfCursor:

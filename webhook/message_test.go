@@ -265,6 +265,11 @@ func TestDenyMessageWayOutByReason(t *testing.T) {
 		{"NoShareStartOffset", "reconcile from their source the records the share group may never have acknowledged", "fix what keeps the proof"},
 		{"CommittedOffsetOfDeletedTopic", "the topic was recreated: reset the group's offsets on it to where the business really is", "--to-earliest"},
 		{"ExplicitOffsetExpiryBeforeWindow", "commit the group's offsets again without a retention time", "fix what keeps the proof"},
+		// Issue 33 item 1: a log that diverged below the group; the way out
+		// is a reset to where it diverged, never to earliest.
+		{"CommittedOffsetDiverged", "decide whether to re-read from where it diverged", "--to-earliest"},
+		{"CommittedOffsetOnDivergedLog", "--reset-offsets --to-offset", "fix what keeps the proof"},
+		{"CommittedLeaderEpochUnknown", "--reset-offsets --to-offset", "fix what keeps the proof"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -589,7 +594,7 @@ func TestFindingRankFollowsTheProof(t *testing.T) {
 		}
 	}
 	for _, reason := range []string{"CursorExpired", "NoCursor", "CursorBeyondLogEnd", "CommittedOffsetExpired", "ShareRecordsExpired",
-		"NoCommittedOffset", "NoShareStartOffset", "CommittedOffsetBeyondLogEnd", "CommittedOffsetOfDeletedTopic", "GroupAheadOfCursor"} {
+		"NoCommittedOffset", "NoShareStartOffset", "CommittedOffsetBeyondLogEnd", "CommittedOffsetOfDeletedTopic", "CommittedOffsetDiverged", "GroupAheadOfCursor"} {
 		if !proof.IsLoss(reason) || findingRank(reason) != int(problemLoss) {
 			t.Errorf("%s: IsLoss %v, rank %d", reason, proof.IsLoss(reason), findingRank(reason))
 		}

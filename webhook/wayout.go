@@ -37,6 +37,7 @@ const (
 	remedyResetOffsets
 	remedyResetToCursor
 	remedyRecreatedTopic
+	remedyDivergedLog
 	remedyRetention
 	remedyTombstones
 	remedyCommits
@@ -82,7 +83,11 @@ var adviceFor = map[string]advice{
 	proof.ReasonCommittedOffsetBeyondLogEnd:   {problem: problemLoss, remedy: remedyResetOffsets},
 	proof.ReasonCommittedOffsetOfDeletedTopic: {problem: problemLoss, remedy: remedyRecreatedTopic},
 	proof.ReasonShareRecordsExpired:           {problem: problemLoss, remedy: remedyShareGone},
-	proof.ReasonNoShareStartOffset:            {problem: problemLoss, remedy: remedyShareGone},
+	proof.ReasonCommittedOffsetDiverged:       {problem: problemLoss, remedy: remedyDivergedLog},
+	// Unknown: where the group resumes on a log that diverged.
+	proof.ReasonCommittedLeaderEpochUnknown:  {problem: problemOther, remedy: remedyDivergedLog},
+	proof.ReasonCommittedOffsetOnDivergedLog: {problem: problemOther, remedy: remedyDivergedLog},
+	proof.ReasonNoShareStartOffset:           {problem: problemLoss, remedy: remedyShareGone},
 	// Skipped when the consumers start: the rollout is the loss.
 	proof.ReasonResetToLatestSkipsRecords: {problem: problemLoss, remedy: remedyUnreadPartition},
 
@@ -195,6 +200,19 @@ var wayTexts = map[remedy]wayText{
 		},
 		words: func(*way) string {
 			return "reset the group's offsets on the recreated topic to where the business really is"
+		},
+	},
+	// A new commit is the way out: a reset commits without a leader
+	// epoch (nothing left to validate), and the manager forgets a
+	// divergence once the offset changes.
+	remedyDivergedLog: {
+		full: func(*way) []string {
+			return wrapFinding("Way out: the partition's log diverged below the group's position (truncated, then grown back): "+
+				"decide whether to re-read from where it diverged (the offset named above) or accept the loss, then reset the group's offsets "+
+				"on it (kafka-consumer-groups --reset-offsets --to-offset), then retry.", maxLine)
+		},
+		words: func(*way) string {
+			return "reset the group's offsets on the diverged partition to where the log diverged, or past it to accept the loss"
 		},
 	},
 	remedyRetention: {

@@ -851,6 +851,14 @@ type ViolationStatus struct {
 	// otherwise.
 	// +optional
 	SkippedRecords *int64 `json:"skippedRecords,omitempty"`
+
+	// divergedRecords counts the records the group read that the
+	// partition's log no longer holds: it was truncated below the group's
+	// position and grew back (CommittedOffsetDiverged: the committed
+	// offset less the end of the leader epoch it was committed in);
+	// absent when it counts none.
+	// +optional
+	DivergedRecords *int64 `json:"divergedRecords,omitempty"`
 	// cursor is the business cursor on the partition (spec.cursor), for
 	// CursorInRange violations.
 	// +optional

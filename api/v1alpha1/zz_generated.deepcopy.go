@@ -957,6 +957,11 @@ func (in *ViolationStatus) DeepCopyInto(out *ViolationStatus) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.DivergedRecords != nil {
+		in, out := &in.DivergedRecords, &out.DivergedRecords
+		*out = new(int64)
+		**out = **in
+	}
 	if in.Cursor != nil {
 		in, out := &in.Cursor, &out.Cursor
 		*out = new(int64)

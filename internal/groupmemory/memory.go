@@ -42,6 +42,18 @@ import (
 //     observation says so, with a and the last time it was seen, until a
 //     new commit appears. Without it a log that starts at 0 makes the
 //     missing offset look like a fresh group's (seed 003 on a young topic).
+//   - Diverged: a partition whose log end was seen at e0 and then at
+//     e1 < e0 was truncated (an unclean leader election, or a topic
+//     deleted and recreated). A clean leader change does not read as a
+//     fall: a new leader whose high watermark has not reached the start
+//     of its epoch answers ListOffsets OFFSET_NOT_AVAILABLE (KIP-207,
+//     Partition.fetchOffsetForTimestamp), a failure, not a log end. It is
+//     reported, with both ends and the observation that first saw the
+//     fall, until the group commits another offset: an offset committed
+//     without a leader epoch that lies above e1 may point past records
+//     the log replaced, and no consumer validates it (proof's
+//     CommittedOffsetOnDivergedLog). Only partitions whose committed
+//     offset was read are followed.
 //
 // A group or offset seen for the first time has no witnessed transition, so
 // both stay zero (unknown): a one-shot observation (the CLI, a fresh
@@ -83,6 +95,12 @@ type partitionEntry struct {
 	lastSeen       time.Time // the last observation that read this offset
 	vanished       int64     // the offset seen before it went missing; NoOffset when none
 	vanishedSeen   time.Time // the last observation that read it
+	logEnd         int64     // the last log end read; NoOffset when none
+	// diverged: the log end went down (from divergedFrom to divergedTo,
+	// first seen at divergedSeen) since the group last changed its offset.
+	diverged                 bool
+	divergedFrom, divergedTo int64
+	divergedSeen             time.Time
 }
 
 // TopicPartition names one partition of a topic.
@@ -111,6 +129,9 @@ type Facts struct {
 	// joined, a classic group migrated), a transition like any other.
 	Kind      string
 	Committed map[TopicPartition]int64
+	// LogEnds are the partitions' log ends read after the committed
+	// offsets (failed ones are absent).
+	LogEnds map[TopicPartition]int64
 }
 
 // Recall is what the memory says after recording a pass.
@@ -124,6 +145,16 @@ type Recall struct {
 	CommittedAfter map[TopicPartition]time.Time
 	// Vanished are the offsets seen before they went missing.
 	Vanished map[TopicPartition]Vanished
+	// Diverged are the partitions whose log end was seen to go down since
+	// the group last changed its offset there.
+	Diverged map[TopicPartition]Divergence
+}
+
+// Divergence is a fall of a partition's log end the memory saw: from
+// From to To (the lowest it fell to), first seen at SeenAt.
+type Divergence struct {
+	From, To int64
+	SeenAt   time.Time
 }
 
 // Vanished is a committed offset the memory saw and the group no
@@ -175,25 +206,40 @@ func (m *Memory) Record(cluster, group string, facts Facts, now time.Time) Recal
 	}
 
 	recall := Recall{EmptySince: e.emptySince, EmptyBy: e.emptyBy, CommittedAfter: make(map[TopicPartition]time.Time),
-		Vanished: make(map[TopicPartition]Vanished)}
+		Vanished: make(map[TopicPartition]Vanished), Diverged: make(map[TopicPartition]Divergence)}
 	for tp, c := range facts.Committed {
 		pe, ok := e.partitions[tp]
 		switch {
 		case ok && now.Before(pe.lastSeen):
 			continue // older than what was seen: not folded
 		case !ok || now.Sub(pe.lastSeen) > TTL:
-			pe = partitionEntry{committed: c, vanished: proof.NoOffset} // first sight: unknown
+			pe = partitionEntry{committed: c, vanished: proof.NoOffset, logEnd: proof.NoOffset} // first sight: unknown
 		case pe.committed != c:
 			// Witnessed a commit: after the last observation that saw
 			// the old offset.
 			pe.committedAfter = time.Time{}
 			pe.vanished, pe.vanishedSeen = proof.NoOffset, time.Time{}
+			// A new offset: committed after the fall, or reset on
+			// purpose (the way out); a fall seen by this same pass is
+			// recorded below.
+			pe.diverged = false
 			if c != proof.NoOffset {
 				pe.committedAfter = pe.lastSeen
 			} else if pe.committed != proof.NoOffset {
 				pe.vanished, pe.vanishedSeen = pe.committed, pe.lastSeen
 			}
 			pe.committed = c
+		}
+		if end, read := facts.LogEnds[tp]; read && end >= 0 {
+			if pe.logEnd >= 0 && end < pe.logEnd {
+				// Witnessed a truncation.
+				if !pe.diverged {
+					pe.diverged, pe.divergedFrom, pe.divergedTo, pe.divergedSeen = true, pe.logEnd, end, now
+				} else {
+					pe.divergedFrom, pe.divergedTo = max(pe.divergedFrom, pe.logEnd), min(pe.divergedTo, end)
+				}
+			}
+			pe.logEnd = end
 		}
 		pe.lastSeen = now
 		e.partitions[tp] = pe
@@ -207,6 +253,9 @@ func (m *Memory) Record(cluster, group string, facts Facts, now time.Time) Recal
 		}
 		if pe.vanished != proof.NoOffset {
 			recall.Vanished[tp] = Vanished{pe.vanished, pe.vanishedSeen}
+		}
+		if pe.diverged {
+			recall.Diverged[tp] = Divergence{From: pe.divergedFrom, To: pe.divergedTo, SeenAt: pe.divergedSeen}
 		}
 	}
 	return recall

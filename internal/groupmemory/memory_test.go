@@ -172,3 +172,54 @@ func TestGroupMemoryKindChangeIsATransition(t *testing.T) {
 		t.Fatalf("still Empty: Empty since %v, want the bound kept", r.EmptySince)
 	}
 }
+
+// Issue 33 item 1: a log end that went down is a truncation the memory
+// witnesses (as it witnesses Empty spells). It is reported with both ends
+// and the observation that first saw the fall until the group's offset
+// changes (a reset, the way out), so that an offset committed without a
+// leader epoch above the fall cannot be proven.
+func TestGroupMemoryWitnessesALogEndThatWentDown(t *testing.T) {
+	var m Memory
+	t0 := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+	tp := TopicPartition{"orders", 0}
+	pass := func(at time.Duration, committed, logEnd int64) Recall {
+		ends := map[TopicPartition]int64{tp: logEnd}
+		if logEnd < 0 {
+			ends = nil // the log end was not read
+		}
+		return m.Record("k0:9092", "billing", Facts{Committed: map[TopicPartition]int64{tp: committed}, LogEnds: ends}, t0.Add(at))
+	}
+	if r := pass(0, 10, 12); len(r.Diverged) != 0 {
+		t.Fatalf("first sight: %+v, want nothing diverged", r.Diverged)
+	}
+	if r := pass(time.Minute, 10, 14); len(r.Diverged) != 0 {
+		t.Fatalf("log end grew: %+v, want nothing diverged", r.Diverged)
+	}
+	r := pass(2*time.Minute, 10, 5) // an unclean election truncated the log to 5
+	if d, ok := r.Diverged[tp]; !ok || d.From != 14 || d.To != 5 || !d.SeenAt.Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("log end fell from 14 to 5: %+v, want it witnessed at +2m", r.Diverged)
+	}
+	pass(3*time.Minute, 10, -1)     // not read: the memory keeps what it saw
+	r = pass(4*time.Minute, 10, 20) // grew back past the commit
+	if d := r.Diverged[tp]; d.From != 14 || d.To != 5 || !d.SeenAt.Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("grown back: %+v, want the fall kept", r.Diverged)
+	}
+	r = pass(5*time.Minute, 10, 8) // a second fall, not as deep
+	if d := r.Diverged[tp]; d.From != 20 || d.To != 5 || !d.SeenAt.Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("second fall: %+v, want the lowest end and the highest start", r.Diverged)
+	}
+	// The way out: the group is reset (to 5): the commit follows the fall.
+	if r = pass(6*time.Minute, 5, 9); len(r.Diverged) != 0 {
+		t.Fatalf("offset reset: %+v, want the fall forgotten", r.Diverged)
+	}
+	// A commit and a fall seen by the same pass: which came first is not
+	// known, the fall is kept (fail closed).
+	if r = pass(7*time.Minute, 7, 6); r.Diverged[tp].To != 6 {
+		t.Fatalf("commit and fall in one pass: %+v, want the fall kept", r.Diverged)
+	}
+	// Another group on the same cluster has its own memory of the partition.
+	other := m.Record("k0:9092", "audit", Facts{Committed: map[TopicPartition]int64{tp: 3}, LogEnds: map[TopicPartition]int64{tp: 6}}, t0.Add(8*time.Minute))
+	if len(other.Diverged) != 0 {
+		t.Fatalf("another group's first sight: %+v", other.Diverged)
+	}
+}

@@ -163,10 +163,13 @@ func (p *pass) fetchCommittedOffsets(ctx context.Context) {
 
 	answered := make(map[string]map[topicPartition]bool)
 	groupAnswered := make(map[string]bool)
-	setCommitted := func(g string, tp topicPartition, offset int64) {
+	setCommitted := func(g string, tp topicPartition, offset int64, epoch int32) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.groupInfo[g].committed[tp] = offset
+		if offset >= 0 && epoch >= 0 {
+			p.groupInfo[g].epochs[tp] = epoch
+		}
 	}
 	groupFailed := func(g string, err error) {
 		if isAuthorization(err) {
@@ -203,7 +206,7 @@ func (p *pass) fetchCommittedOffsets(ctx context.Context) {
 				// know; some brokers answer GROUP_ID_NOT_FOUND. Either
 				// way: no committed offset, for every partition.
 				for tp := range asked[rg.Group] {
-					setCommitted(rg.Group, tp, proof.NoOffset)
+					setCommitted(rg.Group, tp, proof.NoOffset, -1)
 				}
 				answered[rg.Group] = asked[rg.Group]
 				continue
@@ -245,7 +248,9 @@ func (p *pass) fetchCommittedOffsets(ctx context.Context) {
 					if offset < 0 {
 						offset = proof.NoOffset
 					}
-					setCommitted(rg.Group, tp, offset)
+					// The commit's leader epoch (v5+; -1 for none, and
+					// before v5): the epoch.go step asks where it ends.
+					setCommitted(rg.Group, tp, offset, rp.LeaderEpoch)
 				}
 			}
 		}

@@ -59,6 +59,9 @@ type pass struct {
 	// From __consumer_offsets, for targets that ask (offsetstopic.go).
 	offsetsTopic offsetsTopicResult
 
+	// Where the leader epochs of committed offsets end (epochs.go).
+	epochEnds map[epochAt]epochEnd
+
 	// Business cursors, by target index (cursor.go).
 	cursors []cursorRead
 	// answered: metadata was read and the offsets asked (run got past
@@ -107,7 +110,10 @@ type groupState struct {
 	migrationPossible bool
 	// committed holds the offsets read (NoOffset for none); a partition
 	// whose offset could not be read is absent and has a failure.
-	committed  map[topicPartition]int64
+	committed map[topicPartition]int64
+	// epochs: the leader epoch a committed offset carries (OffsetFetch
+	// v5+), for the offsets that carry one.
+	epochs     map[topicPartition]int32
 	timestamps map[topicPartition]time.Time // of the record at the committed offset
 	preceding  map[topicPartition]time.Time // of the records before it (dates the commit)
 	// precedingMarker: of the transaction markers before it (dates the
@@ -155,6 +161,7 @@ func newPass(o *Observer, cl *kgo.Client, conn Connection, targets []Target, now
 		groupTopics: make(map[string][]string),
 		groupInfo:   make(map[string]*groupState),
 		recall:      make(map[string]groupmemory.Recall),
+		epochEnds:   make(map[epochAt]epochEnd),
 		cursors:     make([]cursorRead, len(targets)),
 	}
 	for _, t := range targets {
@@ -170,6 +177,7 @@ func (p *pass) addTarget(t Target) {
 		p.groups = append(p.groups, t.Group)
 		p.groupInfo[t.Group] = &groupState{
 			committed:  make(map[topicPartition]int64),
+			epochs:     make(map[topicPartition]int32),
 			timestamps: make(map[topicPartition]time.Time),
 			preceding:  make(map[topicPartition]time.Time),
 			shareLag:   make(map[topicPartition]int64),
@@ -258,8 +266,9 @@ func (p *pass) run(ctx context.Context) {
 	// Timestamps need committed offsets, watermarks and the group's kind
 	// (which offsets expire per commit and need dating); exact commit
 	// times, when asked, are read beside them.
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); p.readOffsetsTopic(ctx) }()
+	go func() { defer wg.Done(); p.fetchEpochEnds(ctx) }()
 	p.fetchCommittedTimestamps(ctx)
 	p.listOffsetsForUnread(ctx)
 	wg.Wait()
@@ -271,6 +280,7 @@ func (p *pass) run(ctx context.Context) {
 			State:      gs.state,
 			Kind:       gs.protocol + "/" + gs.protocolType,
 			Committed:  gs.committed,
+			LogEnds:    p.logEnds(g),
 		}, p.now)
 	}
 	p.log(start)
@@ -365,6 +375,12 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 				po.CommittedAfter = recall.CommittedAfter[tp]
 				if v, ok := recall.Vanished[tp]; ok && po.Committed == proof.NoOffset {
 					po.OffsetVanished, po.VanishedOffset, po.VanishedSeenAt = true, v.Offset, v.SeenAt
+				}
+				if d, ok := recall.Diverged[tp]; ok {
+					po.LogDiverged, po.DivergedFrom, po.DivergedTo, po.DivergedSeenAt = true, d.From, d.To, d.SeenAt
+				}
+				if gs != nil && po.Committed >= 0 {
+					po.CommitEpoch = p.commitEpoch(gs, tp)
 				}
 				if t.Cursor != nil {
 					po.CursorTimestamp = p.cursors[i].timestamps[tp]

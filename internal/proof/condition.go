@@ -20,6 +20,7 @@ var lossReasons = []string{
 	ReasonResetToLatestSkipsRecords,
 	ReasonCommittedOffsetBeyondLogEnd,
 	ReasonCommittedOffsetOfDeletedTopic,
+	ReasonCommittedOffsetDiverged,
 	// Records a restart from the group's offsets would skip.
 	ReasonGroupAheadOfCursor,
 }
@@ -89,7 +90,8 @@ func missingFact(reason string) bool {
 	case ReasonRetentionUnreadable, ReasonOffsetsRetentionUnreadable, ReasonNotEvaluated,
 		ReasonOffsetsMayExpireBeforeWindow, ReasonGroupTypeUnknown, ReasonCursorUnreadable,
 		ReasonShareStartOffsetBelowLogStart, ReasonEmptyGroupOffsetsMayExpireBeforeWindow,
-		ReasonOffsetResetMaySkipRecords, ReasonRecordTimestampUnread:
+		ReasonOffsetResetMaySkipRecords, ReasonRecordTimestampUnread,
+		ReasonCommittedLeaderEpochUnknown, ReasonCommittedOffsetOnDivergedLog:
 		return true
 	}
 	return false

@@ -61,6 +61,8 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 			} else if !share {
 				if message := judgeTopicID(pr, t.obs, po); message != "" {
 					o.add(partitionViolation(pr, message))
+				} else if message := judgeEpoch(pr, po); message != "" {
+					o.add(partitionViolation(pr, message))
 				}
 			}
 			if finite {
@@ -272,7 +274,7 @@ func partitionViolation(pr *PartitionResult, message string) Violation {
 	return Violation{
 		Reason: pr.Reason, Topic: pr.Topic, Partition: pr.Partition, Message: message,
 		Committed: pr.Committed, LogStart: pr.LogStart, LogEnd: pr.LogEnd, ExpiredRecords: pr.ExpiredRecords,
-		SkippedRecords: pr.SkippedRecords, Cursor: NoOffset,
+		SkippedRecords: pr.SkippedRecords, DivergedRecords: pr.DivergedRecords, Cursor: NoOffset,
 	}
 }
 
@@ -288,8 +290,8 @@ func inRangeMessage(results []PartitionResult) string {
 // outOfRangeSummary counts the partitions out of range by reason, e.g.
 // "3 of 24 partitions out of range: 2 committed offsets below log start (4200 records expired), 1 without a committed offset".
 func outOfRangeSummary(results []PartitionResult) string {
-	var expired, missing, beyond, recreated int
-	var records int64
+	var expired, missing, beyond, recreated, diverged int
+	var records, divergedRecords int64
 	for i := range results {
 		switch results[i].Reason {
 		case ReasonCommittedOffsetExpired:
@@ -301,6 +303,9 @@ func outOfRangeSummary(results []PartitionResult) string {
 			beyond++
 		case ReasonCommittedOffsetOfDeletedTopic:
 			recreated++
+		case ReasonCommittedOffsetDiverged:
+			diverged++
+			divergedRecords = addSaturating(divergedRecords, results[i].DivergedRecords)
 		}
 	}
 	var parts []string
@@ -316,6 +321,9 @@ func outOfRangeSummary(results []PartitionResult) string {
 	if recreated > 0 {
 		parts = append(parts, plural(int64(recreated), "committed offset")+" of a deleted topic")
 	}
-	return itoa(int64(expired+missing+beyond+recreated)) + " of " + plural(int64(len(results)), "partition") + " out of range: " +
+	if diverged > 0 {
+		parts = append(parts, plural(int64(diverged), "committed offset")+" past a diverged log ("+plural(divergedRecords, "record")+" read and truncated)")
+	}
+	return itoa(int64(expired+missing+beyond+recreated+diverged)) + " of " + plural(int64(len(results)), "partition") + " out of range: " +
 		strings.Join(parts, ", ")
 }

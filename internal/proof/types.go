@@ -196,6 +196,26 @@ const (
 	// group's share.auto.offset.reset unread, or by_duration): the
 	// consumers may skip its records (Unknown, fail closed).
 	ReasonOffsetResetMaySkipRecords = "OffsetResetMaySkipRecords"
+	// ReasonCommittedOffsetDiverged: the committed offset carries a leader
+	// epoch that ends, on the partition's leader, below it
+	// (OffsetsForLeaderEpoch): the log was truncated below the group's
+	// position and grew back with other records. The records the group
+	// read from the epoch's end to its committed offset are gone, the
+	// offsets now hold records it never read, and the Java consumer
+	// rewinds to the epoch's end (throws under auto.offset.reset=none).
+	// Violated, a loss; the violation's divergedRecords is committed −
+	// the epoch's end.
+	ReasonCommittedOffsetDiverged = "CommittedOffsetDiverged"
+	// ReasonCommittedLeaderEpochUnknown: the committed offset carries a
+	// leader epoch the partition's leader does not know (above its own,
+	// UNDEFINED_EPOCH): a consumer stalls there, or resets by
+	// auto.offset.reset; where it resumes cannot be proven (Unknown).
+	ReasonCommittedLeaderEpochUnknown = "CommittedLeaderEpochUnknown"
+	// ReasonCommittedOffsetOnDivergedLog: the committed offset carries no
+	// leader epoch, so no consumer validates it, and the observer saw the
+	// partition's log end go down below it since the commit: the records
+	// the group read there may have been truncated and replaced (Unknown).
+	ReasonCommittedOffsetOnDivergedLog = "CommittedOffsetOnDivergedLog"
 
 	// CursorInRange (only with a business cursor, spec.cursor)
 	//
@@ -688,6 +708,43 @@ type PartitionObservation struct {
 	// cursor (headroom with resumeFrom Cursor); zero when unknown, when
 	// there is no cursor or when it is at log end.
 	CursorTimestamp time.Time
+	// CommitEpoch is what the partition's leader says of the leader
+	// epoch the offset was committed with (epoch.go).
+	CommitEpoch CommitEpoch
+	// LogDiverged: the observer saw the partition's log end go down
+	// (a truncation: an unclean leader election, a leader that lost
+	// what it had not flushed), from DivergedFrom to DivergedTo, first
+	// at DivergedSeenAt, and the group has not committed since. A
+	// long-running observer's memory (internal/groupmemory); a one-shot
+	// observation cannot know it.
+	LogDiverged    bool
+	DivergedFrom   int64
+	DivergedTo     int64
+	DivergedSeenAt time.Time
+}
+
+// CommitEpoch is the leader epoch a committed offset carries (OffsetFetch
+// v5+: the epoch of the last record the committing consumer read, set by
+// KIP-320 clients) and where the partition's leader says that epoch ends
+// (OffsetsForLeaderEpoch). The zero value is an offset without an epoch
+// whose epoch end was not asked.
+type CommitEpoch struct {
+	// HasEpoch: the commit carries a leader epoch (OffsetFetch answered
+	// one ≥ 0); false for offsets committed without one
+	// (kafka-consumer-groups --reset-offsets, Admin.alterConsumerGroupOffsets,
+	// clients without KIP-320), which no consumer validates.
+	HasEpoch bool
+	Epoch    int32
+	// EndKnown: the leader answered OffsetsForLeaderEpoch for Epoch
+	// without an error. False when it was not asked or did not answer:
+	// nothing is judged then (logged by the observer).
+	EndKnown bool
+	// EndEpoch and EndOffset are the answer: the largest epoch ≤ Epoch the
+	// leader knows and the offset where it ends (the log end for the
+	// current epoch). -1 (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET) when the
+	// leader does not know the epoch (above its own).
+	EndEpoch  int32
+	EndOffset int64
 }
 
 // Condition is one clause's result, shaped like metav1.Condition without
@@ -724,6 +781,10 @@ type Violation struct {
 	// consumers start (ResetToLatestSkipsRecords, OffsetResetMaySkipRecords:
 	// logEnd − logStart); 0 otherwise.
 	SkippedRecords int64
+	// DivergedRecords counts the records the group read that a truncated
+	// log no longer holds (CommittedOffsetDiverged: committed − the end
+	// of the commit's leader epoch); 0 otherwise.
+	DivergedRecords int64
 	// Cursor is the business cursor the violation speaks of (CursorInRange
 	// violations); NoOffset otherwise.
 	Cursor int64
@@ -819,6 +880,10 @@ type PartitionResult struct {
 	// SkippedRecords: logEnd − logStart on a partition a reset to latest
 	// skips (ResetToLatestSkipsRecords, OffsetResetMaySkipRecords).
 	SkippedRecords int64
+	// DivergedRecords: committed − the end of the commit's leader epoch
+	// (CommittedOffsetDiverged): records the group read that the log no
+	// longer holds.
+	DivergedRecords int64
 	// Headroom: timestamp(record at committed) + retention.ms - now;
 	// HasHeadroom is false when it cannot be computed (infinite/compact
 	// retention or unknown timestamps).

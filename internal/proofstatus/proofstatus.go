@@ -144,6 +144,10 @@ func violationStatus(v proof.Violation) rgv1.ViolationStatus {
 		n := v.SkippedRecords
 		vs.SkippedRecords = &n
 	}
+	if v.DivergedRecords > 0 {
+		n := v.DivergedRecords
+		vs.DivergedRecords = &n
+	}
 	if !v.ExpiresAt.IsZero() {
 		t := metav1.NewTime(v.ExpiresAt.UTC().Truncate(time.Second))
 		vs.ExpiresAt = &t

@@ -2,7 +2,8 @@
 // of issue 22 the proof relies on: share groups (KIP-932) judged on their
 // own terms, and an explicit offset retention time (OffsetCommit v2–v4)
 // beating the Empty clock of a classic group; and issue 33's tombstone
-// headroom (tombstone_test.go). Each test drives the real
+// headroom (tombstone_test.go) and logs that diverged below a commit
+// (epoch_test.go). Each test drives the real
 // observer (internal/kafka) and the real proof (internal/proof) against the
 // broker, and checks the broker's own behaviour where it can show it.
 package proof

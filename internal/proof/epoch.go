@@ -1,0 +1,81 @@
+package proof
+
+import "time"
+
+// A log that diverged and grew back (issue 33 item 1). A partition
+// truncated below its high watermark (an unclean leader election; on 3.9,
+// and on 4.x without ELR, the last in-sync replica leading again after a
+// power loss) grows back past the committed offset: the offset is in
+// range again, but the records the group read below it were replaced.
+//
+//   - A commit with a leader epoch (KIP-320 clients) is validated by the
+//     Java consumer: it asks the leader where that epoch ends
+//     (OffsetsForLeaderEpoch) and, when the end is below its position,
+//     rewinds to it, or throws under auto.offset.reset=none
+//     (SubscriptionState.maybeCompleteValidation). The observer asks the
+//     same question; an end below the commit is CommittedOffsetDiverged,
+//     with committed − end records read and gone. An epoch the leader does
+//     not know (above its own) stalls or resets the consumer:
+//     CommittedLeaderEpochUnknown.
+//   - A commit without an epoch (kafka-consumer-groups --reset-offsets,
+//     Admin.alterConsumerGroupOffsets, clients without KIP-320) is never
+//     validated: the consumer resumes at it silently, even under
+//     auto.offset.reset=none. Only a witnessed fall of the log end below
+//     it (internal/groupmemory) shows the log diverged since the commit:
+//     CommittedOffsetOnDivergedLog.
+//
+// The way out of each is a new commit: decide whether to re-read the
+// records from where the log diverged or accept the loss, then reset the
+// group's offsets on the partition. The reset commits without an epoch
+// (nothing left to validate) and the memory forgets a divergence once the
+// offset changes.
+
+// judgeEpoch judges an otherwise proven partition's commit against its
+// leader epoch and a divergence the observer witnessed; it returns the
+// violation's message, or "" when nothing is wrong.
+func judgeEpoch(pr *PartitionResult, po *PartitionObservation) string {
+	if pr.Verdict != Proven || pr.Committed < 0 {
+		return ""
+	}
+	e := po.CommitEpoch
+	var m messageBuilder
+	switch {
+	case e.HasEpoch && e.EndKnown && (e.EndOffset < 0 || e.EndEpoch < 0):
+		pr.Verdict, pr.Reason = Unknown, ReasonCommittedLeaderEpochUnknown
+		m.partition(pr.Topic, pr.Partition).text(": committed offset ").int(pr.Committed).
+			text(" carries leader epoch ").int(int64(e.Epoch)).
+			text(", which the partition's leader does not know (OffsetsForLeaderEpoch: undefined, an epoch above its own): " +
+				"a consumer stalls at it, or resets by auto.offset.reset, so where the group resumes cannot be proven; " +
+				"check which records the group processed, then reset its offsets on this partition " +
+				"(kafka-consumer-groups --reset-offsets --to-offset, which commits without an epoch)")
+	case e.HasEpoch && e.EndKnown && e.EndOffset < pr.Committed:
+		pr.Verdict, pr.Reason = Violated, ReasonCommittedOffsetDiverged
+		pr.DivergedRecords = pr.Committed - e.EndOffset
+		m.partition(pr.Topic, pr.Partition).text(": committed offset ").int(pr.Committed).
+			text(" was committed in leader epoch ").int(int64(e.Epoch)).
+			text(", which ends at offset ").int(e.EndOffset).text(" on the partition's leader")
+		if e.EndEpoch != e.Epoch {
+			m.text(" (the last epoch it knows up to it is ").int(int64(e.EndEpoch)).text(")")
+		}
+		m.text(": the log was truncated below the group's position and grew back, so the ").count(pr.DivergedRecords, "record").
+			text(" the group read at offsets ").int(e.EndOffset).text(" to ").int(pr.Committed - 1).
+			text(" are gone and those offsets now hold records it never read; the Java consumer rewinds to ").int(e.EndOffset).
+			text(" (throws under auto.offset.reset=none). Decide whether to re-read from ").int(e.EndOffset).
+			text(" or accept the loss, then reset the group's offsets on this partition (kafka-consumer-groups --reset-offsets --to-offset ").
+			int(e.EndOffset).text(" to re-read)")
+	case !e.HasEpoch && po.LogDiverged && pr.Committed > po.DivergedTo:
+		pr.Verdict, pr.Reason = Unknown, ReasonCommittedOffsetOnDivergedLog
+		m.partition(pr.Topic, pr.Partition).text(": committed offset ").int(pr.Committed).
+			text(" carries no leader epoch (committed by kafka-consumer-groups --reset-offsets, Admin.alterConsumerGroupOffsets " +
+				"or a client without KIP-320), and the log end went down from ").int(po.DivergedFrom).
+			text(" to ").int(po.DivergedTo).text(" (seen ").text(po.DivergedSeenAt.UTC().Format(time.RFC3339)).
+			text(") since it was committed: the records the group read at offsets ").int(po.DivergedTo).text(" to ").int(pr.Committed - 1).
+			text(" may have been truncated and replaced, and no consumer validates an offset without an epoch (it resumes there silently, " +
+				"even under auto.offset.reset=none). Decide whether to re-read from ").int(po.DivergedTo).
+			text(" or accept the loss, then reset the group's offsets on this partition (kafka-consumer-groups --reset-offsets --to-offset ").
+			int(po.DivergedTo).text(" to re-read; this ends once the offset changes)")
+	default:
+		return ""
+	}
+	return m.String()
+}

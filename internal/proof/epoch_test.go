@@ -1,0 +1,101 @@
+package proof
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Issue 33 item 1, seed 000's silent skip by another road: a partition
+// truncated below the group's position (an unclean leader election) that
+// grew back past it. The committed offset is in range again; only its
+// leader epoch, or a log end the observer saw go down, tells. Offsets 0-4
+// in epoch 0, 5-14 in epoch 2 (the leader's log as
+// test/realkafka/proof's TestCommitPastItsLeaderEpochIsADivergence builds
+// it on a real broker).
+func TestCommitEpoch(t *testing.T) {
+	seen := now.Add(-time.Hour)
+	withEpoch := func(committed int64, epoch, endEpoch int32, end int64) PartitionObservation {
+		po := part(0, 0, 15, committed)
+		po.CommitEpoch = CommitEpoch{HasEpoch: true, Epoch: epoch, EndKnown: true, EndEpoch: endEpoch, EndOffset: end}
+		return po
+	}
+	diverged := func(po PartitionObservation) PartitionObservation {
+		po.LogDiverged, po.DivergedFrom, po.DivergedTo, po.DivergedSeenAt = true, 12, 5, seen
+		return po
+	}
+	inRange := func(verdict Verdict, status ConditionStatus, reason string) want {
+		return want{verdict: verdict, conditions: map[string]condWant{ClauseOffsetsInRange: {status, reason}, ClauseReady: {status, reason}},
+			violations: []violationWant{{ClauseOffsetsInRange, reason, "settle-task", 0}}}
+	}
+	cases := []struct {
+		name     string
+		po       PartitionObservation
+		want     want
+		diverged int64
+		says     []string
+	}{
+		{name: "seed000 diverged: commit 10 in epoch 0, which ends at 5: 5 records read and truncated",
+			po: withEpoch(10, 0, 0, 5), want: inRange(Violated, ConditionFalse, ReasonCommittedOffsetDiverged), diverged: 5,
+			says: []string{"settle-task[0]", "committed offset 10", "leader epoch 0", "ends at offset 5", "5 records", "offsets 5 to 9",
+				"rewinds to 5", "--reset-offsets --to-offset 5"}},
+		{name: "seed000 diverged: the leader answers an older epoch than the commit's (the floor it knows)",
+			po: withEpoch(10, 1, 0, 5), want: inRange(Violated, ConditionFalse, ReasonCommittedOffsetDiverged), diverged: 5,
+			says: []string{"leader epoch 1", "the last epoch it knows up to it is 0"}},
+		{name: "commit 5 in epoch 0 ending at 5: the next record is the first of epoch 2, nothing diverged",
+			po: withEpoch(5, 0, 0, 5), want: proven()},
+		{name: "commit 10 in the current epoch: the leader answers its log end",
+			po: withEpoch(10, 2, 2, 15), want: proven()},
+		{name: "commit in an epoch above the leader's: undefined, the consumer stalls",
+			po: withEpoch(10, 7, -1, -1), want: inRange(Unknown, ConditionUnknown, ReasonCommittedLeaderEpochUnknown),
+			says: []string{"leader epoch 7", "does not know", "--reset-offsets --to-offset"}},
+		{name: "epoch end not known (not asked, the leader did not answer): nothing judged",
+			po: func() PartitionObservation {
+				po := part(0, 0, 15, 10)
+				po.CommitEpoch = CommitEpoch{HasEpoch: true, Epoch: 0}
+				return po
+			}(), want: proven()},
+		{name: "seed000 diverged without an epoch: a reset's commit of 10 over a log seen to fall from 12 to 5",
+			po: diverged(part(0, 0, 15, 10)), want: inRange(Unknown, ConditionUnknown, ReasonCommittedOffsetOnDivergedLog),
+			says: []string{"committed offset 10", "no leader epoch", "from 12 to 5", seen.Format(time.RFC3339), "offsets 5 to 9",
+				"auto.offset.reset=none", "--to-offset 5"}},
+		{name: "no epoch, the log fell to 5, commit at 5: nothing read above the fall",
+			po: diverged(part(0, 0, 15, 5)), want: proven()},
+		{name: "an epoch on a log seen to fall: the epoch decides (the consumer validates it)",
+			po: diverged(withEpoch(10, 2, 2, 15)), want: proven()},
+		{name: "no epoch, no fall witnessed: proven as before",
+			po: part(0, 0, 15, 10), want: proven()},
+		{name: "beyond log end keeps its own reason",
+			po: withEpoch(20, 0, 0, 5), want: inRange(Violated, ConditionFalse, ReasonCommittedOffsetBeyondLogEnd)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Evaluate(observation(topic("settle-task", tc.po)), policy("settle-task"), now)
+			tc.want.check(t, r)
+			if len(r.Partitions) != 1 || r.Partitions[0].DivergedRecords != tc.diverged {
+				t.Errorf("partitions %+v, want %d diverged records", r.Partitions, tc.diverged)
+			}
+			if tc.diverged > 0 && (len(r.Violations) != 1 || r.Violations[0].DivergedRecords != tc.diverged || r.Violations[0].Committed != tc.po.Committed) {
+				t.Errorf("violations %+v, want the count %d and the committed offset as data", r.Violations, tc.diverged)
+			}
+			for _, s := range tc.says {
+				if len(r.Violations) == 0 || !strings.Contains(r.Violations[0].Message, s) {
+					t.Errorf("message lacks %q: %+v", s, r.Violations)
+				}
+			}
+		})
+	}
+}
+
+// A diverged commit is a loss, ranked with the others; the two that cannot
+// be proven are missing facts (Unknown), not losses.
+func TestCommitEpochReasonsRank(t *testing.T) {
+	if !IsLoss(ReasonCommittedOffsetDiverged) || IsRisk(ReasonCommittedOffsetDiverged) {
+		t.Errorf("%s: want a loss", ReasonCommittedOffsetDiverged)
+	}
+	for _, r := range []string{ReasonCommittedLeaderEpochUnknown, ReasonCommittedOffsetOnDivergedLog} {
+		if IsLoss(r) || IsRisk(r) || !missingFact(r) {
+			t.Errorf("%s: want a missing fact, neither loss nor risk", r)
+		}
+	}
+}

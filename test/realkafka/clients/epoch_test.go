@@ -1,0 +1,146 @@
+package clients
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// TestJavaConsumerValidatesTheCommittedLeaderEpoch (issue 33 item 1, seed
+// 000's silent skip by another road): what the official Java consumer does
+// with a commit whose leader epoch ends below it, and with an epoch above
+// the leader's, beside the product's verdict on the same state. The broker
+// restarts once to move the leader epoch (5 records in the first epoch
+// E0, 10 in the next: E0 ends at 5, the log end is 15), as in
+// test/realkafka/proof TestCommitPastItsLeaderEpochIsADivergence. The
+// client validates a position that carries an epoch
+// (SubscriptionState.maybeCompleteValidation, after an
+// OffsetsForLeaderEpoch): it does not resume at the committed offset 10.
+// Kafka's defaults, as deployed.
+func TestJavaConsumerValidatesTheCommittedLeaderEpoch(t *testing.T) {
+	t.Parallel()
+	for _, d := range apachekafka.Dists(t) {
+		t.Run(d.Line(), func(t *testing.T) {
+			t.Parallel()
+			const topic = "ledger"
+			b := apachekafka.Start(t, d, asDeployed(d)...)
+			b.CreateTopic(t, topic, 1, nil)
+			b.ProduceTo(t, topic, 0, 5)
+			e0, _ := epochOf(t, b, topic)
+			b.Restart(t, b.Nodes[0].ID)
+			var e1 int32
+			poll(t, "a new leader epoch after the restart", func() bool { e1, _ = epochOf(t, b, topic); return e1 > e0 })
+			b.ProduceTo(t, topic, 0, 10)
+
+			verdict := func(group string) proof.Result {
+				t.Helper()
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				o := kafka.NewObserver()
+				defer o.Close()
+				obs := o.Observe(ctx, kafka.Connection{BootstrapServers: b.Addrs()},
+					[]kafka.Target{{Group: group, Topics: []string{topic}, ReadOffsetsTopic: true}})[0]
+				return proof.Evaluate(obs, proof.Policy{GroupID: group, Topics: []string{topic}, RecoveryWindow: time.Hour}, obs.ObservedAt)
+			}
+			env := func(group, reset string) ConsumerEnv {
+				return ConsumerEnv{Brokers: b.Addrs(), Group: group, Topics: []string{topic}, Reset: reset,
+					AutoCommit: "false", Idle: 5 * time.Second}
+			}
+
+			// Committed 10 in E0, which ends at 5: the product says 5
+			// records diverged; the client rewinds to 5 (earliest) or
+			// throws (none). Neither resumes at 10.
+			for _, group := range []string{"diverged-earliest", "diverged-none"} {
+				commitWithEpoch(t, b, group, topic, 10, e0)
+				if r := verdict(group); r.Verdict != proof.Violated || len(r.Violations) != 1 ||
+					r.Violations[0].Reason != proof.ReasonCommittedOffsetDiverged || r.Violations[0].DivergedRecords != 5 {
+					t.Fatalf("%s: %s %+v, want Violated, %s, 5 records", group, r.Verdict, r.Violations, proof.ReasonCommittedOffsetDiverged)
+				}
+			}
+			run := Java(t, env("diverged-earliest", "earliest"))
+			if first := run.One(t, "first record", topic, 0); first.Int("offset") != 5 {
+				t.Fatalf("commit 10 in epoch %d ending at 5, earliest: the Java consumer's first record %d, want 5 (it rewinds to the divergence):\n%s",
+					e0, first.Int("offset"), run)
+			}
+			run = Java(t, env("diverged-none", "none"))
+			if f := run.All("fatal"); run.Code == 0 || len(f) == 0 || f[0].Str("exception") != "LogTruncationException" || len(run.All("first record")) != 0 {
+				t.Fatalf("commit 10 in epoch %d ending at 5, none: want LogTruncationException and no record:\n%s", e0, run)
+			}
+
+			// Committed 10 in an epoch above the leader's: the product
+			// cannot prove it (Unknown). The client, having read the
+			// commit's epoch (ClassicKafkaConsumer.committed →
+			// Metadata.updateLastSeenEpochIfNewer), takes the leader's
+			// metadata in the older epoch for stale
+			// (Metadata.updateLatestMetadata) and never reads the
+			// partition: seen on 3.9.2 and 4.4.0, the consumer's own
+			// beginningOffsets in its rebalance listener timed out after
+			// 30 s (TimeoutException), no record read.
+			future := e1 + 5
+			commitWithEpoch(t, b, "future", topic, 10, future)
+			if r := verdict("future"); r.Verdict != proof.Unknown || len(r.Violations) != 1 ||
+				r.Violations[0].Reason != proof.ReasonCommittedLeaderEpochUnknown {
+				t.Fatalf("future: %s %+v, want Unknown, %s", r.Verdict, r.Violations, proof.ReasonCommittedLeaderEpochUnknown)
+			}
+			run = Java(t, env("future", "earliest"))
+			if len(run.All("first record")) != 0 || len(run.All("consumed")) != 0 {
+				t.Fatalf("commit 10 in epoch %d above the leader's %d: the Java consumer read records, want none (it stalls on the partition's metadata):\n%s",
+					future, e1, run)
+			}
+		})
+	}
+}
+
+// epochOf reads the leader epoch of topic/0 and the topic's ID.
+func epochOf(t *testing.T, b *apachekafka.Broker, topic string) (int32, [16]byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = []kmsg.MetadataRequestTopic{rt}
+	resp, err := req.RequestWith(ctx, b.Client(t))
+	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		return -1, [16]byte{}
+	}
+	return resp.Topics[0].Partitions[0].LeaderEpoch, resp.Topics[0].TopicID
+}
+
+// commitWithEpoch commits offset on topic/0 for group as an admin does
+// (generation -1), with epoch as its CommittedLeaderEpoch.
+func commitWithEpoch(t *testing.T, b *apachekafka.Broker, group, topic string, offset int64, epoch int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = group, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	_, rt.TopicID = epochOf(t, b, topic) // OffsetCommit v10+ (4.1+) names topics by ID
+	rt.Topic = topic
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset, rp.LeaderEpoch = 0, offset, epoch
+	rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{rp}
+	req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+	for {
+		resp, err := req.RequestWith(ctx, b.Client(t))
+		if err != nil {
+			t.Fatalf("OffsetCommit on Apache Kafka %s: %v", b.Dist.Version, err)
+		}
+		code := resp.Topics[0].Partitions[0].ErrorCode
+		if code == 0 {
+			return
+		}
+		if !kerr.IsRetriable(kerr.ErrorForCode(code)) || ctx.Err() != nil {
+			t.Fatalf("OffsetCommit on Apache Kafka %s: %v", b.Dist.Version, kerr.ErrorForCode(code))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,106 @@
+package faults
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
+	"github.com/retentionguard/retention-guard/internal/proof"
+)
+
+// TestUncleanElectionGrowsBackPastCommitted (issue 33 item 1) goes on
+// where TestUncleanElectionTruncatesBelowCommitted stops: the log
+// truncated below the committed offset grows back past it. The offset is
+// in range again (before this change: Proven, the truncation forgotten),
+// but the records the group read at 5–7 are gone and 5–7 now hold others.
+// Two groups committed 8 before the fault: "settle-kip320" with the
+// leader epoch it read in (a KIP-320 client), "settle-reset" without one
+// (kafka-consumer-groups --reset-offsets). The guard, one observer for
+// each, watched both through the fault:
+//
+//   - the commit with an epoch: the new leader says that epoch ends at 5
+//     (OffsetsForLeaderEpoch): CommittedOffsetDiverged, 3 records;
+//   - the commit without: no consumer validates it; the guard saw the log
+//     end fall from 10 to 5: CommittedOffsetOnDivergedLog (Unknown).
+//
+// Unclean elections allowed on the topic (default false), min ISR 1 (the
+// default, stated), and a message.timestamp.after.max.ms of an hour (4.x's
+// default, set for 3.x: see TestUncleanElectionTruncatesBelowCommitted).
+func TestUncleanElectionGrowsBackPastCommitted(t *testing.T) {
+	for _, d := range apachekafka.Dists(t) {
+		t.Run(d.Line(), func(t *testing.T) {
+			f := cluster(t, d)
+			const topic = "settle-task-regrown"
+			kip320, reset := "settle-kip320", "settle-reset"
+			coord := f.coordinator(t, kip320)
+			if f.coordinator(t, reset) != coord {
+				t.Fatalf("the two groups have different coordinators: the test keeps one node alive for both")
+			}
+			nodes := f.others(coord)
+			leader, follower := nodes[0], nodes[1]
+			f.createTopic(t, topic, []int32{leader, follower}, map[string]string{
+				"unclean.leader.election.enable": "true", "min.insync.replicas": "1",
+				"message.timestamp.after.max.ms": "3600000",
+			})
+			if err := f.produce(t, topic, 5, kgo.AllISRAcks()); err != nil {
+				t.Fatal(err)
+			}
+			f.b.Stop(follower)
+			p := f.waitPartition(t, topic, "in sync on its leader alone", func(p kadm.PartitionDetail) bool {
+				return p.Leader == leader && len(p.ISR) == 1
+			})
+			if err := f.produce(t, topic, 5, kgo.LeaderAck()); err != nil {
+				t.Fatal(err)
+			}
+			epoch := p.LeaderEpoch // the epoch the records 5-9 were written in
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var os kadm.Offsets
+			os.Add(kadm.Offset{Topic: topic, Partition: 0, At: 8, LeaderEpoch: epoch})
+			if err := f.Admin(t).CommitAllOffsets(ctx, kip320, os); err != nil {
+				t.Fatalf("committing 8 in epoch %d: %v", epoch, err)
+			}
+			f.Commit(t, reset, topic, 0, 8) // without an epoch
+			g320, greset := newGuard(t, f, kip320, topic), newGuard(t, f, reset, topic)
+			g320.untilProven("before the fault", truth{committed: 8, logStart: 0, logEnd: 10})
+			greset.untilProven("before the fault", truth{committed: 8, logStart: 0, logEnd: 10})
+
+			f.b.Kill(leader)
+			f.b.Restart(t, follower)
+			f.waitPartition(t, topic, "led by the stale follower", func(p kadm.PartitionDetail) bool { return p.Leader == follower })
+			g320.untilViolated("after the unclean election")
+			greset.untilViolated("after the unclean election")
+			f.b.Restart(t, leader)
+			f.waitPartition(t, topic, "in sync on both replicas", func(p kadm.PartitionDetail) bool { return len(p.ISR) == 2 })
+
+			// The log grows back past the committed offset.
+			if err := f.produce(t, topic, 5, kgo.AllISRAcks()); err != nil {
+				t.Fatal(err)
+			}
+			if end := f.endOffset(t, topic); end != 10 {
+				t.Fatalf("log end %d after the regrowth, want 10", end)
+			}
+
+			obs, res := g320.pass()
+			po := obs.Topics[0].Partitions[0]
+			t.Logf("Apache Kafka %s: commit 8 in epoch %d, the leader answers %+v: %s", d.Version, epoch, po.CommitEpoch, describe(res))
+			if res.Verdict != proof.Violated || len(res.Violations) != 1 || res.Violations[0].Reason != proof.ReasonCommittedOffsetDiverged ||
+				res.Violations[0].DivergedRecords != 3 {
+				t.Fatalf("commit 8 in epoch %d on a log regrown past it: %s %+v, want Violated, %s, 3 records",
+					epoch, res.Verdict, res.Violations, proof.ReasonCommittedOffsetDiverged)
+			}
+			obs, res = greset.pass()
+			po = obs.Topics[0].Partitions[0]
+			t.Logf("Apache Kafka %s: commit 8 without an epoch, the log end seen to fall %d → %d: %s", d.Version, po.DivergedFrom, po.DivergedTo, describe(res))
+			if res.Verdict != proof.Unknown || len(res.Violations) != 1 || res.Violations[0].Reason != proof.ReasonCommittedOffsetOnDivergedLog ||
+				po.DivergedFrom != 10 || po.DivergedTo != 5 {
+				t.Fatalf("commit 8 without an epoch on a log seen to fall from 10 to 5: %s %+v (fall %d → %d), want Unknown, %s",
+					res.Verdict, res.Violations, po.DivergedFrom, po.DivergedTo, proof.ReasonCommittedOffsetOnDivergedLog)
+			}
+		})
+	}
+}
