@@ -57,18 +57,6 @@ func judge(t *testing.T, b *apachekafka.Broker, group, topic string, resetFailsL
 	return obs, proof.Evaluate(obs, pol, obs.ObservedAt)
 }
 
-// partitionResult is the proof's line for topic[partition].
-func partitionResult(t *testing.T, r proof.Result, topic string, partition int32) proof.PartitionResult {
-	t.Helper()
-	for _, pr := range r.Partitions {
-		if pr.Topic == topic && pr.Partition == partition {
-			return pr
-		}
-	}
-	t.Fatalf("no result for %s[%d]: %+v", topic, partition, r.Partitions)
-	return proof.PartitionResult{}
-}
-
 // TestPartitionAddedWhileDownIsSkippedUnderLatest: a classic group read
 // orders[0] and stopped; orders[1] was added and written to (2 records)
 // while it was down. Before the fix the proof said Proven (no committed
