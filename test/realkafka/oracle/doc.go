@@ -11,6 +11,18 @@
 // produced: every record from the committed offset on, or on a compacting
 // topic the last record of each key.
 //
+// Some trials draw issue 33's kinds that one broker per line can show,
+// each with a modest probability: a partition added after the commit and
+// written to while the consumer is down (the group has no offset on it;
+// the consumer must read it from 0, and `latest` skips it); the group's
+// commit held a few seconds in a transaction (TxnOffsetCommit, stamped
+// when sent, shown when the transaction ends); records written by a
+// transactional producer (markers between them and after the last); on a
+// compacting topic, tombstones of keys never written again behind the
+// committed offset. A diverged log (three nodes, an unclean leader), an
+// epoch-less reset on it and a tiered topic need a cluster or a remote
+// store the oracle does not start: they are not drawn.
+//
 // The restart is timed to the window: the consumer's JVM starts before the
 // window ends, connecting through a gate (a TCP proxy) that holds its
 // connections until the window's end, when the harness reads the broker's
@@ -29,5 +41,5 @@
 //
 // `make test` runs six seeded trials (TestOracle, seed 1); `make oracle
 // ORACLE_TRIALS=200 ORACLE_SEED=7` runs as many as asked, ORACLE_TRIAL=i
-// only trial i of the seed.
+// (or i,j,...) only those trials of the seed.
 package oracle

@@ -7,7 +7,9 @@ import (
 )
 
 // The generator is seeded: a failing trial is reproduced from its seed and
-// index alone, and a run covers every line, group kind and cleanup policy.
+// index alone, and a run covers every line, group kind and cleanup policy,
+// and issue 33's kinds: partitions added while down, transactional commits
+// and writers, tombstones behind a lagging group.
 func TestGenerateIsSeededAndCoversTheDomain(t *testing.T) {
 	lines := []string{"3.9", "4.4"}
 	seen := map[string]bool{}
@@ -43,9 +45,28 @@ func TestGenerateIsSeededAndCoversTheDomain(t *testing.T) {
 		if s.Window > offsetsRetention {
 			seen["window over offsets retention"] = true
 		}
+		if s.Tombstones > 0 && (!s.Compacted() || s.Lag < s.Tombstones) {
+			t.Errorf("trial %d: tombstones on a deleting topic, or not all behind the commit: %s", i, s)
+		}
+		if s.AddPartition {
+			seen["partition added"] = true
+			if s.Reset == "latest" {
+				seen["partition added, latest"] = true
+			}
+		}
+		if s.TxnCommit > 0 {
+			seen["transactional commit"] = true
+		}
+		if s.TxnProducer {
+			seen["transactional producer"] = true
+		}
+		if s.Tombstones > 0 {
+			seen["tombstones behind the commit"] = true
+		}
 	}
 	for _, want := range []string{groupClassic, groupSimple, groupConsumer, "delete", "compact", "earliest", "latest",
-		"running", "lagging", "window under offsets retention", "window over offsets retention"} {
+		"running", "lagging", "window under offsets retention", "window over offsets retention",
+		"partition added", "partition added, latest", "transactional commit", "transactional producer", "tombstones behind the commit"} {
 		if !seen[want] {
 			t.Errorf("200 trials of seed 7 never drew %q", want)
 		}

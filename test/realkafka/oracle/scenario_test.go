@@ -56,6 +56,44 @@ type Scenario struct {
 	ReadOffsetsTopic bool
 	// Reset is the restarted consumer's auto.offset.reset.
 	Reset string
+
+	// Issue 33's kinds that one broker per line can show (a diverged log
+	// needs three nodes, an unread remote timestamp a tiered broker, an
+	// epoch-less reset a diverged log: not drawn here).
+
+	// AddPartition: right after the group's commit the topic gets one
+	// more partition (CreatePartitions), written to before the verdict and
+	// while the consumer is down. The group has no offset on it: the
+	// restarted consumer starts it at Reset, and must read it from 0
+	// (item 4: latest skips it).
+	AddPartition bool
+	// TxnCommit is how long the group's commit stays in an open
+	// transaction (AddOffsetsToTxn, TxnOffsetCommit as the member, or
+	// without one for a simple group) before it commits: the offset is
+	// stamped when sent, and shows when the transaction ends (item 5).
+	// Zero: a plain OffsetCommit.
+	TxnCommit time.Duration
+	// TxnProducer: every record is written in a transaction of its own
+	// producer (an exactly-once writer): control markers sit between the
+	// records, and after the last one (the committed offset of a
+	// caught-up group is one past a marker).
+	TxnProducer bool
+	// Tombstones (compact only) per partition: keys written once and
+	// deleted right before the commit, never written again, all behind
+	// the committed offset (Lag covers them): the consumer must read each
+	// tombstone, which the cleaner drops delete.retention.ms after the
+	// cleaning that first saw it, counted from when it was written
+	// (item 2).
+	Tombstones int
+}
+
+// TotalPartitions is how many partitions the topic has once the
+// scenario is set up (one more when a partition is added).
+func (s Scenario) TotalPartitions() int32 {
+	if s.AddPartition {
+		return s.Partitions + 1
+	}
+	return s.Partitions
 }
 
 // Generate draws trial i of a seeded run on one of lines (round robin):
@@ -99,6 +137,21 @@ func Generate(seed uint64, i int, lines []string) Scenario {
 	if r.IntN(4) == 0 {
 		s.CleanupPolicy = "compact"
 		s.DeleteRetentionMs = max(5000, int64([]float64{0.5, 2}[r.IntN(2)]*float64(s.Window.Milliseconds())))
+	}
+	// Issue 33's kinds, each with a modest probability and drawn after
+	// everything above, so that the rest of a seed's scenarios stay as
+	// they were drawn before.
+	s.AddPartition = r.IntN(6) == 0
+	if r.IntN(6) == 0 {
+		s.TxnCommit = time.Duration(2+r.IntN(4)) * time.Second
+	}
+	s.TxnProducer = r.IntN(8) == 0
+	if s.Compacted() && r.IntN(2) == 0 {
+		s.Tombstones = 1 + r.IntN(3)
+		s.Lag = max(s.Lag, s.Tombstones)
+		// delete.retention.ms around the window and the commit's age:
+		// the tombstones were written CommitAge before the verdict.
+		s.DeleteRetentionMs = max(5000, int64([]float64{0.5, 1, 1.5, 2}[r.IntN(4)]*float64(s.Window.Milliseconds())))
 	}
 	return s
 }
@@ -147,7 +200,21 @@ func (s Scenario) String() string {
 	if s.Running {
 		state = "running at the verdict, down right after"
 	}
-	fmt.Fprintf(&b, "; %s group %s, lag %d, commit %s before the verdict; window %s, %d records/s per partition while down; readOffsetsTopic=%t; restart with auto.offset.reset=%s",
-		s.Group, state, s.Lag, s.CommitAge, s.Window, s.Rate, s.ReadOffsetsTopic, s.Reset)
+	if s.TxnProducer {
+		b.WriteString(", written by a transactional producer")
+	}
+	if s.Tombstones > 0 {
+		fmt.Fprintf(&b, ", %d tombstone(s) per partition behind the commit", s.Tombstones)
+	}
+	commit := "commit"
+	if s.TxnCommit > 0 {
+		commit = fmt.Sprintf("transactional commit (open %s)", s.TxnCommit)
+	}
+	fmt.Fprintf(&b, "; %s group %s, lag %d, %s %s before the verdict", s.Group, state, s.Lag, commit, s.CommitAge)
+	if s.AddPartition {
+		fmt.Fprintf(&b, "; partition %d added after the commit", s.Partitions)
+	}
+	fmt.Fprintf(&b, "; window %s, %d records/s per partition while down; readOffsetsTopic=%t; restart with auto.offset.reset=%s",
+		s.Window, s.Rate, s.ReadOffsetsTopic, s.Reset)
 	return b.String()
 }

@@ -56,6 +56,19 @@ func commitOffsets(t *testing.T, b *apachekafka.Broker, group, topic string, off
 // commits offsets as the member. The member stays until closed.
 func joinAndCommit(t *testing.T, b *apachekafka.Broker, group, protocol, topic string, offsets map[int32]int64) *kgo.Client {
 	t.Helper()
+	cl := join(t, b, group, protocol, topic)
+	ctx, cancel := setupContext()
+	defer cancel()
+	if err := kafkatest.CommitSync(ctx, cl, topic, offsets); err != nil {
+		t.Fatalf("group %s: %v", group, err)
+	}
+	return cl
+}
+
+// join joins group with protocol, subscribed to topic, and waits for its
+// assignment. The member stays until closed.
+func join(t *testing.T, b *apachekafka.Broker, group, protocol, topic string) *kgo.Client {
+	t.Helper()
 	assigned := make(chan struct{}, 1)
 	opts := []kgo.Opt{
 		kgo.ConsumerGroup(group),
@@ -85,11 +98,6 @@ func joinAndCommit(t *testing.T, b *apachekafka.Broker, group, protocol, topic s
 			t.Fatalf("a %s member of group %s was not assigned within %s", protocol, group, setupTimeout)
 		default:
 		}
-	}
-	ctx, cancel := setupContext()
-	defer cancel()
-	if err := kafkatest.CommitSync(ctx, cl, topic, offsets); err != nil {
-		t.Fatalf("group %s: %v", group, err)
 	}
 	return cl
 }

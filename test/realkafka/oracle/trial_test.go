@@ -220,10 +220,29 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 	rng := rand.New(rand.NewPCG(s.Seed, uint64(s.Index)+1<<32))
 	log := map[int32][]produced{}
 	seq := 0
-	pcl := producer(t, b)
+	// parts is the topic's partition count: one more once a partition is
+	// added (AddPartition).
+	parts := s.Partitions
+	newProducer := func() *kgo.Client {
+		if s.TxnProducer {
+			return txnProducer(t, b, writerID(s))
+		}
+		return producer(t, b)
+	}
+	pcl := newProducer()
+	write := func(recs []*kgo.Record) {
+		if s.TxnProducer {
+			produceInTransaction(t, pcl, recs)
+		} else {
+			produceRecords(t, pcl, recs)
+		}
+		for _, r := range recs {
+			log[r.Partition] = append(log[r.Partition], produced{offset: r.Offset, key: string(r.Key), tombstone: r.Value == nil})
+		}
+	}
 	produce := func(perPartition int) {
 		var recs []*kgo.Record
-		for p := range s.Partitions {
+		for p := range parts {
 			for range perPartition {
 				r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("v%d", seq))}
 				r.Key = []byte(fmt.Sprintf("r%d", seq))
@@ -240,15 +259,27 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		if len(recs) == 0 {
 			return
 		}
-		produceRecords(t, pcl, recs)
-		for _, r := range recs {
-			log[r.Partition] = append(log[r.Partition], produced{offset: r.Offset, key: string(r.Key), tombstone: r.Value == nil})
-		}
+		write(recs)
 	}
 
 	// The state before the verdict.
 	b.CreateTopic(t, topic, s.Partitions, s.TopicConfigs())
 	produce(s.Records)
+	if s.Tombstones > 0 {
+		// Keys written once and deleted, never written again: behind the
+		// commit (Lag covers the tombstones), the last record of their
+		// key, which the consumer must read.
+		var recs []*kgo.Record
+		for p := range parts {
+			for j := range s.Tombstones {
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: []byte(fmt.Sprintf("gone-%d", j)), Value: []byte("v")})
+			}
+			for j := range s.Tombstones {
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: []byte(fmt.Sprintf("gone-%d", j))})
+			}
+		}
+		write(recs)
+	}
 	committed := map[int32]int64{}
 	for p := range s.Partitions {
 		end := log[p][len(log[p])-1].offset + 1
@@ -257,18 +288,43 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 	var member *kgo.Client
 	switch s.Group {
 	case groupSimple:
-		commitOffsets(t, b, group, topic, committed)
+		if s.TxnCommit > 0 {
+			txnCommitOffsets(t, b, nil, group, topic, committed, s.TxnCommit)
+		} else {
+			commitOffsets(t, b, group, topic, committed)
+		}
 	case groupClassic, groupConsumer:
 		protocol := kafkatest.Classic
 		if s.Group == groupConsumer {
 			protocol = kafkatest.Consumer
 		}
-		member = joinAndCommit(t, b, group, protocol, topic, committed)
+		if s.TxnCommit > 0 {
+			member = join(t, b, group, protocol, topic)
+			txnCommitOffsets(t, b, member, group, topic, committed, s.TxnCommit)
+		} else {
+			member = joinAndCommit(t, b, group, protocol, topic, committed)
+		}
 		if !s.Running {
 			member.Close()
 			member = nil
 			waitEmpty(t, b, group)
 		}
+	}
+	if s.AddPartition {
+		// A partition added after the commit, written to before the
+		// verdict and while the consumer is down: the group has no offset
+		// on it, and must read it from 0.
+		addPartition(t, b, topic, parts)
+		pcl.Close()
+		pcl = newProducer()
+		committed[parts] = 0
+		parts++
+		var recs []*kgo.Record
+		for range s.Rate {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: parts - 1, Key: []byte(fmt.Sprintf("r%d", seq)), Value: []byte(fmt.Sprintf("v%d", seq))})
+			seq++
+		}
+		write(recs)
 	}
 	commitAt := time.Now()
 	time.Sleep(time.Until(commitAt.Add(s.CommitAge)))
@@ -322,7 +378,7 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		if !launched && !time.Now().Before(end.Add(-jvmLead)) {
 			launched = true
 			go func() {
-				run, err := consumer.run(rctx, env, func(lines []consumerLine) bool { return caughtUp(lines, topic, s.Partitions, logEnds) })
+				run, err := consumer.run(rctx, env, func(lines []consumerLine) bool { return caughtUp(lines, topic, s.TotalPartitions(), logEnds) })
 				restarted <- restart{run, err}
 			}()
 		}
@@ -335,7 +391,7 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		}
 	}
 	last := map[int32]int64{}
-	for p := range s.Partitions {
+	for p := range parts {
 		last[p] = log[p][len(log[p])-1].offset
 	}
 	logEnds.set(last)
@@ -347,9 +403,9 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		t.Fatalf("%s: the restarted consumer failed (exit %d, %v, fatal %q):\nstdout:\n%s\nstderr:\n%s", s, run.exitCode, r.err, run.fatal(), run.stdout, tail(run.stderr, 40))
 	}
 	o := outcome{scenario: s, verdict: v, lost: map[int32][]int64{}, resets: run.resets(topic), restart: run.assigned(topic), consumerLog: run.stdout}
-	back, ok := run.backAt(topic, s.Partitions)
+	back, ok := run.backAt(topic, parts)
 	if !ok {
-		o.kind, o.inconclusive = inconclusive, fmt.Sprintf("the restarted consumer was not assigned all %d partitions before it went idle", s.Partitions)
+		o.kind, o.inconclusive = inconclusive, fmt.Sprintf("the restarted consumer was not assigned all %d partitions before it went idle", parts)
 		o.took = time.Since(start)
 		return o
 	}
@@ -366,7 +422,7 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 
 	// What it had to read against what it read.
 	read := run.readOffsets(topic)
-	for p := range s.Partitions {
+	for p := range parts {
 		for _, off := range required(log[p], committed[p], s.Compacted()) {
 			o.required++
 			if !read[p][off] {
