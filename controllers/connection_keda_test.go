@@ -79,6 +79,25 @@ func TestConnectionDiscoveryNamesKEDAConsumer(t *testing.T) {
 	h := startManager(t, harnessOptions{managerNamespace: system, workloads: true})
 	createKEDAConsumer(t, h.ns, "settle", "keda-settle", c.Addrs)
 	createKEDAConsumer(t, h.ns, "settle-dr", "keda-settle", []string{"kafka.dr-region.example:9092"})
+	// A third reads its group from a Secret (KEDA resolves
+	// consumerGroupFromEnv from the container's environment; the guard
+	// never reads Secrets): it maps nothing, and the status says so.
+	secretGroup := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "settle-secret"}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "settle-secret"}},
+		Template: podTemplate("settle-secret", corev1.EnvVar{Name: "TASK_CONSUMER", ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "settle-kafka"}, Key: "group"}}})}}
+	secretGroup.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	if err := env.Client.Create(testCtx(t), secretGroup); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(testCtx(t), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+		"metadata": map[string]any{"namespace": h.ns, "name": "settle-secret"},
+		"spec": map[string]any{"scaleTargetRef": map[string]any{"name": "settle-secret"}, "triggers": []any{map[string]any{
+			"type": "kafka", "metadata": map[string]any{"bootstrapServers": strings.Join(c.Addrs, ","), "consumerGroupFromEnv": "TASK_CONSUMER", "topic": "settle-task"}}}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
 
 	name := "keda-" + strings.TrimPrefix(system, "rg-system-")
 	createCKC(t, name, rgv1.ClusterKafkaConnectionSpec{
@@ -99,6 +118,12 @@ func TestConnectionDiscoveryNamesKEDAConsumer(t *testing.T) {
 		}
 		return nil
 	}, 30*time.Second, 100*time.Millisecond).Should(Equal(want))
+	// The Secret-fed trigger is listed with why; the other cluster's
+	// (settle-dr) is not: it resolves, elsewhere.
+	unresolved := getCKC(g, name).Status.UnresolvedScalers
+	g.Expect(unresolved).To(HaveLen(1))
+	g.Expect(unresolved[0]).To(And(HaveField("Kind", "ScaledObject"), HaveField("Namespace", h.ns), HaveField("Name", "settle-secret"),
+		HaveField("Trigger", "kafka"), HaveField("Message", ContainSubstring("consumerGroup unresolvable"))))
 }
 
 // A policy whose selector misses the consumer a KEDA trigger declares for

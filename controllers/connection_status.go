@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -166,6 +167,10 @@ func computeConnectionStatus(cur rgv1.KafkaConnectionStatus, in connectionInput)
 				}
 				st.UnguardedGroups = append(st.UnguardedGroups, g)
 			}
+			st.UnresolvedScalers = nil
+			if in.Consumers != nil {
+				st.UnresolvedScalers = unresolvedScalers(in.Consumers.Unresolved())
+			}
 			ready.Message += fmt.Sprintf("; discovery: %s, %d unguarded (%d Violated, %d Unknown)",
 				proof.Plural(int64(len(co.Discovered)), "group"), len(out.Unguarded), counts.Violated, counts.Unknown)
 			if n := len(co.DiscoveryFailures); n > 0 {
@@ -173,6 +178,7 @@ func computeConnectionStatus(cur rgv1.KafkaConnectionStatus, in connectionInput)
 			}
 		} else if in.Discovery == nil {
 			st.DiscoveredGroups, st.UnguardedGroupCount, st.UnguardedVerdicts, st.UnguardedGroups = 0, 0, nil, nil
+			st.UnresolvedScalers = nil
 		}
 		setCondition(&st.Conditions, ready, in.Generation, now)
 		out.Status = st
@@ -211,3 +217,29 @@ func unguardedGroup(j proof.Judgement) rgv1.UnguardedGroup {
 
 // maxGroupWorkloads is how many workloads an unguarded group lists.
 const maxGroupWorkloads = 10
+
+// maxUnresolvedScalers bounds status.unresolvedScalers.
+const maxUnresolvedScalers = 20
+
+// unresolvedScalers lists the KEDA triggers that map no group on this
+// cluster for a reason a person fixes (not another cluster's servers),
+// sorted, at most maxUnresolvedScalers.
+func unresolvedScalers(us []workloads.Unresolved) []rgv1.UnresolvedScaler {
+	var out []rgv1.UnresolvedScaler
+	for _, u := range us {
+		if u.OtherCluster {
+			continue
+		}
+		out = append(out, rgv1.UnresolvedScaler{Kind: string(u.Scaler.Kind), Namespace: u.Scaler.Namespace, Name: u.Scaler.Name,
+			Trigger: truncate(u.Trigger, 300), Message: truncate(u.Reason, 1024)})
+	}
+	slices.SortFunc(out, func(a, b rgv1.UnresolvedScaler) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Kind, b.Kind),
+			strings.Compare(a.Name, b.Name), strings.Compare(a.Trigger, b.Trigger), strings.Compare(a.Message, b.Message))
+	})
+	out = slices.CompactFunc(out, func(a, b rgv1.UnresolvedScaler) bool { return a == b })
+	if len(out) > maxUnresolvedScalers {
+		out = out[:maxUnresolvedScalers]
+	}
+	return out
+}

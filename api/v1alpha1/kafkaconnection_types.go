@@ -350,6 +350,36 @@ type KafkaConnectionStatus struct {
 	// not).
 	// +optional
 	UnguardedGroupCount int32 `json:"unguardedGroupCount,omitempty"`
+
+	// unresolvedScalers are KEDA Kafka triggers (of ScaledObjects and
+	// ScaledJobs) discovery could not map to a group on this cluster: the
+	// group comes from a Secret (never read) or is not set, or the
+	// scaled target is not a workload read. Their consumers are missing
+	// from unguardedGroups[].workloads. Triggers that name another
+	// cluster's servers are not listed. At most 20, sorted.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	UnresolvedScalers []UnresolvedScaler `json:"unresolvedScalers,omitempty"`
+}
+
+// UnresolvedScaler is a KEDA Kafka trigger that maps no group, and why.
+type UnresolvedScaler struct {
+	// kind is ScaledObject or ScaledJob.
+	// +kubebuilder:validation:Enum=ScaledObject;ScaledJob
+	Kind string `json:"kind"`
+	// namespace of the scaler.
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// name of the scaler.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// trigger is the trigger's type, and its name when it has one.
+	// +kubebuilder:validation:MaxLength=300
+	Trigger string `json:"trigger"`
+	// message says why it maps no group.
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message"`
 }
 
 // ClusterKafkaConnection declares a Kafka cluster once for the whole

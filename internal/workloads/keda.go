@@ -61,7 +61,10 @@ func (t Trigger) Kafka() bool { return slices.Contains(KafkaTriggerTypes, t.Type
 type Unresolved struct {
 	Scaler  Ref
 	Trigger string
-	Reason  string
+	// OtherCluster: the trigger resolves, on another cluster's servers
+	// (nothing to fix here).
+	OtherCluster bool
+	Reason       string
 }
 
 func (u Unresolved) String() string {
@@ -275,6 +278,7 @@ func (idx *Index) declare(scalers []Scaler, servers []string, cms configMaps) {
 				ev.Note = "bootstrapServers unresolvable (" + bs.unresolvable + "): its cluster is not checked"
 			case bs.value != "" && len(servers) > 0 && !sameCluster(splitList(bs.value), servers, w.Ref.Namespace):
 				unresolved("its bootstrapServers %s are not this cluster's (%s): another cluster's consumer", bs.value, strings.Join(servers, ","))
+				idx.unresolved[len(idx.unresolved)-1].OtherCluster = true
 				continue
 			}
 			idx.declared[group.value] = append(idx.declared[group.value], valueAt{workload: i, evidence: ev})
