@@ -2,9 +2,11 @@ package records
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -429,4 +431,79 @@ func TestTieredThrottledRemoteFetchIsUndatedOn4(t *testing.T) {
 			t.Errorf("check %s: exit %d %s %v; want %d", tc.group, code, out.Verdict, checkReasons(out), want)
 		}
 	}
+}
+
+// A principal with Describe but not Read on a tiered topic (a guard given
+// the least it needs) cannot date the record at a lagging committed offset:
+// Fetch needs Read. The observer asks ListOffsets by timestamp instead
+// (Describe only), answered from the remote tier: a group in 5-day-old
+// offloaded records of a 7-day topic is Violated for a 3-day window, one
+// in today's is Proven. The tiered broker's metadata manager reaches it
+// over the SASL listener as the admin (apachekafka.WithTieredStorage).
+// Seed 000's outbox, tiered, judged by a least-privilege guard.
+func TestTieredUndatedWithoutReadDecidedByListOffsets(t *testing.T) {
+	t.Parallel()
+	const guardPassword = "Gu4rd-tiered-never-logged"
+	eachLine(t, func(t *testing.T, d apachekafka.Dist) {
+		_, c := sharedCluster(t, d, "tiered-sasl", apachekafka.WithTieredStorage(), apachekafka.WithSASL(apachekafka.SASL{
+			AdminUser: "admin", AdminPassword: saslAdminPassword, Users: map[string]string{"guard": guardPassword},
+		}))
+		const topic, old, fresh = "acl-settle", "acl-settle-behind", "acl-settle-today"
+		createTopic(t, c, topic, 1, tieredTopic(nil)) // retention.ms: the default 7 days
+		c.ProduceRecords(t, stamped(topic, 10, time.Now().Add(-5*24*time.Hour), "")...)
+		offload(t, c, topic, 10, time.Time{}) // 10–19 now, 20 rolls
+		c.Commit(t, old, topic, 0, 5)
+		c.Commit(t, fresh, topic, 0, 15)
+		waitFor(t, 120*time.Second, "both segments leave the disk, copied to the remote tier", func() bool {
+			local, _ := listOffsetAt(t, c, topic, 0, listEarliestLocal)
+			return local >= 20
+		})
+
+		ctx, cancel := contextFor(30 * time.Second)
+		defer cancel()
+		for _, b := range []*kadm.ACLBuilder{
+			kadm.NewACLs().Allow("User:guard").Topics(topic).Operations(kadm.OpDescribe, kadm.OpDescribeConfigs),
+			// Read on __consumer_offsets: the exact commit times of a group
+			// that commits without joining (nothing else dates them here).
+			kadm.NewACLs().Allow("User:guard").Topics("__consumer_offsets").Operations(kadm.OpDescribe, kadm.OpRead),
+			kadm.NewACLs().Allow("User:guard").Groups("acl-").ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpDescribe),
+			kadm.NewACLs().Allow("User:guard").Clusters().Operations(kadm.OpDescribeConfigs),
+		} {
+			res, err := c.Admin(t).CreateACLs(ctx, b)
+			if err == nil {
+				for _, r := range res {
+					err = errors.Join(err, r.Err)
+				}
+			}
+			if err != nil {
+				t.Fatalf("CreateACLs: %v", err)
+			}
+		}
+		guard := kafka.Connection{BootstrapServers: c.Addrs, SASL: &kafka.SASL{Mechanism: "PLAIN", Username: "guard", Password: guardPassword}}
+		window := 72 * time.Hour
+		var obs proof.Observation
+		waitFor(t, 60*time.Second, "the guard's ACLs apply", func() bool {
+			obs = observe(t, observer(t), guard, kafka.Target{Group: old, Topics: []string{topic}, RecoveryWindow: window, ReadOffsetsTopic: true})
+			return len(obs.Failures) == 0 && obs.OffsetsTopic.Reason == "" && len(obs.Topics) == 1 && len(obs.Topics[0].Partitions) == 1
+		})
+		for _, tc := range []struct {
+			group   string
+			verdict proof.Verdict
+		}{{old, proof.Violated}, {fresh, proof.Proven}} {
+			obs = observe(t, observer(t), guard, kafka.Target{Group: tc.group, Topics: []string{topic}, RecoveryWindow: window, ReadOffsetsTopic: true})
+			requireNoFailures(t, obs)
+			p := partitionObs(t, obs, topic, 0)
+			if !p.CommittedTimestamp.IsZero() || p.TimestampUnread != proof.TimestampReadDenied || !p.OffsetForTimestampRead || p.OffsetForTimestamp != 10 {
+				t.Errorf("%s: committed record dated %v (unread %q), ListOffsets by timestamp read %v: %d; want undated (%s) and 10 from ListOffsets",
+					tc.group, p.CommittedTimestamp, p.TimestampUnread, p.OffsetForTimestampRead, p.OffsetForTimestamp, proof.TimestampReadDenied)
+			}
+			res := proof.Evaluate(obs, proof.Policy{UID: "uid", GroupID: tc.group, Topics: []string{topic}, RecoveryWindow: window}, obs.ObservedAt)
+			if res.Verdict != tc.verdict {
+				t.Errorf("%s (committed %d): verdict %s %s; want %s", tc.group, p.Committed, res.Verdict, describeViolations(res), tc.verdict)
+			}
+			if tc.verdict == proof.Violated {
+				violation(t, res, proof.ReasonRecoveryHeadroomShorterThanWindow, topic, 0)
+			}
+		}
+	})
 }
