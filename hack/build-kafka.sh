@@ -10,7 +10,9 @@
 #   test/javaconsumer/      a consumer on kafka-clients (its own pom), compiled
 #                           with javac
 #
-# Each is cached by what defines it (a broker by its Kafka version, the
+# Each is cached by what defines it (a broker by its Kafka version and a
+# hash of its pom, so that a jar added to the pom, as LocalTieredStorage's
+# was, reaches a machine whose cache holds the same version without it; the
 # consumer by a hash of its pom and sources), built into a temporary folder
 # and renamed into place (an interrupted build leaves nothing half-made),
 # under a lock (two worktrees or CI jobs never assemble the same thing at
@@ -70,7 +72,9 @@ dists=()
 for pom in "$root"/hack/kafka/*/pom.xml; do
   version=$(pom_kafka_version "$pom")
   [ -n "$version" ] || { log "no kafka_2.13 version in $pom"; exit 1; }
-  dir="$cache/$version"
+  # Keyed by the pom's hash too: a changed pom is assembled anew beside the
+  # old folder (which stays for other worktrees still on the old pom).
+  dir="$cache/$version-$(sha256sum "$pom" | cut -c1-12)"
   dists+=("$dir")
   if [ -f "$dir/VERSION" ]; then
     log "cached: Apache Kafka $version ($dir)"

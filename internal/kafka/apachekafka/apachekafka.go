@@ -153,6 +153,8 @@ type config struct {
 	sasl      *SASL
 	// asDeployed: Kafka's own default group protocols (AsDeployed).
 	asDeployed bool
+	// tiered: remote storage on LocalTieredStorage (WithTieredStorage).
+	tiered bool
 }
 
 // WithNodes starts a cluster of n combined nodes (a quorum of n
@@ -187,6 +189,36 @@ func WithNodeConfig(id int32, key, value string) Option {
 // 4.x it changes nothing.
 func AsDeployed() Option {
 	return func(c *config) { c.asDeployed = true }
+}
+
+// WithTieredStorage turns tiered storage (KIP-405) on, with Kafka's own
+// LocalTieredStorage as the RemoteStorageManager: the "remote" tier is a
+// folder of each node's (remote/kafka-tiered-storage), so a topic created
+// with remote.storage.enable=true copies its closed segments there and
+// reads them back as a broker with S3 behind it does. LocalTieredStorage
+// ships in the storage module's test jar (3.9, classifier "test") or test
+// fixtures (4.4, "test-fixtures"); hack/kafka/*/pom.xml put it in libs/.
+//
+// The defaults it changes, and why:
+//   - remote.log.storage.system.enable=true (default false): tiered storage
+//     is off unless the broker turns it on;
+//   - remote.log.storage.manager.class.name=LocalTieredStorage (no default)
+//     and rsm.config.dir, its folder (without one it makes a temporary
+//     folder the test would not clean up);
+//   - remote.log.metadata.manager.listener.name (no default): the listener
+//     the metadata manager's clients reach the broker on, as the SASL
+//     admin when WithSASL;
+//   - rlmm.config.remote.log.metadata.topic.replication.factor and min.isr
+//     (default 3 and 2) to the cluster's replication, and num.partitions
+//     (default 50) to 1: __remote_log_metadata on one node, created fast;
+//   - remote.log.manager.task.interval.ms=1000 (default 30000): segments
+//     are copied to and expired from the remote tier every second, as the
+//     local retention check runs (the package's clocks in seconds).
+//
+// What a test wants moved quickly (segment.ms, local.retention.ms) it sets
+// on its topic.
+func WithTieredStorage() Option {
+	return func(c *config) { c.tiered = true }
 }
 
 // WithOffsetsRetention sets offsets.retention.minutes (Kafka's floor is one
@@ -458,6 +490,23 @@ func (b *Broker) properties(n *Node) string {
 		p["advertised.listeners"] = "PLAINTEXT://" + n.Addr
 		p["listener.security.protocol.map"] = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
 		p["inter.broker.listener.name"] = "PLAINTEXT"
+	}
+	if b.cfg.tiered {
+		listener := "PLAINTEXT"
+		if s := b.cfg.sasl; s != nil {
+			listener = "SASL_PLAINTEXT"
+			const client = "rlmm.config.remote.log.metadata.common.client."
+			p[client+"sasl.mechanism"] = "PLAIN"
+			p[client+"sasl.jaas.config"] = fmt.Sprintf("org.apache.kafka.common.security.plain.PlainLoginModule required username=%q password=%q;", s.AdminUser, s.AdminPassword)
+		}
+		p["remote.log.storage.system.enable"] = "true"
+		p["remote.log.storage.manager.class.name"] = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
+		p["rsm.config.dir"] = filepath.Join(n.dir, "remote")
+		p["remote.log.metadata.manager.listener.name"] = listener
+		p["rlmm.config.remote.log.metadata.topic.replication.factor"] = rf
+		p["rlmm.config.remote.log.metadata.topic.min.isr"] = minISR
+		p["rlmm.config.remote.log.metadata.topic.num.partitions"] = "1"
+		p["remote.log.manager.task.interval.ms"] = "1000"
 	}
 	for k, v := range b.cfg.props {
 		p[k] = v

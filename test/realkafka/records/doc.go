@@ -6,7 +6,10 @@
 // the committed offset expired, and how many records), DeleteRecords,
 // compaction keeping the log start, tombstones dropped after
 // delete.retention.ms, an empty cleanup.policy, back-dated and future
-// CreateTime records; topics inheriting log.retention.ms/minutes/hours,
+// CreateTime records; tiered topics on Kafka's own LocalTieredStorage
+// (EARLIEST against EARLIEST_LOCAL, the remote tier's expiry, an empty
+// cleanup.policy there, ListOffsets by timestamp and a throttled remote
+// Fetch); topics inheriting log.retention.ms/minutes/hours,
 // the strictest broker, DescribeConfigs of "" and of a broker ID,
 // offsets.retention.minutes per broker; ListGroups per broker and under
 // ACLs, group types, OffsetFetch of all topics, Connect and share groups
