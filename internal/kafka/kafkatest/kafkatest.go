@@ -601,6 +601,32 @@ func (c *Cluster) GroupState(t testing.TB, group string) string {
 	return gs[group].State
 }
 
+// WaitCoordinatorReady polls until the group coordinator answers an
+// OffsetFetch without a coordinator error. A new broker creates
+// __consumer_offsets at the first FindCoordinator and answers
+// COORDINATOR_NOT_AVAILABLE (then COORDINATOR_LOAD_IN_PROGRESS) until the
+// partition is loaded: an observation in that second is honestly Unknown,
+// and a test about something else waits it out first.
+func (c *Cluster) WaitCoordinatorReady(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(Timeout)
+	for {
+		cx, cancel := bounded()
+		resp, err := c.admin.FetchOffsets(cx, "kafkatest-coordinator-probe")
+		cancel()
+		if err == nil {
+			err = resp.Error()
+		}
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kafkatest: the group coordinator is not ready after %s: %v", Timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // WaitGroupState polls until the group is in state, failing the test after
 // Timeout.
 func (c *Cluster) WaitGroupState(t testing.TB, group, state string) {

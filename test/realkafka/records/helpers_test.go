@@ -84,7 +84,13 @@ func sharedCluster(t *testing.T, d apachekafka.Dist, kind string, opts ...apache
 			t.Logf("Apache Kafka %s (%s) log (last 40 lines of each node):\n%s", d.Version, kind, s.b.LogTail(40))
 		}
 	})
-	return s.b, kafkatest.Dial(t, s.b.Addrs(), s.b.ClientOpts()...)
+	c := kafkatest.Dial(t, s.b.Addrs(), s.b.ClientOpts()...)
+	// Tests here observe groups that never committed: on a new broker the
+	// first FindCoordinator creates __consumer_offsets, and its coordinator
+	// is not available for a second (CI saw TestCompactionKeepsLogStart
+	// Unknown on COORDINATOR_NOT_AVAILABLE). Wait it out once per test.
+	c.WaitCoordinatorReady(t)
+	return s.b, c
 }
 
 // plainBroker is the one-node broker of the records tests.
