@@ -411,21 +411,7 @@ func TestTieredThrottledRemoteFetchIsUndatedOn4(t *testing.T) {
 		verdict proof.Verdict
 	}{{old, proof.Violated}, {fresh, proof.Proven}} {
 		obs := observe(t, observer(t), conn(c), kafka.Target{Group: tc.group, Topics: []string{topic}, RecoveryWindow: window, ReadOffsetsTopic: true})
-		requireNoFailures(t, obs)
-		p := partitionObs(t, obs, topic, 0)
-		if !p.CommittedTimestamp.IsZero() || p.TimestampUnread != proof.TimestampNoRecords || !p.OffsetForTimestampRead || p.OffsetForTimestamp != 10 {
-			t.Errorf("%s: committed record dated %v (unread %q), ListOffsets by timestamp read %v: %d; want undated (%s) and 10 from ListOffsets",
-				tc.group, p.CommittedTimestamp, p.TimestampUnread, p.OffsetForTimestampRead, p.OffsetForTimestamp, proof.TimestampNoRecords)
-		}
-		// Judged at the observation's time, as the product does: the
-		// ListOffsets answer is for now + window − retention.ms of then.
-		res := proof.Evaluate(obs, proof.Policy{UID: "uid", GroupID: tc.group, Topics: []string{topic}, RecoveryWindow: window}, obs.ObservedAt)
-		if res.Verdict != tc.verdict {
-			t.Errorf("%s (committed %d): verdict %s %s; want %s", tc.group, p.Committed, res.Verdict, describeViolations(res), tc.verdict)
-		}
-		if tc.verdict == proof.Violated {
-			violation(t, res, proof.ReasonRecoveryHeadroomShorterThanWindow, topic, 0)
-		}
+		requireDecidedByListOffsets(t, obs, tc.group, topic, window, proof.TimestampNoRecords, tc.verdict)
 		code, out := check(t, c, tc.group, topic, window.String())
 		if want := map[proof.Verdict]int{proof.Violated: exitViolated, proof.Proven: 0}[tc.verdict]; code != want {
 			t.Errorf("check %s: exit %d %s %v; want %d", tc.group, code, out.Verdict, checkReasons(out), want)
@@ -491,19 +477,31 @@ func TestTieredUndatedWithoutReadDecidedByListOffsets(t *testing.T) {
 			verdict proof.Verdict
 		}{{old, proof.Violated}, {fresh, proof.Proven}} {
 			obs = observe(t, observer(t), guard, kafka.Target{Group: tc.group, Topics: []string{topic}, RecoveryWindow: window, ReadOffsetsTopic: true})
-			requireNoFailures(t, obs)
-			p := partitionObs(t, obs, topic, 0)
-			if !p.CommittedTimestamp.IsZero() || p.TimestampUnread != proof.TimestampReadDenied || !p.OffsetForTimestampRead || p.OffsetForTimestamp != 10 {
-				t.Errorf("%s: committed record dated %v (unread %q), ListOffsets by timestamp read %v: %d; want undated (%s) and 10 from ListOffsets",
-					tc.group, p.CommittedTimestamp, p.TimestampUnread, p.OffsetForTimestampRead, p.OffsetForTimestamp, proof.TimestampReadDenied)
-			}
-			res := proof.Evaluate(obs, proof.Policy{UID: "uid", GroupID: tc.group, Topics: []string{topic}, RecoveryWindow: window}, obs.ObservedAt)
-			if res.Verdict != tc.verdict {
-				t.Errorf("%s (committed %d): verdict %s %s; want %s", tc.group, p.Committed, res.Verdict, describeViolations(res), tc.verdict)
-			}
-			if tc.verdict == proof.Violated {
-				violation(t, res, proof.ReasonRecoveryHeadroomShorterThanWindow, topic, 0)
-			}
+			requireDecidedByListOffsets(t, obs, tc.group, topic, window, proof.TimestampReadDenied, tc.verdict)
 		}
 	})
+}
+
+// requireDecidedByListOffsets holds one observation of group on partition 0
+// of topic, where offsets 0–9 are five days old and 10–19 are today's: the
+// record at the committed offset is undated for the reason unread, placed
+// by ListOffsets by timestamp at 10 instead, and the proof, judged at the
+// observation's time as the product does (the ListOffsets answer is for
+// now + window − retention.ms of then), is want; a Violated one for the
+// recovery headroom of that partition.
+func requireDecidedByListOffsets(t *testing.T, obs proof.Observation, group, topic string, window time.Duration, unread string, want proof.Verdict) {
+	t.Helper()
+	requireNoFailures(t, obs)
+	p := partitionObs(t, obs, topic, 0)
+	if !p.CommittedTimestamp.IsZero() || p.TimestampUnread != unread || !p.OffsetForTimestampRead || p.OffsetForTimestamp != 10 {
+		t.Errorf("%s: committed record dated %v (unread %q), ListOffsets by timestamp read %v: %d; want undated (%s) and 10 from ListOffsets",
+			group, p.CommittedTimestamp, p.TimestampUnread, p.OffsetForTimestampRead, p.OffsetForTimestamp, unread)
+	}
+	res := proof.Evaluate(obs, proof.Policy{UID: "uid", GroupID: group, Topics: []string{topic}, RecoveryWindow: window}, obs.ObservedAt)
+	if res.Verdict != want {
+		t.Errorf("%s (committed %d): verdict %s %s; want %s", group, p.Committed, res.Verdict, describeViolations(res), want)
+	}
+	if want == proof.Violated {
+		violation(t, res, proof.ReasonRecoveryHeadroomShorterThanWindow, topic, 0)
+	}
 }
