@@ -43,6 +43,9 @@ type pass struct {
 	// migrationPossible: a broker would convert a classic group to a
 	// consumer group (configs.go).
 	migrationPossible bool
+	// features: each broker's ApiVersions answer (features.go), read once.
+	apiVersionsOnce sync.Once
+	features        map[int32]brokerFeatures
 	// transactions: the brokers' transaction timeouts (txnconfigs.go).
 	transactions proof.TransactionConfig
 
