@@ -401,7 +401,8 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 
 	if t.ReadOffsetsTopic {
 		pr := p.offsetsTopic.problem
-		obs.OffsetsTopic = proof.OffsetsTopicRead{Requested: true, Reason: pr.reason, Problem: pr.text}
+		obs.OffsetsTopic = proof.OffsetsTopicRead{Requested: true, Reason: pr.reason, Problem: pr.text,
+			CoordinatorAhead: p.offsetsTopic.coordinatorAhead}
 		switch {
 		case pr.text != "":
 		case p.offsetsTopic.groups == nil:

@@ -505,6 +505,13 @@ type OffsetsTopicRead struct {
 	// Problem says it for a person (the request, the error, the
 	// partition); empty when Reason is.
 	Problem string
+	// CoordinatorAhead is how far ahead of the observer's clock the newest
+	// record read from __consumer_offsets was stamped when it arrived:
+	// the coordinators' clock is at least that far ahead of the guard's.
+	// Zero when not ahead (or not read). The exact times read there are
+	// the coordinator's; the proof allows for this lead plus
+	// CoordinatorClockAllowance (CoordinatorSkew).
+	CoordinatorAhead time.Duration
 }
 
 // Why exact times were not read from __consumer_offsets
