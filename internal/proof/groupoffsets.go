@@ -452,6 +452,11 @@ func gatherExpiry(f *facts) expiryFacts {
 			if m := po.PrecedingMarkerTimestamp; !m.IsZero() && m.After(bound) {
 				bound, c.fromMarker = m, true
 			}
+			if bound.IsZero() && c.undatedBecause == "" && po.Committed > po.LogStart {
+				// Records are left before it: the one before was not dated,
+				// which is not the same as none being left.
+				c.undatedBecause = precedingUndated(po)
+			}
 			var witnessed time.Time
 			if !po.CommittedAfter.IsZero() {
 				if txnProblem == "" {
@@ -490,6 +495,21 @@ func gatherExpiry(f *facts) expiryFacts {
 		}
 	}
 	return e
+}
+
+// precedingUndated says why the offset before a committed one, still in
+// the log, dates nothing: its read failed, or gave no timestamp for it.
+func precedingUndated(po *PartitionObservation) string {
+	var m messageBuilder
+	m.text("the record before it, at offset ").int(po.Committed - 1).text(" (log start ").int(po.LogStart).
+		text("), is in the log but was not dated")
+	if po.TimestampUnread != "" {
+		m.text(" (").text(unreadCause(po)).text(")")
+	} else {
+		m.text(" (the read around the committed offset returned no timestamp for it)")
+	}
+	m.text(", and the commit was not seen")
+	return m.String()
 }
 
 // clockSkew is how far before a record's timestamp its commit may have
