@@ -181,8 +181,9 @@ func TestObserveRequestCountIndependentOfPartitions(t *testing.T) {
 		"ConsumerGroupDescribe": brokers,
 		"Fetch":                 brokers, // per leader: one offset per partition
 		// The client may reopen a connection (idle timeout) or reload a
-		// coordinator; neither depends on partitions.
-		"ApiVersions":     brokers + 1,
+		// coordinator; neither depends on partitions. Plus the pass's own,
+		// one per broker (its group.version feature).
+		"ApiVersions":     2*brokers + 1,
 		"FindCoordinator": 1,
 	}
 	for name, m := range map[string]map[string]int{"small": smallCount, "large": largeCount} {

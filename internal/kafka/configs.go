@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -39,30 +38,9 @@ var topicConfigKeys = []string{
 var brokerConfigKeys = append(append([]string{configOffsetsRetentionMinutes, configRebalanceProtocols}, brokerDefaultKeys...),
 	transactionConfigKeys...)
 
-// The broker setting that decides whether a classic group can be converted
-// to a consumer group (KIP-848 online migration): a broker that serves the
-// consumer protocol converts an Empty classic group as soon as a member
-// joins with group.protocol=consumer, whatever
-// group.consumer.migration.policy says (that policy, an internal config,
-// governs only non-empty groups).
+// The broker setting that, beside the group.version feature (features.go),
+// decides whether a classic group can be converted to a consumer group.
 const configRebalanceProtocols = "group.coordinator.rebalance.protocols"
-
-// migrationPossible reports whether any broker serves the consumer
-// protocol: any broker can coordinate the group.
-func migrationPossible(defaults map[int32]map[string]proof.ConfigValue) bool {
-	for _, values := range defaults {
-		protocols := values[configRebalanceProtocols]
-		if !protocols.Present || protocols.Null {
-			continue
-		}
-		for _, p := range strings.Split(protocols.Value, ",") {
-			if strings.EqualFold(strings.TrimSpace(p), "consumer") {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // describeConfigs reads the topics' retention configs and every broker's
 // offsets.retention.minutes and log defaults in one raw DescribeConfigs
@@ -214,7 +192,7 @@ func (p *pass) describeConfigs(ctx context.Context) {
 	}
 
 	p.brokerRetention = brokerValues
-	p.migrationPossible = migrationPossible(defaults)
+	p.migrationPossible = migrationPossible(p.brokers, defaults, p.apiVersions(ctx))
 	p.offsetsRetention = p.smallestOffsetsRetention(brokerValues, brokerFailed)
 	p.transactions = loosestTransactionConfig(p.brokers, defaults, brokerFailed)
 	p.applyBrokerDefaults(inherited, defaults)

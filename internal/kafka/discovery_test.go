@@ -105,8 +105,9 @@ func TestDiscoveryRequestsDoNotGrowWithGroups(t *testing.T) {
 	// kfake has no StreamsGroupDescribe (a broker without the API has no
 	// streams group: not asked). Metadata twice: the pass's own, and the
 	// client's broker list that ListGroups goes to every broker of.
+	// ApiVersions once per broker: its group.version feature.
 	want := map[string]int{
-		"ListGroups": 1, "OffsetFetch": 2, "Metadata": 2, "DescribeConfigs": 2, "ListOffsets": 2,
+		"ApiVersions": 1, "ListGroups": 1, "OffsetFetch": 2, "Metadata": 2, "DescribeConfigs": 2, "ListOffsets": 2,
 		"DescribeGroups": 1, "ConsumerGroupDescribe": 1, "Fetch": 1,
 	}
 	if !reflect.DeepEqual(thousand, want) {

@@ -170,11 +170,13 @@ func (p *pass) readOffsetsTopicFor(ctx context.Context, groups []string) offsets
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if problem := p.catchUp(ctx, leader, mt.TopicID, lps); problem.text != "" {
-				mu.Lock()
+			problem, ahead := p.catchUp(ctx, leader, mt.TopicID, lps)
+			mu.Lock()
+			if problem.text != "" {
 				problems = append(problems, problem)
-				mu.Unlock()
 			}
+			res.coordinatorAhead = max(res.coordinatorAhead, ahead)
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
@@ -200,8 +202,16 @@ func (p *pass) readOffsetsTopicFor(ctx context.Context, groups []string) offsets
 // catchUp fetches the partitions led by leader until each reaches the last
 // stable offset the first answer gave, or the context ends, and checks that
 // the last answer's last stable offset was its high watermark (no open
-// transaction held the reader back). It returns why it could not.
-func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, lps []*offsetsLogPartition) offsetsTopicProblem {
+// transaction held the reader back). It returns why it could not, and how
+// far ahead of the observer's clock, when an answer arrived, the newest
+// record of a partition read was stamped (the coordinator's clock is at
+// least that far ahead; zero when not ahead).
+func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, lps []*offsetsLogPartition) (problem offsetsTopicProblem, ahead time.Duration) {
+	problem = p.catchUpFrom(ctx, leader, topicID, lps, &ahead)
+	return problem, ahead
+}
+
+func (p *pass) catchUpFrom(ctx context.Context, leader int32, topicID [16]byte, lps []*offsetsLogPartition, ahead *time.Duration) offsetsTopicProblem {
 	byNumber := make(map[int32]*offsetsLogPartition, len(lps))
 	for _, lp := range lps {
 		byNumber[lp.partition] = lp
@@ -256,6 +266,7 @@ func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, lps 
 		if err != nil {
 			return notRead("Fetch of %s from broker %d: %s", offsetsTopicName, leader, describeError(err))
 		}
+		received := time.Now()
 		resp := kresp.(*kmsg.FetchResponse)
 		if resp.ErrorCode != 0 {
 			return offsetsTopicDenied(kerr.ErrorForCode(resp.ErrorCode), "Fetch")
@@ -298,6 +309,9 @@ func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, lps 
 						"%s partition %d at offset %d: the records cannot be decoded (%v)", offsetsTopicName, rp.Partition, at, err)}
 				}
 				progressed = progressed || advanced
+				if d := lp.newest.Sub(received); d > *ahead {
+					*ahead = d
+				}
 			}
 		}
 		if !progressed {

@@ -73,6 +73,10 @@ type offsetsLogPartition struct {
 	// not be decoded, with why: a later record of the key that decodes
 	// replaces it, a tombstone removes it.
 	undecodable map[string]map[recordKey]string
+	// newest is the newest timestamp of any record read (any group): the
+	// coordinator's clock, which the observer compares with its own
+	// (proof.OffsetsTopicRead.CoordinatorAhead).
+	newest time.Time
 }
 
 // recordKey is a record's key in __consumer_offsets as the log state
@@ -183,6 +187,9 @@ func (lp *offsetsLogPartition) apply(rp *kmsg.FetchResponseTopicPartition) (adva
 	}
 	for _, r := range fp.Records {
 		lp.applyRecord(r.Key, r.Value, r.Offset)
+		if r.Timestamp.After(lp.newest) {
+			lp.newest = r.Timestamp
+		}
 	}
 	next := lp.next
 	raw := rp.RecordBatches

@@ -593,3 +593,23 @@ func BenchmarkOffsetsLogCatchUp(b *testing.B) {
 	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(len(held)*len(followed)), "B/followed-group")
 	runtime.KeepAlive(held)
 }
+
+// The newest record read, of any group of the partition, is the
+// coordinator's clock the observer compares with its own
+// (proof.OffsetsTopicRead.CoordinatorAhead): a record of a group not
+// followed counts too.
+func TestOffsetsLogNewestRecord(t *testing.T) {
+	s := newOffsetsLogState()
+	lp := s.follow(0, []string{"flink-clicks"})
+	lp.startAt(0)
+	if !lp.newest.IsZero() {
+		t.Fatalf("newest %v before any record", lp.newest)
+	}
+	other := fetched{batches: []logBatch{batchOf(0, commitAt("someone-else", "clicks", 0, 4, commitTime0))}}
+	if _, err := lp.apply(other.partition(0)); err != nil {
+		t.Fatal(err)
+	}
+	if !lp.newest.Equal(commitTime0) {
+		t.Errorf("newest = %v, want the batch's timestamp %v", lp.newest, commitTime0)
+	}
+}

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/hex"
+	"time"
 
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
@@ -52,6 +53,9 @@ type offsetsTopicResult struct {
 	problem offsetsTopicProblem // why exact times are missing; zero when read
 	// per group: commit records and metadata, only when caught up; copies
 	groups map[string]groupRecords
+	// coordinatorAhead: how far ahead of the observer's clock the newest
+	// record read was stamped (zero when not ahead).
+	coordinatorAhead time.Duration
 }
 
 // exactTimes sets, in an observation of a group, the exact times read from

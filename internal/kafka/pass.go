@@ -43,6 +43,9 @@ type pass struct {
 	// migrationPossible: a broker would convert a classic group to a
 	// consumer group (configs.go).
 	migrationPossible bool
+	// features: each broker's ApiVersions answer (features.go), read once.
+	apiVersionsOnce sync.Once
+	features        map[int32]brokerFeatures
 	// transactions: the brokers' transaction timeouts (txnconfigs.go).
 	transactions proof.TransactionConfig
 
@@ -398,7 +401,8 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 
 	if t.ReadOffsetsTopic {
 		pr := p.offsetsTopic.problem
-		obs.OffsetsTopic = proof.OffsetsTopicRead{Requested: true, Reason: pr.reason, Problem: pr.text}
+		obs.OffsetsTopic = proof.OffsetsTopicRead{Requested: true, Reason: pr.reason, Problem: pr.text,
+			CoordinatorAhead: p.offsetsTopic.coordinatorAhead}
 		switch {
 		case pr.text != "":
 		case p.offsetsTopic.groups == nil:

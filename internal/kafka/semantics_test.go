@@ -204,9 +204,12 @@ func TestObserveCompactedTopicTombstoneRetention(t *testing.T) {
 // KIP-496: a Stable classic consumer group expires the offsets of topics
 // no member subscribes to per commit. The observer reads the members'
 // subscriptions from DescribeGroups.
+//
+// The broker serves only classic groups (the consumer protocol off): one
+// that may convert the group would date all its commits (MigrationPossible).
 func TestObserveClassicGroupSubscriptions(t *testing.T) {
 	t.Parallel()
-	c := kafkatest.NewCluster(t)
+	c := kafkatest.NewCluster(t, kafkatest.WithBrokerConfigs(map[string]string{configRebalanceProtocols: "classic"}))
 	c.CreateTopic(t, "orders", 1, nil)
 	c.CreateTopic(t, "refunds", 1, nil)
 	c.Produce(t, "orders", 5)

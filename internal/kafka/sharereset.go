@@ -112,27 +112,9 @@ func (p *pass) newSharePartitionsStartAtZero(ctx context.Context) bool {
 	if len(p.brokers) == 0 {
 		return false
 	}
+	features := p.apiVersions(ctx)
 	for _, id := range p.brokers {
-		req := kmsg.NewPtrApiVersionsRequest()
-		// v3+ requires the client's software name and version: a broker
-		// answers INVALID_REQUEST without them (kgo fills them in only on
-		// Client.Request, which asks one broker).
-		req.ClientSoftwareName, req.ClientSoftwareVersion = "retention-guard", "1"
-		resp, err := p.cl.Broker(int(id)).Request(ctx, req)
-		if err != nil {
-			return false
-		}
-		r, ok := resp.(*kmsg.ApiVersionsResponse)
-		if !ok || r.ErrorCode != 0 {
-			return false
-		}
-		deleteGroupsV3 := false
-		for _, k := range r.ApiKeys {
-			if k.ApiKey == kmsg.DeleteGroups.Int16() && k.MaxVersion >= 3 {
-				deleteGroupsV3 = true
-			}
-		}
-		if !deleteGroupsV3 {
+		if f, ok := features[id]; !ok || !f.deleteGroupsV3 {
 			return false
 		}
 	}

@@ -64,7 +64,11 @@ func groupOffsetsRetained(f *facts) (Condition, []Violation) {
 				"StreamsGroupDescribe knows it (a streams group on a broker that was not asked, or a group deleted meanwhile): "+
 				"the clock its offsets expire on is unknown"))
 	}
-	deadline := f.now.Add(window)
+	// Times the coordinator stamped count from its clock, which may run
+	// ahead of the guard's (clockskew.go): an expiry is before the
+	// window's end when it is before it plus that lead.
+	skew := CoordinatorSkew(f.obs.OffsetsTopic)
+	deadline := f.now.Add(window + skew)
 	for i := range e.explicit {
 		c := &e.explicit[i]
 		if !c.expiry.Before(deadline) {
@@ -75,7 +79,8 @@ func groupOffsetsRetained(f *facts) (Condition, []Violation) {
 			text(" was committed with an explicit retention time (OffsetCommit v2–v4 retention_time, from __consumer_offsets) and expires at ").
 			text(c.expiry.UTC().Format(time.RFC3339)).text(" once the group is Empty, whatever ").text(keyOffsetsRetentionMinutes).
 			text(" says, before recoveryWindow ").text(FormatDuration(window)).
-			text(" ends: commit it again without a retention time (a client on OffsetCommit v5 or later)")
+			text(" ends").text(withinSkew(c.expiry.Sub(f.now), window, skew)).
+			text(": commit it again without a retention time (a client on OffsetCommit v5 or later)")
 		o.add(Violation{
 			Reason: ReasonExplicitOffsetExpiryBeforeWindow, Topic: c.topic, Partition: c.partition, Message: m.String(),
 			Committed: c.committed, LogStart: -1, LogEnd: -1, Cursor: NoOffset,
@@ -87,7 +92,8 @@ func groupOffsetsRetained(f *facts) (Condition, []Violation) {
 			o.add(topicViolation("", ReasonEmptyGroupOffsetsExpireBeforeWindow, "",
 				"group "+groupName(f)+" has been Empty since "+ex.since()+": its committed offsets expire "+setting+" after that, at "+
 					ex.latest.UTC().Format(time.RFC3339)+" or sooner, before recoveryWindow "+FormatDuration(window)+
-					" from now ends: it cannot stay down for its window; start the consumer (a member stops the clock)"))
+					" from now ends"+withinSkew(ex.latest.Sub(f.now), window, skew)+
+					": it cannot stay down for its window; start the consumer (a member stops the clock)"))
 		case !ex.known:
 			o.add(topicViolation("", ReasonEmptyGroupOffsetsMayExpireBeforeWindow, "",
 				"group "+groupName(f)+" is Empty, and since when is not known (the guard did not see it go Empty: a one-shot check, "+
@@ -98,7 +104,7 @@ func groupOffsetsRetained(f *facts) (Condition, []Violation) {
 			o.add(topicViolation("", ReasonEmptyGroupOffsetsMayExpireBeforeWindow, "",
 				"group "+groupName(f)+" has been Empty since "+ex.since()+": its committed offsets expire "+setting+" after that, "+
 					"at "+ex.earliest.UTC().Format(time.RFC3339)+" or later, possibly before recoveryWindow "+FormatDuration(window)+
-					" from now ends: start the consumer (a member stops the clock)"+orExactTimes(f.obs.OffsetsTopic)))
+					" from now ends"+withinSkew(ex.earliest.Sub(f.now), window, skew)+": start the consumer (a member stops the clock)"+orExactTimes(f.obs.OffsetsTopic)))
 		}
 	}
 	for i := range e.commits {
@@ -117,6 +123,10 @@ func groupOffsetsRetained(f *facts) (Condition, []Violation) {
 	}
 
 	msg := setting + " covers recoveryWindow " + FormatDuration(window)
+	if ahead := f.obs.OffsetsTopic.CoordinatorAhead; ahead > 0 {
+		msg += " (allowing " + FormatDuration(skew) + " for the coordinators' clock, seen " + FormatDuration(ahead) +
+			" ahead of the guard's)"
+	}
 	switch {
 	case len(e.commits) > 0:
 		soonest := e.commits[e.soonestCommit]
@@ -174,7 +184,9 @@ func commitExpiryMessage(f *facts, c *commitExpiry, setting string) string {
 		default:
 			m.text("possibly in ").text(FormatDuration(left))
 		}
-		m.text(", before recoveryWindow ").text(FormatDuration(f.policy.RecoveryWindow)).text(" ends")
+		skew := CoordinatorSkew(f.obs.OffsetsTopic)
+		m.text(", before recoveryWindow ").text(FormatDuration(f.policy.RecoveryWindow)).text(" ends").
+			text(withinSkew(left, f.policy.RecoveryWindow, skew))
 	}
 	// Only ways out that change the next verdict: a commit of the same
 	// offset is dated only where __consumer_offsets is read (the group
@@ -440,6 +452,11 @@ func gatherExpiry(f *facts) expiryFacts {
 			if m := po.PrecedingMarkerTimestamp; !m.IsZero() && m.After(bound) {
 				bound, c.fromMarker = m, true
 			}
+			if bound.IsZero() && c.undatedBecause == "" && po.Committed > po.LogStart {
+				// Records are left before it: the one before was not dated,
+				// which is not the same as none being left.
+				c.undatedBecause = precedingUndated(po)
+			}
 			var witnessed time.Time
 			if !po.CommittedAfter.IsZero() {
 				if txnProblem == "" {
@@ -478,6 +495,21 @@ func gatherExpiry(f *facts) expiryFacts {
 		}
 	}
 	return e
+}
+
+// precedingUndated says why the offset before a committed one, still in
+// the log, dates nothing: its read failed, or gave no timestamp for it.
+func precedingUndated(po *PartitionObservation) string {
+	var m messageBuilder
+	m.text("the record before it, at offset ").int(po.Committed - 1).text(" (log start ").int(po.LogStart).
+		text("), is in the log but was not dated")
+	if po.TimestampUnread != "" {
+		m.text(" (").text(unreadCause(po)).text(")")
+	} else {
+		m.text(" (the read around the committed offset returned no timestamp for it)")
+	}
+	m.text(", and the commit was not seen")
+	return m.String()
 }
 
 // clockSkew is how far before a record's timestamp its commit may have

@@ -1,6 +1,9 @@
 package proof
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // retentionCoversWindow holds when no topic can delete a record the group
 // has not read before the recovery window ends: for each topic whose
@@ -61,7 +64,7 @@ func retentionCoversWindow(f *facts, partitions []PartitionResult) (Condition, [
 		}
 		if rc.msProblem != "" {
 			unreadableConfig(&o, t, keyRetentionMs, t.obs.RetentionMs, rc.msProblem)
-		} else if v, ok := checkRetentionMs(t.name, t.obs.RetentionMs, rc, window, f.policy.AllowInfiniteRetention); !ok {
+		} else if v, ok := checkRetentionMs(t.name, t.obs.RetentionMs, rc, window, infiniteAllowed(f, t.name, rc)); !ok {
 			o.add(v)
 		}
 		if rc.bytesProblem != "" {
@@ -127,12 +130,64 @@ func sourceNote(v ConfigValue) string {
 	return " (" + v.Source + ")"
 }
 
+// Kafka Streams repartition topics (<application.id>-<name>-repartition,
+// InternalTopologyBuilder / RepartitionTopicConfig) are created with
+// retention.ms -1 and purged by the application itself: each commit, it
+// deletes (DeleteRecords) every record below the offsets it has consumed
+// and committed (TaskManager.maybePurgeCommittedRecords, StreamTask
+// .purgeableOffsets). For the application's own group (group ID =
+// application.id) nothing it has not read is deleted: -1 is no
+// misconfiguration there, and no loss. For any other group reading the
+// topic, -1 keeps nothing: the application deletes below its own commits,
+// whatever that group has read, so allowInfiniteRetention does not make it
+// safe.
+const repartitionSuffix = "-repartition"
+
+// streamsRepartition says whether a topic is, by its name, a Kafka
+// Streams repartition topic, and whether of the policy's own group.
+func streamsRepartition(group, topic string) (repartition, own bool) {
+	if !strings.HasSuffix(topic, repartitionSuffix) {
+		return false, false
+	}
+	own = group != "" && strings.HasPrefix(topic, group+"-") && len(topic) > len(group)+1+len(repartitionSuffix)
+	return true, own
+}
+
+// infiniteAllowed is the allowance checkRetentionMs judges retention.ms -1
+// with: the policy's allowInfiniteRetention, except on a Kafka Streams
+// repartition topic (its own group's: allowed; another application's: not).
+func infiniteAllowed(f *facts, topic string, rc retentionConfig) infiniteAllowance {
+	if rc.ms >= 0 {
+		return infiniteAllowance{allowed: f.policy.AllowInfiniteRetention}
+	}
+	switch repartition, own := streamsRepartition(f.policy.GroupID, topic); {
+	case own:
+		return infiniteAllowance{allowed: true}
+	case repartition:
+		return infiniteAllowance{otherRepartition: true}
+	}
+	return infiniteAllowance{allowed: f.policy.AllowInfiniteRetention}
+}
+
+// infiniteAllowance: whether retention.ms -1 is accepted, and whether the
+// topic is another Kafka Streams application's repartition topic.
+type infiniteAllowance struct {
+	allowed          bool
+	otherRepartition bool
+}
+
 // checkRetentionMs judges a readable retention.ms (the caller reports an
 // unreadable one).
-func checkRetentionMs(topic string, v ConfigValue, rc retentionConfig, window time.Duration, allowInfinite bool) (Violation, bool) {
+func checkRetentionMs(topic string, v ConfigValue, rc retentionConfig, window time.Duration, infinite infiniteAllowance) (Violation, bool) {
 	switch {
+	case rc.ms < 0 && infinite.otherRepartition:
+		return topicViolation("", ReasonInfiniteRetentionNotAllowed, topic,
+			topic+": "+keyRetentionMs+" "+itoa(rc.ms)+sourceNote(v)+" keeps nothing for this group: by its name it is a Kafka Streams "+
+				"repartition topic of another application, which deletes (DeleteRecords) every record below its own committed offsets, "+
+				"whatever this group has read, so allowInfiniteRetention does not apply: read it as part of that application "+
+				"(its own group), or copy what this group needs to a topic of its own"), false
 	case rc.ms < 0:
-		if allowInfinite {
+		if infinite.allowed {
 			return Violation{}, true
 		}
 		return topicViolation("", ReasonInfiniteRetentionNotAllowed, topic,

@@ -505,6 +505,13 @@ type OffsetsTopicRead struct {
 	// Problem says it for a person (the request, the error, the
 	// partition); empty when Reason is.
 	Problem string
+	// CoordinatorAhead is how far ahead of the observer's clock the newest
+	// record read from __consumer_offsets was stamped when it arrived:
+	// the coordinators' clock is at least that far ahead of the guard's.
+	// Zero when not ahead (or not read). The exact times read there are
+	// the coordinator's; the proof allows for this lead plus
+	// CoordinatorClockAllowance (CoordinatorSkew).
+	CoordinatorAhead time.Duration
 }
 
 // Why exact times were not read from __consumer_offsets
@@ -563,8 +570,10 @@ type GroupObservation struct {
 	EmptyBy time.Time
 	// MigrationPossible: the brokers would convert this classic group to a
 	// consumer group if its members rejoined with group.protocol=consumer
-	// (a broker's group.coordinator.rebalance.protocols includes consumer:
-	// the default from 4.0; an Empty group converts whatever
+	// (a broker serves the consumer protocol: on 4.0+ the finalized
+	// group.version feature at 1, the default, read from ApiVersions, with
+	// group.coordinator.rebalance.protocols not leaving consumer out; on
+	// 3.x that config alone; an Empty group converts whatever
 	// group.consumer.migration.policy says; KIP-848). Its offsets keep
 	// their commit times then and expire per commit from then on, so they
 	// are dated too.

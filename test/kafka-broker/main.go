@@ -66,6 +66,16 @@ func main() {
 	configs := configFlag{}
 	flag.Var(configs, "broker-config", "broker config key=value (repeatable), e.g. offset.retention.ms=2000")
 	flag.Parse()
+	// kfake finalizes group.version 1 (a 4.x broker), on which a classic
+	// group may be converted to a consumer group and its commits are dated
+	// (the observer reads the feature from ApiVersions). The end-to-end and
+	// node scenarios replay the seeds' classic-only brokers (seed 003's
+	// 3.5.1): unless told otherwise, the broker says the consumer protocol
+	// is off, as group.coordinator.rebalance.protocols=classic does on 3.x
+	// and 4.x alike.
+	if _, ok := configs["group.coordinator.rebalance.protocols"]; !ok {
+		configs["group.coordinator.rebalance.protocols"] = "classic"
+	}
 
 	// kfake asks for 127.0.0.1:<port> for each broker: the port says
 	// which --listen (and --advertise) address the broker is.
