@@ -172,7 +172,7 @@ bench-scale: build-e2e ## Measure the manager in a large cluster (steps up to 20
 BENCH_OFFSETS_FLAGS ?=
 
 .PHONY: bench-offsets
-bench-offsets: ## Measure reading __consumer_offsets on a real broker (issue 32): 20,000 groups x 24 partitions committing until the topic holds 500 MB, then catch-up time and memory after a restart and the steady cost per pass for 5,000 and 20,000 policies, read on and off. About 15 minutes.
+bench-offsets: ## Measure reading __consumer_offsets on a real broker (issue 32): 20,000 groups x 24 partitions committing until the topic holds 500 MB, then catch-up time and memory after a restart and the steady cost per pass for 5,000 and 20,000 policies, read on and off; -kafka 3.9 for the other line. About 10 minutes on 2 loaded cores.
 	export $$(hack/build-kafka.sh); \
 	$(GO) run ./test/offsetsload $(BENCH_OFFSETS_FLAGS)
 
