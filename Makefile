@@ -168,6 +168,14 @@ bench-scale: build-e2e ## Measure the manager in a large cluster (steps up to 20
 	  RETENTION_GUARD_BIN=$(CURDIR)/bin/e2e/retention-guard KAFKA_BROKER_BIN=$(CURDIR)/bin/e2e/kafka-broker; \
 	$(GO) run ./test/scale $(BENCH_SCALE_FLAGS)
 
+# Flags for bench-offsets, e.g. BENCH_OFFSETS_FLAGS="-size 50e6 -follow 500 -steady 1".
+BENCH_OFFSETS_FLAGS ?=
+
+.PHONY: bench-offsets
+bench-offsets: ## Measure reading __consumer_offsets on a real broker (issue 32): 20,000 groups x 24 partitions committing until the topic holds 500 MB, then catch-up time and memory after a restart and the steady cost per pass for 5,000 and 20,000 policies, read on and off; -kafka 3.9 for the other line. About 10 minutes on 2 loaded cores.
+	export $$(hack/build-kafka.sh); \
+	$(GO) run ./test/offsetsload $(BENCH_OFFSETS_FLAGS)
+
 ##@ Generation and build
 
 .PHONY: manifests
