@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 )
 
 // The generator is seeded: a failing trial is reproduced from its seed and
@@ -21,7 +22,7 @@ func TestGenerateIsSeededAndCoversTheDomain(t *testing.T) {
 		if s.Line != lines[i%2] {
 			t.Errorf("trial %d on %s, want %s (round robin)", i, s.Line, lines[i%2])
 		}
-		if s.Window <= 0 || s.RetentionMs < 5000 || s.SegmentMs < 1000 || s.Lag > s.Records || s.Partitions < 1 {
+		if s.Window <= 0 || s.RetentionMs < scaled(day).Milliseconds() || s.SegmentMs < scaled(time.Hour).Milliseconds() || s.Window < scaled(6*time.Hour) || s.Window > scaled(3*day) || s.Lag > s.Records || s.Partitions < 1 {
 			t.Errorf("trial %d out of range: %s", i, s)
 		}
 		if s.Running && s.Group == groupSimple {
@@ -42,8 +43,11 @@ func TestGenerateIsSeededAndCoversTheDomain(t *testing.T) {
 		if s.Window < offsetsRetention && s.Window > 0 {
 			seen["window under offsets retention"] = true
 		}
-		if s.Window > offsetsRetention {
-			seen["window over offsets retention"] = true
+		if s.CommitAge+s.Window > offsetsRetention {
+			seen["down past offsets retention"] = true
+		}
+		if _, ok := s.TopicConfigs()["retention.ms"]; !ok && !s.Compacted() {
+			seen["default retention, no override"] = true
 		}
 		if s.Tombstones > 0 && (!s.Compacted() || s.Lag < s.Tombstones) {
 			t.Errorf("trial %d: tombstones on a deleting topic, or not all behind the commit: %s", i, s)
@@ -65,7 +69,7 @@ func TestGenerateIsSeededAndCoversTheDomain(t *testing.T) {
 		}
 	}
 	for _, want := range []string{groupClassic, groupSimple, groupConsumer, "delete", "compact", "earliest", "latest",
-		"running", "lagging", "window under offsets retention", "window over offsets retention",
+		"running", "lagging", "window under offsets retention", "down past offsets retention", "default retention, no override",
 		"partition added", "partition added, latest", "transactional commit", "transactional producer", "tombstones behind the commit"} {
 		if !seen[want] {
 			t.Errorf("200 trials of seed 7 never drew %q", want)

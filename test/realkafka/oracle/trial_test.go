@@ -142,6 +142,11 @@ type outcome struct {
 	// consumerLog is the restarted consumer's stdout, for a false Proven.
 	consumerLog string
 	took        time.Duration
+	// claims are the verdict's reasons, each scored against what the
+	// broker did (score_test.go); alarm says how a true alarm is true
+	// (alarmLost, alarmClaims).
+	claims []claimResult
+	alarm  string
 }
 
 // warned: the proof's numbers predicted the loss of every partition that
@@ -165,9 +170,23 @@ func (o outcome) lostCount() int {
 
 func (o outcome) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: verdict %s", o.kind, o.verdict.Verdict)
+	fmt.Fprintf(&b, "%s", o.kind)
+	if o.alarm != "" {
+		fmt.Fprintf(&b, " (%s)", o.alarm)
+	}
+	fmt.Fprintf(&b, ": verdict %s", o.verdict.Verdict)
 	if rs := o.verdict.reasons(); len(rs) > 0 {
 		fmt.Fprintf(&b, " %v", rs)
+	}
+	for _, c := range o.claims {
+		switch {
+		case c.Claim == "":
+			fmt.Fprintf(&b, "; %s not scored", c.Reason)
+		case c.Held:
+			fmt.Fprintf(&b, "; %s: %s, held", c.Reason, c.Claim)
+		default:
+			fmt.Fprintf(&b, "; %s: %s, did NOT hold", c.Reason, c.Claim)
+		}
 	}
 	fmt.Fprintf(&b, " (group seen as %s", o.verdict.GroupProtocol)
 	if o.verdict.GroupProtocol == "classic" {
@@ -397,7 +416,18 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 	logEnds.set(last)
 	atEnd := snapshot(t, b, group, topic)
 	g.release()
+	// The tombstones the group needs, as the log holds them now: read
+	// beside the restarted consumer (which it does not delay), to score a
+	// claim that they would be dropped.
+	needed := map[int32][]int64{}
+	if s.Compacted() {
+		needed = neededTombstones(log, committed)
+	}
+	gone := make(chan map[int32]int, 1)
+	reader := tombstoneReader(t, b, topic, needed)
+	go func() { gone <- tombstonesGone(reader, needed) }()
 	r := <-restarted
+	tombs := <-gone
 	run := r.run
 	if r.err != nil || run.exitCode != 0 {
 		t.Fatalf("%s: the restarted consumer failed (exit %d, %v, fatal %q):\nstdout:\n%s\nstderr:\n%s", s, run.exitCode, r.err, run.fatal(), run.stdout, tail(run.stderr, 40))
@@ -430,19 +460,21 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 			}
 		}
 	}
-	proven, lost := v.Verdict == "Proven", o.lostCount() > 0
-	switch {
-	case proven && !lost:
-		o.kind = trueProven
-	case proven && lost && o.warned():
-		o.kind = warnedProven
-	case proven && lost:
-		o.kind = falseProven
-	case lost:
-		o.kind = trueAlarm
-	default:
-		o.kind = falseAlarm
+	// What the broker did, against what the verdict's reasons claim.
+	facts := map[int32]partitionFacts{}
+	for p := range parts {
+		f := partitionFacts{Committed: -1, CommittedBack: atEnd[p].committed, LogStartBack: atEnd[p].logStart, Last: -1,
+			TombstonesNeeded: len(needed[p]), TombstonesGone: tombs[p]}
+		if c, ok := committed[p]; ok && !(s.AddPartition && p == parts-1) {
+			f.Committed = c
+		}
+		if n := len(log[p]); n > 0 {
+			f.Last = log[p][n-1].offset
+		}
+		facts[p] = f
 	}
+	o.claims = scoreClaims(v.reasons(), facts)
+	o.kind, o.alarm = judge(v.Verdict == "Proven", o.lostCount() > 0, o.warned(), o.claims)
 	o.took = time.Since(start)
 	return o
 }
