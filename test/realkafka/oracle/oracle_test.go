@@ -141,6 +141,21 @@ func summarize(os []outcome, seed uint64, took time.Duration) string {
 	for _, r := range slices.Sorted(maps.Keys(alarms)) {
 		fmt.Fprintf(&b, "\n  false alarm %s: %d", r, alarms[r])
 	}
+	// The product's default reads __consumer_offsets; a principal denied
+	// it gets the bounds: the alarms apart.
+	for _, read := range []bool{true, false} {
+		judged, alarms := 0, 0
+		for _, o := range os {
+			if o.kind == inconclusive || o.scenario.ReadOffsetsTopic != read {
+				continue
+			}
+			judged++
+			if o.kind == falseAlarm {
+				alarms++
+			}
+		}
+		fmt.Fprintf(&b, "\n  readOffsetsTopic=%t: %d false alarms in %d judged trials", read, alarms, judged)
+	}
 	b.WriteString("\n  claims per reason (judged trials):")
 	b.WriteString(formatTally(tallyClaims(os)))
 	return b.String()

@@ -58,11 +58,14 @@ var reasonClaims = map[string]string{
 	proof.ReasonRecoveryHeadroomShorterThanWindow: claimRecordsDeleted,
 	proof.ReasonRecordTimestampUnread:             claimRecordsDeleted,
 	proof.ReasonCommittedOffsetExpired:            claimRecordsDeleted,
-	proof.ReasonNoCommittedOffset:                 claimRecordsDeleted,
 
 	proof.ReasonTombstoneRetentionShorterThanWindow: claimTombstonesDropped,
 	proof.ReasonTombstoneHeadroomShorterThanWindow:  claimTombstonesDropped,
 
+	// A partition without a committed offset whose log no longer starts
+	// at 0, or, compacting, is not empty: the reset decides what the
+	// group reads of it.
+	proof.ReasonNoCommittedOffset:         claimResetDecides,
 	proof.ReasonResetToLatestSkipsRecords: claimResetDecides,
 	proof.ReasonOffsetResetMaySkipRecords: claimResetDecides,
 }
@@ -357,7 +360,8 @@ func TestScoreClaims(t *testing.T) {
 	// Every reason the proof's constants name for a group's offsets,
 	// records, tombstones or resets is scored.
 	for _, r := range []string{proof.ReasonOffsetsRetentionShorterThanWindow, proof.ReasonEmptyGroupOffsetsMayExpireBeforeWindow,
-		proof.ReasonRecoveryHeadroomShorterThanWindow, proof.ReasonTombstoneRetentionShorterThanWindow, proof.ReasonOffsetResetMaySkipRecords} {
+		proof.ReasonRecoveryHeadroomShorterThanWindow, proof.ReasonTombstoneRetentionShorterThanWindow, proof.ReasonOffsetResetMaySkipRecords,
+		proof.ReasonNoCommittedOffset} {
 		if reasonClaims[r] == "" {
 			t.Errorf("%s is not scored", r)
 		}
