@@ -74,6 +74,9 @@ type produced struct {
 type verdict struct {
 	Verdict  string   `json:"verdict"`
 	Warnings []string `json:"warnings"`
+	// ConfigWarnings say, among others, why __consumer_offsets gave no
+	// exact times (not read to its end: an open transaction, a deadline).
+	ConfigWarnings []string `json:"configWarnings"`
 	// The group as the observer classified it, and the clock the proof
 	// dated its offsets by.
 	GroupState        string `json:"groupState"`
@@ -216,6 +219,9 @@ func (o outcome) String() string {
 	}
 	for _, w := range o.verdict.Warnings {
 		fmt.Fprintf(&b, "; warning: %s", w)
+	}
+	for _, w := range o.verdict.ConfigWarnings {
+		fmt.Fprintf(&b, "; config warning: %s", w)
 	}
 	return b.String()
 }
