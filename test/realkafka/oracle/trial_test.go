@@ -446,6 +446,17 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		return o
 	}
 	o.down, o.late = back.Sub(downAt), back.Sub(end)
+	// The harness stopped the consumer (caughtUp) while a poll was landing
+	// records it never handed on to be logged, or before it logged its
+	// stop: its log does not say all it read.
+	if moved := run.movedUnlogged(topic); moved != "" || run.unfinishedStop {
+		if moved == "" {
+			moved = "the JVM exited on the SIGTERM before the consumer logged its stop"
+		}
+		o.kind, o.inconclusive = inconclusive, "the consumer was stopped mid-poll: "+moved
+		o.took = time.Since(start)
+		return o
+	}
 	// The consumer was back a moment after the window: it judges the
 	// window only if what decides where it resumes (the group's committed
 	// offset, the log start under it) was the same when it was back as at
