@@ -55,7 +55,9 @@
 // connections until the window's end, when the harness reads the broker's
 // state (the group's committed offsets, the log starts) and opens it. If
 // that state changed in the moment between the window's end and the
-// consumer's return, the trial is inconclusive, not judged.
+// consumer's return, the trial is inconclusive, not judged; so is one
+// whose consumer the harness stopped mid-poll (its last commit past what it
+// logged: records fetched and never handed on to be logged).
 //
 // Outcomes: Proven and nothing lost (a true Proven); Proven and records
 // lost (a FALSE PROVEN: the test fails and prints the scenario, its seed

@@ -3,7 +3,6 @@ package oracle
 import (
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -146,27 +145,34 @@ func TestChangedFor(t *testing.T) {
 	}
 }
 
-// A consumer stopped while a poll was landing records commits a position
-// past what it logged: the trial cannot tell what it read (seed 32 trial
-// 24: position 11 logged, records 11..13 fetched, 14 committed at the
-// stop, none logged). A reset logged after its poll is not that.
-func TestMovedUnlogged(t *testing.T) {
+// A consumer stopped in the poll that fetched what it had to read commits
+// a position past what it logged: not a loss when no reset could have
+// moved it (seed 32 trial 24: position 11 logged, records 11..13 fetched,
+// 14 committed at the stop, none logged, the log starting at 0). The same
+// commit after a reset past deleted records (the log start above the
+// logged position) is a loss, as is one the last commit does not cover.
+func TestStoppedMidPoll(t *testing.T) {
 	off := func(v int64) *int64 { return &v }
-	mid := consumerRun{lines: []consumerLine{
+	run := consumerRun{lines: []consumerLine{
+		{Msg: "assigned", Topic: "t", Partition: 0, Committed: off(11), LogStart: off(0)},
 		{Msg: "position", Topic: "t", Partition: 0, Offset: off(11)},
-		{Msg: "position", Topic: "t", Partition: 1, Offset: off(11)},
-		{Msg: "consumed", Topic: "t", Partition: 1, First: 11, Last: 13},
 		{Msg: "stopping"},
-		{Msg: "committed", Offsets: map[string]map[int32]int64{"t": {0: 14, 1: 14}}},
+		{Msg: "committed", Offsets: map[string]map[int32]int64{"t": {0: 14}}},
 	}}
-	if got := mid.movedUnlogged("t"); got == "" || strings.Contains(got, "partition 1") {
-		t.Errorf("partition 0 moved unlogged, partition 1 read to 13: got %q", got)
+	seen, final := run.shown("t")
+	lost := map[int32][]int64{0: {11, 12, 13}}
+	assigned := run.assignedState("t")
+	if got := stoppedMidPoll(lost, seen, final, assigned, brokerState{0: {committed: 14, logStart: 0}}); got == "" {
+		t.Error("trial 24's signature: want inconclusive")
 	}
-	reset := consumerRun{lines: []consumerLine{
-		{Msg: "position", Topic: "t", Partition: 0, Offset: off(40)},
-		{Msg: "committed", Offsets: map[string]map[int32]int64{"t": {0: 40}}},
-	}}
-	if got := reset.movedUnlogged("t"); got != "" {
-		t.Errorf("a reset to latest logged after its poll is a skip the log shows, got %q", got)
+	if got := stoppedMidPoll(lost, seen, final, assigned, brokerState{0: {committed: 14, logStart: 12}}); got != "" {
+		t.Errorf("the log start passed the logged position: a reset may have skipped them, want a loss, got %q", got)
+	}
+	if got := stoppedMidPoll(map[int32][]int64{0: {11, 12, 13, 14}}, seen, final, assigned, brokerState{0: {committed: 14, logStart: 0}}); got != "" {
+		t.Errorf("offset 14 lost beyond the last commit: want a loss, got %q", got)
+	}
+	none := brokerState{0: {committed: -1, logStart: 0}}
+	if got := stoppedMidPoll(lost, seen, final, none, brokerState{0: {committed: 14, logStart: 0}}); got != "" {
+		t.Errorf("no committed offset at the assignment (a reset decides): want a loss, got %q", got)
 	}
 }

@@ -435,6 +435,9 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 	r := <-restarted
 	tombs := <-gone
 	run := r.run
+	if run.unfinishedStop {
+		t.Logf("%s: the consumer's JVM exited on the SIGTERM before it logged its stop (no last commit): judged on what it logged", s)
+	}
 	if r.err != nil || run.exitCode != 0 {
 		t.Fatalf("%s: the restarted consumer failed (exit %d, %v, fatal %q):\nstdout:\n%s\nstderr:\n%s", s, run.exitCode, r.err, run.fatal(), run.stdout, tail(run.stderr, 40))
 	}
@@ -446,17 +449,6 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		return o
 	}
 	o.down, o.late = back.Sub(downAt), back.Sub(end)
-	// The harness stopped the consumer (caughtUp) while a poll was landing
-	// records it never handed on to be logged, or before it logged its
-	// stop: its log does not say all it read.
-	if moved := run.movedUnlogged(topic); moved != "" || run.unfinishedStop {
-		if moved == "" {
-			moved = "the JVM exited on the SIGTERM before the consumer logged its stop"
-		}
-		o.kind, o.inconclusive = inconclusive, "the consumer was stopped mid-poll: "+moved
-		o.took = time.Since(start)
-		return o
-	}
 	// The consumer was back a moment after the window: it judges the
 	// window only if what decides where it resumes (the group's committed
 	// offset, the log start under it) was the same when it was back as at
@@ -475,6 +467,16 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 			if !read[p][off] {
 				o.lost[p] = append(o.lost[p], off)
 			}
+		}
+	}
+	// Records the consumer fetched in the poll the harness's stop woke
+	// up in are not lost: the trial cannot judge (stoppedMidPoll).
+	if o.lostCount() > 0 {
+		seen, final := run.shown(topic)
+		if why := stoppedMidPoll(o.lost, seen, final, run.assignedState(topic), snapshot(t, b, group, topic)); why != "" {
+			o.kind, o.inconclusive = inconclusive, "the consumer was stopped in the poll that fetched what it had to read: "+why
+			o.took = time.Since(start)
+			return o
 		}
 	}
 	// What the broker did, against what the verdict's reasons claim.
