@@ -1,9 +1,10 @@
 // Package oracle checks the proof against the broker: reality is the
 // oracle. internal/proof's fuzz test checks the proof against its own
 // rules; this package generates scenarios on real Apache Kafka brokers
-// with clocks in seconds (topic retention.ms and segment.ms, compaction,
-// offsets.retention.minutes of one minute, classic, simple and KIP-848
-// groups, commit ages, lag, the recovery window scaled down to match),
+// whose every clock is a production one scaled by one factor (topic
+// retention.ms and segment.ms, compaction, offsets.retention.minutes,
+// classic, simple and KIP-848 groups, commit ages, lag, the recovery
+// window),
 // takes the product's verdict through `retention-guard check` (in process:
 // the command's own assembly of observer and proof), keeps the consumer
 // down for the window while records keep coming, restarts it with the Java
@@ -23,21 +24,52 @@
 // epoch-less reset on it and a tiered topic need a cluster or a remote
 // store the oracle does not start: they are not drawn.
 //
+// Every clock scaled by one factor, as deployed (scale_test.go): the
+// factor is 1/10080, which takes offsets.retention.minutes' default of 7
+// days to one minute, Kafka's floor for it (GroupCoordinatorConfig,
+// atLeast(1)): the only floor the scaling hits. Each line's broker runs
+// its own defaults divided by it: offsets.retention.check.interval.ms
+// 600 000 → 60 ms, log.retention.check.interval.ms 300 000 → 30 ms,
+// log.retention.ms and log.roll.ms 7 days → 60 s,
+// log.cleaner.delete.retention.ms 1 day → 8 571 ms, log.cleaner.backoff.ms
+// 15 s → 1 ms, log.initial.task.delay.ms 30 s → 3 ms and, on 4.x,
+// log.message.timestamp.after.max.ms 1 h → 357 ms (3.x's default,
+// Long.MAX_VALUE, stays unbounded: as deployed). Every one of those
+// accepts the value (atLeast(0) or atLeast(1), LogConfig, CleanerConfig,
+// GroupCoordinatorConfig on both lines). The scenario draws
+// production-shaped values, scaled: retention.ms 1–14 days (7, the
+// default, then no override), segment.ms 1 h–7 days, delete.retention.ms
+// 1 h–7 days, the window 6 h–3 days (2.1–25.7 s), the group down since its
+// commit for 0–6 days. Membership clocks (session timeouts, rebalance
+// delays) are not scaled: they set no retention.
+//
+// Each verdict is scored claim by claim (score_test.go): every violation
+// reason claims something of the broker — the group's offsets expire, a
+// record it needs is deleted, a tombstone it needs is dropped, a
+// partition without an offset leaves the reset to decide — and the harness
+// reads what the broker did (the committed offsets and log starts when the
+// consumer was back, the needed tombstones still in the log).
+//
 // The restart is timed to the window: the consumer's JVM starts before the
 // window ends, connecting through a gate (a TCP proxy) that holds its
 // connections until the window's end, when the harness reads the broker's
 // state (the group's committed offsets, the log starts) and opens it. If
 // that state changed in the moment between the window's end and the
-// consumer's return, the trial is inconclusive, not judged.
+// consumer's return, the trial is inconclusive, not judged; so is one
+// whose consumer the harness stopped mid-poll (its last commit past what it
+// logged: records fetched and never handed on to be logged).
 //
 // Outcomes: Proven and nothing lost (a true Proven); Proven and records
 // lost (a FALSE PROVEN: the test fails and prints the scenario, its seed
 // and the consumer's log), unless the proof's own numbers predicted the
 // loss (every losing partition's recovery headroom, or the group's offsets'
-// expiry, below the window: warnings in the product's design, counted as
-// "false Proven, warned"); not Proven and records lost (a true alarm); not
-// Proven and nothing lost (a false alarm: counted with its reasons,
-// explained in docs/benchmarks.md).
+// expiry, below the window: counted as "false Proven, warned", failed all
+// the same); not Proven and records lost (a true alarm); not Proven,
+// nothing lost, and every claim the oracle scores held (a true alarm too:
+// the offsets did expire and earliest replayed); not Proven and a claim
+// did not hold, or none was scored and nothing was lost (a false alarm:
+// counted with its reasons, explained in docs/benchmarks.md). The summary
+// counts, per reason, the judged trials whose claim held and did not.
 //
 // `make test` runs six seeded trials (TestOracle, seed 1); `make oracle
 // ORACLE_TRIALS=200 ORACLE_SEED=7` runs as many as asked, ORACLE_TRIAL=i

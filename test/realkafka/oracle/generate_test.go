@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 )
 
 // The generator is seeded: a failing trial is reproduced from its seed and
@@ -21,7 +22,7 @@ func TestGenerateIsSeededAndCoversTheDomain(t *testing.T) {
 		if s.Line != lines[i%2] {
 			t.Errorf("trial %d on %s, want %s (round robin)", i, s.Line, lines[i%2])
 		}
-		if s.Window <= 0 || s.RetentionMs < 5000 || s.SegmentMs < 1000 || s.Lag > s.Records || s.Partitions < 1 {
+		if s.Window <= 0 || s.RetentionMs < scaled(day).Milliseconds() || s.SegmentMs < scaled(time.Hour).Milliseconds() || s.Window < scaled(6*time.Hour) || s.Window > scaled(3*day) || s.Lag > s.Records || s.Partitions < 1 {
 			t.Errorf("trial %d out of range: %s", i, s)
 		}
 		if s.Running && s.Group == groupSimple {
@@ -42,8 +43,11 @@ func TestGenerateIsSeededAndCoversTheDomain(t *testing.T) {
 		if s.Window < offsetsRetention && s.Window > 0 {
 			seen["window under offsets retention"] = true
 		}
-		if s.Window > offsetsRetention {
-			seen["window over offsets retention"] = true
+		if s.CommitAge+s.Window > offsetsRetention {
+			seen["down past offsets retention"] = true
+		}
+		if _, ok := s.TopicConfigs()["retention.ms"]; !ok && !s.Compacted() {
+			seen["default retention, no override"] = true
 		}
 		if s.Tombstones > 0 && (!s.Compacted() || s.Lag < s.Tombstones) {
 			t.Errorf("trial %d: tombstones on a deleting topic, or not all behind the commit: %s", i, s)
@@ -65,7 +69,7 @@ func TestGenerateIsSeededAndCoversTheDomain(t *testing.T) {
 		}
 	}
 	for _, want := range []string{groupClassic, groupSimple, groupConsumer, "delete", "compact", "earliest", "latest",
-		"running", "lagging", "window under offsets retention", "window over offsets retention",
+		"running", "lagging", "window under offsets retention", "down past offsets retention", "default retention, no override",
 		"partition added", "partition added, latest", "transactional commit", "transactional producer", "tombstones behind the commit"} {
 		if !seen[want] {
 			t.Errorf("200 trials of seed 7 never drew %q", want)
@@ -138,5 +142,37 @@ func TestChangedFor(t *testing.T) {
 	expired := brokerState{0: {committed: -1, logStart: 3}}
 	if expired.changedFor(brokerState{0: {committed: -1, logStart: 4}}) == "" {
 		t.Error("with no committed offset, a moved log start changes where earliest resumes: want changed")
+	}
+}
+
+// A consumer stopped in the poll that fetched what it had to read commits
+// a position past what it logged: not a loss when no reset could have
+// moved it (seed 32 trial 24: position 11 logged, records 11..13 fetched,
+// 14 committed at the stop, none logged, the log starting at 0). The same
+// commit after a reset past deleted records (the log start above the
+// logged position) is a loss, as is one the last commit does not cover.
+func TestStoppedMidPoll(t *testing.T) {
+	off := func(v int64) *int64 { return &v }
+	run := consumerRun{lines: []consumerLine{
+		{Msg: "assigned", Topic: "t", Partition: 0, Committed: off(11), LogStart: off(0)},
+		{Msg: "position", Topic: "t", Partition: 0, Offset: off(11)},
+		{Msg: "stopping"},
+		{Msg: "committed", Offsets: map[string]map[int32]int64{"t": {0: 14}}},
+	}}
+	seen, final := run.shown("t")
+	lost := map[int32][]int64{0: {11, 12, 13}}
+	assigned := run.assignedState("t")
+	if got := stoppedMidPoll(lost, seen, final, assigned, brokerState{0: {committed: 14, logStart: 0}}); got == "" {
+		t.Error("trial 24's signature: want inconclusive")
+	}
+	if got := stoppedMidPoll(lost, seen, final, assigned, brokerState{0: {committed: 14, logStart: 12}}); got != "" {
+		t.Errorf("the log start passed the logged position: a reset may have skipped them, want a loss, got %q", got)
+	}
+	if got := stoppedMidPoll(map[int32][]int64{0: {11, 12, 13, 14}}, seen, final, assigned, brokerState{0: {committed: 14, logStart: 0}}); got != "" {
+		t.Errorf("offset 14 lost beyond the last commit: want a loss, got %q", got)
+	}
+	none := brokerState{0: {committed: -1, logStart: 0}}
+	if got := stoppedMidPoll(lost, seen, final, none, brokerState{0: {committed: 14, logStart: 0}}); got != "" {
+		t.Errorf("no committed offset at the assignment (a reset decides): want a loss, got %q", got)
 	}
 }

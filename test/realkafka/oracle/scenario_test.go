@@ -9,7 +9,8 @@ import (
 )
 
 // offsetsRetention is the brokers' offsets.retention.minutes (Kafka's
-// floor, one minute): every clock of a scenario is scaled to it.
+// floor, one minute): its default of 7 days scaled (scale_test.go), as
+// every clock of a scenario is.
 const offsetsRetention = time.Minute
 
 // Group kinds a scenario sets up.
@@ -21,7 +22,8 @@ const (
 
 // Scenario is one trial: the state set up on a real broker before the
 // verdict, the window the consumer then stays down, and how it restarts.
-// Every duration is in seconds, against offsets.retention.minutes of 1.
+// Every duration is a production one scaled by 1/10080 (scale_test.go),
+// against offsets.retention.minutes of 1.
 type Scenario struct {
 	Seed  uint64
 	Index int
@@ -153,6 +155,9 @@ func Generate(seed uint64, i int, lines []string) Scenario {
 		// the tombstones were written CommitAge before the verdict.
 		s.DeleteRetentionMs = max(5000, int64([]float64{0.5, 1, 1.5, 2}[r.IntN(4)]*float64(s.Window.Milliseconds())))
 	}
+	// Every clock a production one, scaled (scale_test.go): drawn last,
+	// replacing the clocks in seconds drawn above.
+	drawProduction(r, &s)
 	return s
 }
 
@@ -181,7 +186,7 @@ func (s Scenario) TopicConfigs() map[string]string {
 		c["min.cleanable.dirty.ratio"] = "0.01"
 		c["min.compaction.lag.ms"] = "0"
 	}
-	return c
+	return withoutDefaults(c)
 }
 
 // Compacted reports whether the topic compacts (a record is then lost only

@@ -74,6 +74,9 @@ type produced struct {
 type verdict struct {
 	Verdict  string   `json:"verdict"`
 	Warnings []string `json:"warnings"`
+	// ConfigWarnings say, among others, why __consumer_offsets gave no
+	// exact times (not read to its end: an open transaction, a deadline).
+	ConfigWarnings []string `json:"configWarnings"`
 	// The group as the observer classified it, and the clock the proof
 	// dated its offsets by.
 	GroupState        string `json:"groupState"`
@@ -142,6 +145,11 @@ type outcome struct {
 	// consumerLog is the restarted consumer's stdout, for a false Proven.
 	consumerLog string
 	took        time.Duration
+	// claims are the verdict's reasons, each scored against what the
+	// broker did (score_test.go); alarm says how a true alarm is true
+	// (alarmLost, alarmClaims).
+	claims []claimResult
+	alarm  string
 }
 
 // warned: the proof's numbers predicted the loss of every partition that
@@ -165,9 +173,23 @@ func (o outcome) lostCount() int {
 
 func (o outcome) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: verdict %s", o.kind, o.verdict.Verdict)
+	fmt.Fprintf(&b, "%s", o.kind)
+	if o.alarm != "" {
+		fmt.Fprintf(&b, " (%s)", o.alarm)
+	}
+	fmt.Fprintf(&b, ": verdict %s", o.verdict.Verdict)
 	if rs := o.verdict.reasons(); len(rs) > 0 {
 		fmt.Fprintf(&b, " %v", rs)
+	}
+	for _, c := range o.claims {
+		switch {
+		case c.Claim == "":
+			fmt.Fprintf(&b, "; %s not scored", c.Reason)
+		case c.Held:
+			fmt.Fprintf(&b, "; %s: %s, held", c.Reason, c.Claim)
+		default:
+			fmt.Fprintf(&b, "; %s: %s, did NOT hold", c.Reason, c.Claim)
+		}
 	}
 	fmt.Fprintf(&b, " (group seen as %s", o.verdict.GroupProtocol)
 	if o.verdict.GroupProtocol == "classic" {
@@ -197,6 +219,9 @@ func (o outcome) String() string {
 	}
 	for _, w := range o.verdict.Warnings {
 		fmt.Fprintf(&b, "; warning: %s", w)
+	}
+	for _, w := range o.verdict.ConfigWarnings {
+		fmt.Fprintf(&b, "; config warning: %s", w)
 	}
 	return b.String()
 }
@@ -397,8 +422,22 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 	logEnds.set(last)
 	atEnd := snapshot(t, b, group, topic)
 	g.release()
+	// The tombstones the group needs, as the log holds them now: read
+	// beside the restarted consumer (which it does not delay), to score a
+	// claim that they would be dropped.
+	needed := map[int32][]int64{}
+	if s.Compacted() {
+		needed = neededTombstones(log, committed)
+	}
+	gone := make(chan map[int32]int, 1)
+	reader := tombstoneReader(t, b, topic, needed)
+	go func() { gone <- tombstonesGone(reader, needed) }()
 	r := <-restarted
+	tombs := <-gone
 	run := r.run
+	if run.unfinishedStop {
+		t.Logf("%s: the consumer's JVM exited on the SIGTERM before it logged its stop (no last commit): judged on what it logged", s)
+	}
 	if r.err != nil || run.exitCode != 0 {
 		t.Fatalf("%s: the restarted consumer failed (exit %d, %v, fatal %q):\nstdout:\n%s\nstderr:\n%s", s, run.exitCode, r.err, run.fatal(), run.stdout, tail(run.stderr, 40))
 	}
@@ -430,19 +469,31 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 			}
 		}
 	}
-	proven, lost := v.Verdict == "Proven", o.lostCount() > 0
-	switch {
-	case proven && !lost:
-		o.kind = trueProven
-	case proven && lost && o.warned():
-		o.kind = warnedProven
-	case proven && lost:
-		o.kind = falseProven
-	case lost:
-		o.kind = trueAlarm
-	default:
-		o.kind = falseAlarm
+	// Records the consumer fetched in the poll the harness's stop woke
+	// up in are not lost: the trial cannot judge (stoppedMidPoll).
+	if o.lostCount() > 0 {
+		seen, final := run.shown(topic)
+		if why := stoppedMidPoll(o.lost, seen, final, run.assignedState(topic), snapshot(t, b, group, topic)); why != "" {
+			o.kind, o.inconclusive = inconclusive, "the consumer was stopped in the poll that fetched what it had to read: "+why
+			o.took = time.Since(start)
+			return o
+		}
 	}
+	// What the broker did, against what the verdict's reasons claim.
+	facts := map[int32]partitionFacts{}
+	for p := range parts {
+		f := partitionFacts{Committed: -1, CommittedBack: atEnd[p].committed, LogStartBack: atEnd[p].logStart, Last: -1,
+			TombstonesNeeded: len(needed[p]), TombstonesGone: tombs[p]}
+		if c, ok := committed[p]; ok && !(s.AddPartition && p == parts-1) {
+			f.Committed = c
+		}
+		if n := len(log[p]); n > 0 {
+			f.Last = log[p][n-1].offset
+		}
+		facts[p] = f
+	}
+	o.claims = scoreClaims(v.reasons(), facts)
+	o.kind, o.alarm = judge(v.Verdict == "Proven", o.lostCount() > 0, o.warned(), o.claims)
 	o.took = time.Since(start)
 	return o
 }
