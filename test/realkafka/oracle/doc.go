@@ -20,9 +20,23 @@
 // when sent, shown when the transaction ends); records written by a
 // transactional producer (markers between them and after the last); on a
 // compacting topic, tombstones of keys never written again behind the
-// committed offset. A diverged log (three nodes, an unclean leader), an
-// epoch-less reset on it and a tiered topic need a cluster or a remote
-// store the oracle does not start: they are not drawn.
+// committed offset. Fewer still draw the kinds that need a cluster of
+// their own (clusters_test.go), started on the first trial that draws
+// one, one per line, shared by the trials that draw it: a log diverged
+// by an unclean leader election on a three-node cluster (the last records
+// before the commit written while the follower was down, the leader
+// crashed before the verdict, the stale follower elected, the log truncated
+// below the commit and grown back past it; one such trial at a time per
+// line, as its crashes would take the others' partitions down), its commit
+// carrying the leader epoch of the records it points past (a KIP-320
+// client) or none (kafka-consumer-groups --reset-offsets,
+// Admin.alterConsumerGroupOffsets); and a tiered topic on a broker with a
+// remote tier (LocalTieredStorage, local.retention.ms of a second), where
+// remote expiry moves the log start and the record at a lagging group's
+// offset is served from the remote tier, or its timestamp not at all. On
+// a diverged log the consumer has to read every record from the
+// truncation on when its commit was above it: the records it read there
+// were replaced.
 //
 // Every clock scaled by one factor, as deployed (scale_test.go): the
 // factor is 1/10080, which takes offsets.retention.minutes' default of 7
@@ -71,7 +85,10 @@
 // counted with its reasons, explained in docs/benchmarks.md). The summary
 // counts, per reason, the judged trials whose claim held and did not.
 //
-// `make test` runs six seeded trials (TestOracle, seed 1); `make oracle
-// ORACLE_TRIALS=200 ORACLE_SEED=7` runs as many as asked, ORACLE_TRIAL=i
-// (or i,j,...) only those trials of the seed.
+// `make test` runs six seeded trials (TestOracle, seed 1), less those that
+// draw a kind with a cluster of its own, and TestOracleKinds: the first
+// trial of seed 1 that draws each of those kinds on each line, judged the
+// same way. `make oracle ORACLE_TRIALS=200 ORACLE_SEED=7` runs as many as
+// asked, every kind included, ORACLE_TRIAL=i (or i,j,...) only those
+// trials of the seed.
 package oracle

@@ -79,6 +79,7 @@ func TestOracle(t *testing.T) {
 		lines = append(lines, d.Line())
 	}
 
+	kinds := newClusterKinds(t) // the kinds' own clusters, started when drawn
 	var (
 		mu       sync.Mutex
 		outcomes []outcome
@@ -89,21 +90,16 @@ func TestOracle(t *testing.T) {
 				continue
 			}
 			s := Generate(seed, i, lines)
+			if leftOutOfMakeTest(s) {
+				continue // TestOracleKinds runs it
+			}
 			t.Run(fmt.Sprintf("%d-%s-%s", i, s.Line, s.Group), func(t *testing.T) {
 				t.Parallel()
-				o := trial(t, brokers[s.Line], s, consumer)
+				o := trial(t, kinds.broker(t, s, brokers[s.Line].Dist, brokers[s.Line]), s, consumer)
 				mu.Lock()
 				outcomes = append(outcomes, o)
 				mu.Unlock()
-				t.Logf("%s\n  %s (%s)", s, o, o.took.Round(time.Second))
-				if o.kind == warnedProven {
-					t.Errorf("FALSE PROVEN, WARNED — the verdict was Proven, the consumer lost records, and the proof's own numbers (headroom or offsets expiry below the window) said it would, which should have made it Violated:\n  %s\n  reproduce: make oracle ORACLE_SEED=%d ORACLE_TRIALS=%d ORACLE_TRIAL=%d",
-						o, s.Seed, s.Index+1, s.Index)
-				}
-				if o.kind == falseProven {
-					t.Errorf("FALSE PROVEN — the verdict was Proven and the consumer lost records:\n  %s\n  %s\n  reproduce: make oracle ORACLE_SEED=%d ORACLE_TRIALS=%d ORACLE_TRIAL=%d\nthe restarted consumer's log:\n%s",
-						s, o, s.Seed, s.Index+1, s.Index, tail(o.consumerLog, 60))
-				}
+				judgeTrial(t, s, o)
 			})
 		}
 	})
@@ -116,6 +112,21 @@ func TestOracle(t *testing.T) {
 	}
 	if judged*2 < len(outcomes) {
 		t.Errorf("only %d of %d trials could be judged: the restarts came back after their windows (see the inconclusive trials)", judged, len(outcomes))
+	}
+}
+
+// judgeTrial logs a trial's scenario and outcome, and fails it on a false
+// Proven.
+func judgeTrial(t *testing.T, s Scenario, o outcome) {
+	t.Helper()
+	t.Logf("%s\n  %s (%s)", s, o, o.took.Round(time.Second))
+	if o.kind == warnedProven {
+		t.Errorf("FALSE PROVEN, WARNED — the verdict was Proven, the consumer lost records, and the proof's own numbers (headroom or offsets expiry below the window) said it would, which should have made it Violated:\n  %s\n  reproduce: make oracle ORACLE_SEED=%d ORACLE_TRIALS=%d ORACLE_TRIAL=%d",
+			o, s.Seed, s.Index+1, s.Index)
+	}
+	if o.kind == falseProven {
+		t.Errorf("FALSE PROVEN — the verdict was Proven and the consumer lost records:\n  %s\n  %s\n  reproduce: make oracle ORACLE_SEED=%d ORACLE_TRIALS=%d ORACLE_TRIAL=%d\nthe restarted consumer's log:\n%s",
+			s, o, s.Seed, s.Index+1, s.Index, tail(o.consumerLog, 60))
 	}
 }
 

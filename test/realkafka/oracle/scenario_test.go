@@ -2,6 +2,7 @@ package oracle
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -59,9 +60,8 @@ type Scenario struct {
 	// Reset is the restarted consumer's auto.offset.reset.
 	Reset string
 
-	// Issue 33's kinds that one broker per line can show (a diverged log
-	// needs three nodes, an unread remote timestamp a tiered broker, an
-	// epoch-less reset a diverged log: not drawn here).
+	// Issue 33's kinds that one broker per line can show (those that need
+	// a cluster of their own follow them).
 
 	// AddPartition: right after the group's commit the topic gets one
 	// more partition (CreatePartitions), written to before the verdict and
@@ -87,6 +87,30 @@ type Scenario struct {
 	// cleaning that first saw it, counted from when it was written
 	// (item 2).
 	Tombstones int
+
+	// Issue 33's kinds that need a cluster of their own (diverged_test.go,
+	// tiered_test.go): started only when a trial draws them, one per line.
+
+	// Diverged: the topic lives on the line's three-node cluster, each
+	// partition on two replicas; the last Truncated records before the
+	// commit are written while the follower is down, the commit points
+	// into them (Lag < Truncated), and before the verdict the leader
+	// crashes and the stale follower is elected uncleanly: the log is
+	// truncated below the commit and grows back past it (item 1).
+	Diverged  bool
+	Truncated int
+	// EpochLess: the diverged trial's commit carries no leader epoch, as
+	// kafka-consumer-groups --reset-offsets and
+	// Admin.alterConsumerGroupOffsets commit; otherwise it carries the
+	// epoch the records it points past were written in (a KIP-320
+	// client's commit).
+	EpochLess bool
+	// Tiered: the topic lives on the line's tiered broker
+	// (remote.storage.enable, local.retention.ms of a second): closed
+	// segments move to the remote tier, remote expiry moves the log start,
+	// and the record at a lagging group's offset may be served from the
+	// remote tier or not at all (item 3).
+	Tiered bool
 }
 
 // TotalPartitions is how many partitions the topic has once the
@@ -155,9 +179,11 @@ func Generate(seed uint64, i int, lines []string) Scenario {
 		// the tombstones were written CommitAge before the verdict.
 		s.DeleteRetentionMs = max(5000, int64([]float64{0.5, 1, 1.5, 2}[r.IntN(4)]*float64(s.Window.Milliseconds())))
 	}
-	// Every clock a production one, scaled (scale_test.go): drawn last,
-	// replacing the clocks in seconds drawn above.
+	// Every clock a production one, scaled (scale_test.go): drawn after
+	// the rest, replacing the clocks in seconds drawn above.
 	drawProduction(r, &s)
+	// The kinds that need a cluster of their own (clusters_test.go), last.
+	drawClusterKinds(r, &s)
 	return s
 }
 
@@ -186,7 +212,9 @@ func (s Scenario) TopicConfigs() map[string]string {
 		c["min.cleanable.dirty.ratio"] = "0.01"
 		c["min.compaction.lag.ms"] = "0"
 	}
-	return withoutDefaults(c)
+	c = withoutDefaults(c)
+	maps.Copy(c, s.clusterKindConfigs())
+	return c
 }
 
 // Compacted reports whether the topic compacts (a record is then lost only
@@ -221,5 +249,6 @@ func (s Scenario) String() string {
 	}
 	fmt.Fprintf(&b, "; window %s, %d records/s per partition while down; readOffsetsTopic=%t; restart with auto.offset.reset=%s",
 		s.Window, s.Rate, s.ReadOffsetsTopic, s.Reset)
+	b.WriteString(s.clusterKindString())
 	return b.String()
 }

@@ -36,15 +36,15 @@ func produceRecords(t *testing.T, cl *kgo.Client, recs []*kgo.Record) {
 	}
 }
 
-// commitOffsets commits as a simple group does: OffsetCommit without
-// joining.
-func commitOffsets(t *testing.T, b *apachekafka.Broker, group, topic string, offsets map[int32]int64) {
+// commitOffsets commits as a simple group does: OffsetCommit
+// without joining, with the leader epochs given (none when nil).
+func commitOffsets(t *testing.T, b *apachekafka.Broker, group, topic string, offsets map[int32]int64, epochs map[int32]int32) {
 	t.Helper()
 	ctx, cancel := setupContext()
 	defer cancel()
 	var os kadm.Offsets
 	for p, at := range offsets {
-		os.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1})
+		os.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: epochOf(epochs, p)})
 	}
 	if err := b.Admin(t).CommitAllOffsets(ctx, group, os); err != nil {
 		t.Fatalf("committing %s on %s: %v", group, topic, err)
@@ -53,13 +53,14 @@ func commitOffsets(t *testing.T, b *apachekafka.Broker, group, topic string, off
 
 // joinAndCommit joins group with protocol (kafkatest.Classic or
 // kafkatest.Consumer), subscribed to topic, waits for its assignment and
-// commits offsets as the member. The member stays until closed.
-func joinAndCommit(t *testing.T, b *apachekafka.Broker, group, protocol, topic string, offsets map[int32]int64) *kgo.Client {
+// commits offsets as the member, with the leader epochs given (none when
+// nil). The member stays until closed.
+func joinAndCommit(t *testing.T, b *apachekafka.Broker, group, protocol, topic string, offsets map[int32]int64, epochs map[int32]int32) *kgo.Client {
 	t.Helper()
 	cl := join(t, b, group, protocol, topic)
 	ctx, cancel := setupContext()
 	defer cancel()
-	if err := kafkatest.CommitSync(ctx, cl, topic, offsets); err != nil {
+	if err := commitSync(ctx, cl, topic, offsets, epochs); err != nil {
 		t.Fatalf("group %s: %v", group, err)
 	}
 	return cl

@@ -288,8 +288,15 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 	}
 
 	// The state before the verdict.
-	b.CreateTopic(t, topic, s.Partitions, s.TopicConfigs())
-	produce(s.Records)
+	div := createTopic(t, b, s)
+	if div != nil {
+		// The last Truncated records on the leader alone.
+		produce(s.Records - s.Truncated)
+		div.isolate(t, b)
+		produce(s.Truncated)
+	} else {
+		produce(s.Records)
+	}
 	if s.Tombstones > 0 {
 		// Keys written once and deleted, never written again: behind the
 		// commit (Lag covers the tombstones), the last record of their
@@ -311,12 +318,13 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		committed[p] = max(0, end-int64(s.Lag))
 	}
 	var member *kgo.Client
+	epochs := div.commitEpochs(t, b, s)
 	switch s.Group {
 	case groupSimple:
 		if s.TxnCommit > 0 {
 			txnCommitOffsets(t, b, nil, group, topic, committed, s.TxnCommit)
 		} else {
-			commitOffsets(t, b, group, topic, committed)
+			commitOffsets(t, b, group, topic, committed, epochs)
 		}
 	case groupClassic, groupConsumer:
 		protocol := kafkatest.Classic
@@ -327,9 +335,9 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 			member = join(t, b, group, protocol, topic)
 			txnCommitOffsets(t, b, member, group, topic, committed, s.TxnCommit)
 		} else {
-			member = joinAndCommit(t, b, group, protocol, topic, committed)
+			member = joinAndCommit(t, b, group, protocol, topic, committed, epochs)
 		}
-		if !s.Running {
+		if !s.Running && div == nil {
 			member.Close()
 			member = nil
 			waitEmpty(t, b, group)
@@ -352,6 +360,27 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		write(recs)
 	}
 	commitAt := time.Now()
+	if div != nil {
+		// The unclean election, during the commit's age (longer when the
+		// fault takes longer), and the log growing back past the commit
+		// (diverged_test.go). The group read the records below its commit;
+		// those from the truncation on were replaced by records it never
+		// read: it has to read from there.
+		ends := div.electUncleanly(t, b)
+		for p, end := range ends {
+			log[p] = truncate(log[p], end)
+			committed[p] = min(committed[p], end)
+		}
+		pcl.Close() // its sequence numbers went with the truncated records
+		pcl = newProducer()
+		produce(s.Truncated + 1)
+		regrown(t, log, ends, s.Truncated+1)
+		if member != nil && !s.Running {
+			member.Close()
+			member = nil
+			waitEmpty(t, b, group)
+		}
+	}
 	time.Sleep(time.Until(commitAt.Add(s.CommitAge)))
 
 	// The verdict, through the product's own pipeline. The window runs
