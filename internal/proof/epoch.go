@@ -22,7 +22,11 @@ import "time"
 //     validated: the consumer resumes at it silently, even under
 //     auto.offset.reset=none. Only a witnessed fall of the log end below
 //     it (internal/groupmemory) shows the log diverged since the commit:
-//     CommittedOffsetOnDivergedLog.
+//     CommittedOffsetOnDivergedLog. One observation sees it too when the
+//     record before the committed offset was appended after the commit
+//     was written (recordAfterCommit): the group cannot have read it, so
+//     the log under the offset was replaced (or the offset was set past
+//     the log end), and the records there are skipped.
 //
 // The way out of each is a new commit: decide whether to re-read the
 // records from where the log diverged or accept the loss, then reset the
@@ -33,11 +37,12 @@ import "time"
 // judgeEpoch judges an otherwise proven partition's commit against its
 // leader epoch and a divergence the observer witnessed; it returns the
 // violation's message, or "" when nothing is wrong.
-func judgeEpoch(pr *PartitionResult, po *PartitionObservation) string {
+func judgeEpoch(pr *PartitionResult, to *TopicObservation, po *PartitionObservation) string {
 	if pr.Verdict != Proven || pr.Committed < 0 {
 		return ""
 	}
 	e := po.CommitEpoch
+	lateBy, late := recordAfterCommit(to, po)
 	var m messageBuilder
 	switch {
 	case e.HasEpoch && e.EndKnown && (e.EndOffset < 0 || e.EndEpoch < 0):
@@ -74,8 +79,48 @@ func judgeEpoch(pr *PartitionResult, po *PartitionObservation) string {
 				"even under auto.offset.reset=none). Decide whether to re-read from ").int(po.DivergedTo).
 			text(" or accept the loss, then reset the group's offsets on this partition (kafka-consumer-groups --reset-offsets --to-offset ").
 			int(po.DivergedTo).text(" to re-read; this ends once the offset changes)")
+	case late:
+		pr.Verdict, pr.Reason = Unknown, ReasonCommittedOffsetOnDivergedLog
+		m.partition(pr.Topic, pr.Partition).text(": committed offset ").int(pr.Committed).
+			text(" carries no leader epoch (committed by kafka-consumer-groups --reset-offsets, Admin.alterConsumerGroupOffsets " +
+				"or a client without KIP-320), and the record before it, at offset ").int(pr.Committed - 1).
+			text(", was appended at least ").text(FormatDuration(lateBy)).
+			text(" after the offset was committed (").text(po.LastCommit.UTC().Format(time.RFC3339)).
+			text(", read from __consumer_offsets; the record's timestamp less how far ahead its producer's clock may run): " +
+				"the group cannot have read it, so the log under the offset was truncated and grew back since the commit " +
+				"(an unclean leader election) or the offset was set past the log end, and no consumer validates an offset without an epoch " +
+				"(it resumes there silently, even under auto.offset.reset=none, skipping the records written below it since). " +
+				"Decide whether to re-read them or accept the loss, then reset the group's offsets on this partition " +
+				"(kafka-consumer-groups --reset-offsets --to-datetime ").text(po.LastCommit.UTC().Format("2006-01-02T15:04:05.000")).
+			text(" re-reads from the first record written after the commit; this ends once the offset changes)")
 	default:
 		return ""
 	}
 	return m.String()
+}
+
+// recordAfterCommit says whether the record before an epoch-less committed
+// offset was appended after the commit was written, and by at least how
+// much: the commit's exact time (LastCommit, the coordinator's clock, from
+// __consumer_offsets) against the earliest the record can have been
+// appended (its timestamp with LogAppendTime; with CreateTime, less
+// message.timestamp.after.max.ms, which the broker holds a producer's
+// clock to: clockSkew), beyond CoordinatorClockAllowance for the two
+// brokers' clocks. Without an exact commit time, a dated record before it
+// or a bound on the producer's clock (3.x's unbounded default), nothing is
+// said: the group memory's witnessed fall of the log end is then the only
+// evidence.
+func recordAfterCommit(to *TopicObservation, po *PartitionObservation) (time.Duration, bool) {
+	if po.CommitEpoch.HasEpoch || po.LogDiverged || po.LastCommit.IsZero() || po.PrecedingTimestamp.IsZero() {
+		return 0, false
+	}
+	skew, problem := clockSkew(to)
+	if problem != "" {
+		return 0, false
+	}
+	by := po.PrecedingTimestamp.Add(-skew).Sub(po.LastCommit)
+	if by <= CoordinatorClockAllowance {
+		return 0, false
+	}
+	return by, true
 }

@@ -99,3 +99,68 @@ func TestCommitEpochReasonsRank(t *testing.T) {
 		}
 	}
 }
+
+// Issue 33 item 1, found by the oracle (an epoch-less commit on a log an
+// unclean election truncated and grew back, Proven by one `check`, the
+// Java consumer skipping the replaced records): without an epoch and
+// without the group memory's witnessed fall, one observation still sees
+// the divergence when the record before the committed offset was appended
+// after the commit was written. Seed 000's silent skip by that road.
+func TestEpochlessCommitBelowLaterRecords(t *testing.T) {
+	committedAt := now.Add(-2 * time.Hour)
+	obs := func(preceding time.Time, timestampType, afterMax string, epoch bool) TopicObservation {
+		po := part(0, 0, 15, 10)
+		po.LastCommit, po.PrecedingTimestamp = committedAt, preceding
+		if epoch {
+			po.CommitEpoch = CommitEpoch{HasEpoch: true, Epoch: 2, EndKnown: true, EndEpoch: 2, EndOffset: 15}
+		}
+		to := topic("settle-task", po)
+		if timestampType != "" {
+			to.TimestampType = ConfigValue{Present: true, Value: timestampType}
+		}
+		if afterMax != "" {
+			to.TimestampAfterMaxMs = ConfigValue{Present: true, Value: afterMax}
+		}
+		return to
+	}
+	onDiverged := want{verdict: Unknown,
+		conditions: map[string]condWant{ClauseOffsetsInRange: {ConditionUnknown, ReasonCommittedOffsetOnDivergedLog}, ClauseReady: {ConditionUnknown, ReasonCommittedOffsetOnDivergedLog}},
+		violations: []violationWant{{ClauseOffsetsInRange, ReasonCommittedOffsetOnDivergedLog, "settle-task", 0}}}
+	cases := []struct {
+		name string
+		to   TopicObservation
+		want want
+		says []string
+	}{
+		{name: "CreateTime bounded at 1h, the record before stamped 110 min after the commit: appended at least 50 min after",
+			to: obs(committedAt.Add(110*time.Minute), "CreateTime", "3600000", false), want: onDiverged,
+			says: []string{"committed offset 10", "no leader epoch", "offset 9", "at least 50m", committedAt.UTC().Format(time.RFC3339),
+				"auto.offset.reset=none", "--to-datetime " + committedAt.UTC().Format("2006-01-02T15:04:05.000")}},
+		{name: "LogAppendTime, appended 5 s after the commit", to: obs(committedAt.Add(5*time.Second), "LogAppendTime", "", false), want: onDiverged},
+		{name: "LogAppendTime, 0.5 s after: within the brokers' clock allowance", to: obs(committedAt.Add(500*time.Millisecond), "LogAppendTime", "", false), want: proven()},
+		{name: "CreateTime 30 min after, bounded at 1h: the producer's clock may run ahead that far", to: obs(committedAt.Add(30*time.Minute), "CreateTime", "3600000", false), want: proven()},
+		{name: "CreateTime unbounded (3.x's default): the record's timestamp says nothing", to: obs(committedAt.Add(110*time.Minute), "CreateTime", "9223372036854775807", false), want: proven()},
+		{name: "the record before written before the commit: a consumer read it", to: obs(committedAt.Add(-time.Minute), "LogAppendTime", "", false), want: proven()},
+		{name: "a commit with its epoch: the epoch decides", to: obs(committedAt.Add(time.Hour), "LogAppendTime", "", true), want: proven()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Evaluate(observation(tc.to), policy("settle-task"), now)
+			tc.want.check(t, r)
+			for _, s := range tc.says {
+				if len(r.Violations) == 0 || !strings.Contains(r.Violations[0].Message, s) {
+					t.Errorf("message lacks %q: %+v", s, r.Violations)
+				}
+			}
+		})
+	}
+	// Without the exact commit time (the offsets topic not read) nothing
+	// dates the commit: the memory's witnessed fall is the only evidence.
+	to := obs(committedAt.Add(time.Hour), "LogAppendTime", "", false)
+	to.Partitions[0].LastCommit = time.Time{}
+	for _, v := range Evaluate(observation(to), policy("settle-task"), now).Violations {
+		if v.Reason == ReasonCommittedOffsetOnDivergedLog {
+			t.Errorf("no commit time read, yet %+v", v)
+		}
+	}
+}

@@ -61,7 +61,7 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 			} else if !share {
 				if message := judgeTopicID(pr, t.obs, po); message != "" {
 					o.add(partitionViolation(pr, message))
-				} else if message := judgeEpoch(pr, po); message != "" {
+				} else if message := judgeEpoch(pr, t.obs, po); message != "" {
 					o.add(partitionViolation(pr, message))
 				}
 			}
