@@ -68,6 +68,13 @@ group's offsets do not decide.
 
 Run it before a consumer starts (an init container, a CI step, a runbook).
 
+A check is one look, with no memory: it cannot know since when an Empty group
+has been Empty, an offset that expired since it was last seen, or that a log
+diverged (an unclean leader election) under an offset committed without a
+leader epoch before it looked (on Kafka 3.x, whose record timestamps no broker
+bounds by default). The manager, which watches, can: it is what guards
+rollouts.
+
 Exit codes: 0 Proven, 1 Violated, 2 Unknown (could not prove), 64 usage error.`,
 		Example: `  retention-guard check --bootstrap-server kafka-0:9092,kafka-1:9092 \
     --group ledger-settle-consumer --topic settle-task --recovery-window 240h

@@ -54,6 +54,15 @@ import (
 //     the log replaced, and no consumer validates it (proof's
 //     CommittedOffsetOnDivergedLog). Only partitions whose committed
 //     offset was read are followed.
+//   - Witnessed epoch: the leader epoch of the first observation that read
+//     a committed offset with the log end at or past it (ListOffsets
+//     answers the leader's epoch with the log end). The records below the
+//     offset were in that epoch's log then. Asked later where that epoch
+//     ends (OffsetsForLeaderEpoch), a leader whose log diverged below the
+//     offset since answers an end below it, even when the log grew back
+//     between two observations and no fall was seen: the question a
+//     KIP-320 consumer asks of the epoch it committed with, asked for an
+//     offset committed without one (internal/kafka/epochs.go).
 //
 // A group or offset seen for the first time has no witnessed transition, so
 // both stay zero (unknown): a one-shot observation (the CLI, a fresh
@@ -101,6 +110,12 @@ type partitionEntry struct {
 	diverged                 bool
 	divergedFrom, divergedTo int64
 	divergedSeen             time.Time
+	// witnessEpoch: the leader epoch of the first observation that read
+	// this committed offset with the log end at or past it (-1: none
+	// yet), at witnessAt (Unix milliseconds: the entry is kept by value,
+	// 120,000 of them at 5,000 groups).
+	witnessEpoch int32
+	witnessAt    int64
 }
 
 // TopicPartition names one partition of a topic.
@@ -132,6 +147,16 @@ type Facts struct {
 	// LogEnds are the partitions' log ends read after the committed
 	// offsets (failed ones are absent).
 	LogEnds map[TopicPartition]int64
+	// EndEpochs are the leader epochs ListOffsets answered with those log
+	// ends (absent, or -1, when the broker did not say).
+	EndEpochs map[TopicPartition]int32
+}
+
+// Witness is the leader epoch a committed offset was first seen in: the
+// log end was at or past the offset, in that epoch, at SeenAt.
+type Witness struct {
+	Epoch  int32
+	SeenAt time.Time
 }
 
 // Recall is what the memory says after recording a pass.
@@ -213,7 +238,7 @@ func (m *Memory) Record(cluster, group string, facts Facts, now time.Time) Recal
 		case ok && now.Before(pe.lastSeen):
 			continue // older than what was seen: not folded
 		case !ok || now.Sub(pe.lastSeen) > TTL:
-			pe = partitionEntry{committed: c, vanished: proof.NoOffset, logEnd: proof.NoOffset} // first sight: unknown
+			pe = partitionEntry{committed: c, vanished: proof.NoOffset, logEnd: proof.NoOffset, witnessEpoch: -1} // first sight: unknown
 		case pe.committed != c:
 			// Witnessed a commit: after the last observation that saw
 			// the old offset.
@@ -223,6 +248,7 @@ func (m *Memory) Record(cluster, group string, facts Facts, now time.Time) Recal
 			// purpose (the way out); a fall seen by this same pass is
 			// recorded below.
 			pe.diverged = false
+			pe.witnessEpoch, pe.witnessAt = -1, 0
 			if c != proof.NoOffset {
 				pe.committedAfter = pe.lastSeen
 			} else if pe.committed != proof.NoOffset {
@@ -240,6 +266,9 @@ func (m *Memory) Record(cluster, group string, facts Facts, now time.Time) Recal
 				}
 			}
 			pe.logEnd = end
+			if epoch, ok := facts.EndEpochs[tp]; ok && epoch >= 0 && pe.witnessEpoch < 0 && c >= 0 && end >= c {
+				pe.witnessEpoch, pe.witnessAt = epoch, now.UnixMilli()
+			}
 		}
 		pe.lastSeen = now
 		e.partitions[tp] = pe
@@ -259,6 +288,22 @@ func (m *Memory) Record(cluster, group string, facts Facts, now time.Time) Recal
 		}
 	}
 	return recall
+}
+
+// Witness returns the leader epoch the memory first saw committed on tp
+// in (see Witness), when it still holds that offset for the group.
+func (m *Memory) Witness(cluster, group string, tp TopicPartition, committed int64) (Witness, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.groups[memoryKey{cluster, group}]
+	if e == nil {
+		return Witness{}, false
+	}
+	pe, ok := e.partitions[tp]
+	if !ok || pe.committed != committed || pe.witnessEpoch < 0 {
+		return Witness{}, false
+	}
+	return Witness{Epoch: pe.witnessEpoch, SeenAt: time.UnixMilli(pe.witnessAt)}, true
 }
 
 // prune drops what has not been observed for TTL. Called with mu held.

@@ -223,3 +223,46 @@ func TestGroupMemoryWitnessesALogEndThatWentDown(t *testing.T) {
 		t.Fatalf("another group's first sight: %+v", other.Diverged)
 	}
 }
+
+// Seed 000's silent skip after an unclean election the passes did not
+// see: a reset's commit of 10 (no leader epoch) on a log truncated to 5 and
+// grown back past 10 between two passes. No fall of the log end was
+// witnessed; the leader epoch the commit was first seen in was, and the
+// observer asks where that epoch ends (internal/kafka/epochs.go).
+func TestGroupMemoryWitnessesTheEpochACommitWasSeenIn(t *testing.T) {
+	m := &Memory{}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tp := TopicPartition{Topic: "settle-task", Partition: 0}
+	pass := func(at time.Duration, committed, end int64, epoch int32) {
+		m.Record("k0:9092", "settle", Facts{Committed: map[TopicPartition]int64{tp: committed},
+			LogEnds: map[TopicPartition]int64{tp: end}, EndEpochs: map[TopicPartition]int32{tp: epoch}}, t0.Add(at))
+	}
+	witness := func(committed int64) (Witness, bool) { return m.Witness("k0:9092", "settle", tp, committed) }
+
+	pass(0, 10, 8, 3) // the log does not reach the commit: nothing witnessed
+	if w, ok := witness(10); ok {
+		t.Fatalf("log end 8 below commit 10: witness %+v, want none", w)
+	}
+	pass(time.Minute, 10, 12, 3)
+	if w, ok := witness(10); !ok || w.Epoch != 3 || !w.SeenAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("log end 12 past commit 10 in epoch 3: witness %+v %v, want epoch 3 at +1m", w, ok)
+	}
+	pass(2*time.Minute, 10, 11, 5) // an unclean election, grown back: the first sighting stays
+	if w, _ := witness(10); w.Epoch != 3 || !w.SeenAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("a later epoch: witness %+v, want the first sighting (epoch 3 at +1m) kept", w)
+	}
+	if w, ok := witness(9); ok {
+		t.Fatalf("asked for another offset than the one held: %+v", w)
+	}
+	if w, ok := m.Witness("k0:9092", "audit", tp, 10); ok {
+		t.Fatalf("another group: %+v", w)
+	}
+	pass(3*time.Minute, 12, 14, 5) // a new commit: witnessed anew, in its own epoch
+	if w, ok := witness(12); !ok || w.Epoch != 5 || !w.SeenAt.Equal(t0.Add(3*time.Minute)) {
+		t.Fatalf("new commit 12 seen in epoch 5: witness %+v %v", w, ok)
+	}
+	pass(4*time.Minute, 13, 14, -1) // a broker that did not say its epoch
+	if w, ok := witness(13); ok {
+		t.Fatalf("no epoch answered: witness %+v, want none", w)
+	}
+}

@@ -18,7 +18,7 @@
 //	DescribeGroups         1 per coordinator  classic groups
 //	ConsumerGroupDescribe  1 per coordinator  KIP-848 groups
 //	Fetch                  1 per leader       a few bytes per partition at the committed offset
-//	OffsetsForLeaderEpoch  1 per leader       partitions whose committed offset carries a leader epoch (epochs.go)
+//	OffsetsForLeaderEpoch  1 per leader       partitions whose committed offset carries a leader epoch, or (the manager) whose epoch-less one was first seen in an epoch the leader has left (epochs.go)
 //
 // (plus FindCoordinator and connection setup the first time). A target with
 // a business cursor (Target.Cursor, read by internal/cursor) has it read

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/retentionguard/retention-guard/internal/groupmemory"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
@@ -28,7 +29,16 @@ import (
 // UNDEFINED_EPOCH (-1, -1) for an epoch above its own
 // (LeaderEpochFileCache.endOffsetFor).
 //
-// Only partitions whose committed offset carries an epoch are asked, in one
+// An offset committed without an epoch is asked the same question for the
+// epoch the group memory first saw it in (groupmemory.Witness: the log end
+// at or past the offset, in that leader epoch), when the memory holds one
+// and the leader's epoch changed since (read with the log end this pass):
+// a leader whose log diverged below the offset since answers an end below
+// it, even if the log grew back between two passes and no fall of the log
+// end was seen. A one-shot observation (check, scan) has no memory and
+// asks nothing for such an offset.
+//
+// Only partitions whose committed offset carries an epoch or a witness are asked, in one
 // raw request sharded per partition leader; a partition asked for several
 // epochs (groups that committed in different epochs) is asked once per
 // round, each round at most one epoch per partition, so that the answer's
@@ -51,13 +61,33 @@ type epochEnd struct {
 
 func (p *pass) fetchEpochEnds(ctx context.Context) {
 	want := make(map[topicPartition][]int32)
+	ask := func(tp topicPartition, epoch int32) {
+		ps := p.topics[tp.Topic].partitions[tp.Partition]
+		if ps == nil || !ps.usable || slices.Contains(want[tp], epoch) {
+			return
+		}
+		want[tp] = append(want[tp], epoch)
+	}
 	for _, g := range p.groups {
-		for tp, epoch := range p.groupInfo[g].epochs {
-			ps := p.topics[tp.Topic].partitions[tp.Partition]
-			if ps == nil || !ps.usable || slices.Contains(want[tp], epoch) {
+		gs := p.groupInfo[g]
+		for tp, epoch := range gs.epochs {
+			ask(tp, epoch)
+		}
+		for tp, c := range gs.committed {
+			if _, has := gs.epochs[tp]; has || c <= 0 {
 				continue
 			}
-			want[tp] = append(want[tp], epoch)
+			w, ok := p.o.memory.Witness(p.conn.clusterKey(), g, tp, c)
+			if ps := p.topics[tp.Topic].partitions[tp.Partition]; !ok || ps == nil || ps.endEpoch == w.Epoch {
+				// The leader's epoch has not changed since the sighting:
+				// no election, nothing to ask (a steady pass asks nothing).
+				continue
+			}
+			if gs.witnesses == nil {
+				gs.witnesses = make(map[topicPartition]groupmemory.Witness)
+			}
+			gs.witnesses[tp] = w
+			ask(tp, w.Epoch)
 		}
 	}
 	for round := 0; len(want) > 0; round++ {
@@ -127,6 +157,41 @@ func (p *pass) commitEpoch(gs *groupState, tp topicPartition) proof.CommitEpoch 
 		ce.EndKnown, ce.EndEpoch, ce.EndOffset = true, end.epoch, end.end
 	}
 	return ce
+}
+
+// commitWitness is what the pass knows of the leader epoch the group
+// memory first saw an epoch-less committed offset in, and where the
+// partition's leader says it ends.
+func (p *pass) commitWitness(gs *groupState, tp topicPartition) proof.CommitWitness {
+	w, ok := gs.witnesses[tp]
+	if !ok {
+		return proof.CommitWitness{}
+	}
+	cw := proof.CommitWitness{Known: true, Epoch: w.Epoch, SeenAt: w.SeenAt}
+	p.mu.Lock()
+	end, known := p.epochEnds[epochAt{tp, w.Epoch}]
+	p.mu.Unlock()
+	if known {
+		cw.EndKnown, cw.EndEpoch, cw.EndOffset = true, end.epoch, end.end
+	}
+	return cw
+}
+
+// endEpochs are the leader epochs read with those log ends.
+func (p *pass) endEpochs(g string) map[topicPartition]int32 {
+	out := make(map[topicPartition]int32)
+	for _, name := range p.groupTopics[g] {
+		ts := p.topics[name]
+		if ts == nil {
+			continue
+		}
+		for id, ps := range ts.partitions {
+			if ps.logEnd >= 0 && ps.endEpoch >= 0 {
+				out[topicPartition{Topic: name, Partition: id}] = ps.endEpoch
+			}
+		}
+	}
+	return out
 }
 
 // logEnds are the log ends read for the group's topics, for the group

@@ -115,7 +115,7 @@ func (p *pass) metadata(ctx context.Context) bool {
 			p.topicIDs[rt.TopicID] = ts.name
 		}
 		for _, rp := range rt.Partitions {
-			ps := &partitionState{leader: rp.Leader, logStart: -1, logEnd: -1}
+			ps := &partitionState{leader: rp.Leader, logStart: -1, logEnd: -1, endEpoch: -1}
 			ts.partitions[rp.Partition] = ps
 			if rp.ErrorCode != 0 && rp.ErrorCode != kerr.ReplicaNotAvailable.Code {
 				err := kerr.ErrorForCode(rp.ErrorCode)

@@ -50,14 +50,16 @@ func (p *pass) listOffsets(ctx context.Context, at int64) {
 	}
 
 	answered := make(map[topicPartition]bool)
-	set := func(tp topicPartition, v int64) {
+	set := func(tp topicPartition, v int64, epoch int32) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		ps := p.topics[tp.Topic].partitions[tp.Partition]
 		if at == listEarliest {
 			ps.logStart = v
 		} else {
-			ps.logEnd = v
+			// The leader's current epoch with the high watermark
+			// (Partition.fetchOffsetForTimestamp, LATEST_TIMESTAMP).
+			ps.logEnd, ps.endEpoch = v, epoch
 		}
 	}
 	partitionFailed := func(tp topicPartition, err error) {
@@ -103,7 +105,7 @@ func (p *pass) listOffsets(ctx context.Context, at int64) {
 					partitionFailed(tp, kerr.ErrorForCode(rp.ErrorCode))
 					continue
 				}
-				set(tp, rp.Offset)
+				set(tp, rp.Offset, rp.LeaderEpoch)
 			}
 		}
 	}

@@ -98,6 +98,10 @@ type partitionState struct {
 	usable   bool  // metadata gave it a leader and no error
 	logStart int64 // -1 until read
 	logEnd   int64 // -1 until read
+	// endEpoch is the leader epoch ListOffsets answered with the log end
+	// (v4+; -1 when not said): the group memory's witness
+	// (internal/groupmemory, Witness).
+	endEpoch int32
 }
 
 type groupState struct {
@@ -116,7 +120,10 @@ type groupState struct {
 	committed map[topicPartition]int64
 	// epochs: the leader epoch a committed offset carries (OffsetFetch
 	// v5+), for the offsets that carry one.
-	epochs     map[topicPartition]int32
+	epochs map[topicPartition]int32
+	// witnesses: for offsets committed without an epoch, the epoch the
+	// group memory first saw them in (epochs.go); made when first needed.
+	witnesses  map[topicPartition]groupmemory.Witness
 	timestamps map[topicPartition]time.Time // of the record at the committed offset
 	preceding  map[topicPartition]time.Time // of the records before it (dates the commit)
 	// precedingMarker: of the transaction markers before it (dates the
@@ -284,6 +291,7 @@ func (p *pass) run(ctx context.Context) {
 			Kind:       gs.protocol + "/" + gs.protocolType,
 			Committed:  gs.committed,
 			LogEnds:    p.logEnds(g),
+			EndEpochs:  p.endEpochs(g),
 		}, p.now)
 	}
 	p.log(start)
@@ -384,6 +392,7 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 				}
 				if gs != nil && po.Committed >= 0 {
 					po.CommitEpoch = p.commitEpoch(gs, tp)
+					po.CommitWitness = p.commitWitness(gs, tp)
 				}
 				if t.Cursor != nil {
 					po.CursorTimestamp = p.cursors[i].timestamps[tp]

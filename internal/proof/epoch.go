@@ -20,8 +20,14 @@ import "time"
 //   - A commit without an epoch (kafka-consumer-groups --reset-offsets,
 //     Admin.alterConsumerGroupOffsets, clients without KIP-320) is never
 //     validated: the consumer resumes at it silently, even under
-//     auto.offset.reset=none. Only a witnessed fall of the log end below
-//     it (internal/groupmemory) shows the log diverged since the commit:
+//     auto.offset.reset=none. A long-running observer asks the leader the
+//     consumer's question for the epoch its memory first saw the offset in
+//     (CommitWitness: the log reached the offset in that epoch): an end
+//     below the offset is a divergence since, CommittedOffsetDiverged with
+//     its count when __consumer_offsets dates the commit before that
+//     sighting, else CommittedOffsetOnDivergedLog (the same offset may have
+//     been committed again after the log grew back). A witnessed fall of
+//     the log end below it (internal/groupmemory) says the same:
 //     CommittedOffsetOnDivergedLog. One observation sees it too when the
 //     record before the committed offset was appended after the commit
 //     was written (recordAfterCommit): the group cannot have read it, so
@@ -68,6 +74,47 @@ func judgeEpoch(pr *PartitionResult, to *TopicObservation, po *PartitionObservat
 			text(" (throws under auto.offset.reset=none). Decide whether to re-read from ").int(e.EndOffset).
 			text(" or accept the loss, then reset the group's offsets on this partition (kafka-consumer-groups --reset-offsets --to-offset ").
 			int(e.EndOffset).text(" to re-read)")
+	case !e.HasEpoch && witnessDiverged(po, pr.Committed):
+		w := po.CommitWitness
+		m.partition(pr.Topic, pr.Partition).text(": committed offset ").int(pr.Committed).
+			text(" carries no leader epoch (committed by kafka-consumer-groups --reset-offsets, Admin.alterConsumerGroupOffsets " +
+				"or a client without KIP-320); the guard saw the log reach it in leader epoch ").int(int64(w.Epoch)).
+			text(" (").text(w.SeenAt.UTC().Format(time.RFC3339)).text("), and ")
+		if w.EndOffset < 0 {
+			pr.Verdict, pr.Reason = Unknown, ReasonCommittedOffsetOnDivergedLog
+			m.text("the partition's leader no longer knows that epoch (OffsetsForLeaderEpoch: undefined; the topic recreated, or its log replaced): " +
+				"the records below the offset may be others than those the group read, and no consumer validates an offset without an epoch " +
+				"(it resumes there silently, even under auto.offset.reset=none). Check which records the group processed, then reset its offsets " +
+				"on this partition (kafka-consumer-groups --reset-offsets; this ends once the offset changes)")
+			break
+		}
+		m.text("the partition's leader now says that epoch ends at offset ").int(w.EndOffset)
+		if w.EndEpoch != w.Epoch {
+			m.text(" (the last epoch it knows up to it is ").int(int64(w.EndEpoch)).text(")")
+		}
+		m.text(": the log was truncated below the offset since (an unclean leader election) and grew back")
+		if !po.LastCommit.IsZero() && !po.LastCommit.After(w.SeenAt) {
+			pr.Verdict, pr.Reason = Violated, ReasonCommittedOffsetDiverged
+			pr.DivergedRecords = pr.Committed - w.EndOffset
+			m.text(", and the offset was committed before (").text(po.LastCommit.UTC().Format(time.RFC3339)).
+				text(", read from __consumer_offsets): offsets ").int(w.EndOffset).text(" to ").int(pr.Committed-1).
+				text(" now hold ").count(pr.DivergedRecords, "record").text(" the group never read, and it resumes past them silently " +
+				"(no consumer validates an offset without an epoch, even under auto.offset.reset=none)")
+		} else {
+			pr.Verdict, pr.Reason = Unknown, ReasonCommittedOffsetOnDivergedLog
+			m.text("; the offset may not have been committed again since (")
+			if po.LastCommit.IsZero() {
+				m.text("its commit time is unknown: __consumer_offsets not read")
+			} else {
+				m.text("its last commit, ").text(po.LastCommit.UTC().Format(time.RFC3339)).text(", repeats the same offset")
+			}
+			m.text("), so offsets ").int(w.EndOffset).text(" to ").int(pr.Committed - 1).
+				text(" may hold records the group never read, and no consumer validates an offset without an epoch " +
+					"(it resumes there silently, even under auto.offset.reset=none)")
+		}
+		m.text(". Decide whether to re-read from ").int(w.EndOffset).
+			text(" or accept the loss, then reset the group's offsets on this partition (kafka-consumer-groups --reset-offsets --to-offset ").
+			int(w.EndOffset).text(" to re-read; this ends once the offset changes)")
 	case !e.HasEpoch && po.LogDiverged && pr.Committed > po.DivergedTo:
 		pr.Verdict, pr.Reason = Unknown, ReasonCommittedOffsetOnDivergedLog
 		m.partition(pr.Topic, pr.Partition).text(": committed offset ").int(pr.Committed).
@@ -97,6 +144,14 @@ func judgeEpoch(pr *PartitionResult, to *TopicObservation, po *PartitionObservat
 		return ""
 	}
 	return m.String()
+}
+
+// witnessDiverged says whether the leader epoch an epoch-less committed
+// offset was first seen in ends below it on the partition's leader now, or
+// is unknown to it.
+func witnessDiverged(po *PartitionObservation, committed int64) bool {
+	w := po.CommitWitness
+	return w.Known && w.EndKnown && committed > 0 && (w.EndOffset < 0 || w.EndEpoch < 0 || w.EndOffset < committed)
 }
 
 // recordAfterCommit says whether the record before an epoch-less committed

@@ -20,6 +20,14 @@ func TestCommitEpoch(t *testing.T) {
 		po.CommitEpoch = CommitEpoch{HasEpoch: true, Epoch: epoch, EndKnown: true, EndEpoch: endEpoch, EndOffset: end}
 		return po
 	}
+	// witnessed: the guard first saw the commit in epoch, which the
+	// leader now says ends at end (its floor endEpoch); lastCommit is the
+	// commit's exact time (zero: not read).
+	witnessed := func(po PartitionObservation, epoch, endEpoch int32, end int64, lastCommit time.Time) PartitionObservation {
+		po.CommitWitness = CommitWitness{Known: true, Epoch: epoch, SeenAt: seen, EndKnown: true, EndEpoch: endEpoch, EndOffset: end}
+		po.LastCommit = lastCommit
+		return po
+	}
 	diverged := func(po PartitionObservation) PartitionObservation {
 		po.LogDiverged, po.DivergedFrom, po.DivergedTo, po.DivergedSeenAt = true, 12, 5, seen
 		return po
@@ -65,6 +73,28 @@ func TestCommitEpoch(t *testing.T) {
 			po: diverged(withEpoch(10, 2, 2, 15)), want: proven()},
 		{name: "no epoch, no fall witnessed: proven as before",
 			po: part(0, 0, 15, 10), want: proven()},
+		{name: "seed000 diverged between two passes: a reset's commit of 10, first seen in epoch 0, which now ends at 5, committed before that sighting",
+			po: witnessed(part(0, 0, 15, 10), 0, 0, 5, seen.Add(-time.Minute)), want: inRange(Violated, ConditionFalse, ReasonCommittedOffsetDiverged), diverged: 5,
+			says: []string{"committed offset 10", "no leader epoch", "in leader epoch 0", seen.Format(time.RFC3339), "ends at offset 5",
+				"offsets 5 to 9", "5 records", "auto.offset.reset=none", "--to-offset 5"}},
+		{name: "the same without the commit's time: the offset may have been committed again after the regrowth",
+			po: witnessed(part(0, 0, 15, 10), 0, 0, 5, time.Time{}), want: inRange(Unknown, ConditionUnknown, ReasonCommittedOffsetOnDivergedLog),
+			says: []string{"in leader epoch 0", "ends at offset 5", "commit time is unknown", "offsets 5 to 9", "--to-offset 5"}},
+		{name: "the same offset committed again after the sighting: Unknown, not a count",
+			po: witnessed(part(0, 0, 15, 10), 0, 0, 5, seen.Add(time.Minute)), want: inRange(Unknown, ConditionUnknown, ReasonCommittedOffsetOnDivergedLog),
+			says: []string{"repeats the same offset"}},
+		{name: "witnessed in epoch 0, which the leader answers with an older floor ending at 5",
+			po: witnessed(part(0, 0, 15, 10), 1, 0, 5, seen.Add(-time.Minute)), want: inRange(Violated, ConditionFalse, ReasonCommittedOffsetDiverged), diverged: 5,
+			says: []string{"in leader epoch 1", "the last epoch it knows up to it is 0"}},
+		{name: "witnessed in an epoch the leader no longer knows (the topic recreated)",
+			po: witnessed(part(0, 0, 15, 10), 4, -1, -1, seen.Add(-time.Minute)), want: inRange(Unknown, ConditionUnknown, ReasonCommittedOffsetOnDivergedLog),
+			says: []string{"no longer knows that epoch"}},
+		{name: "witnessed in epoch 2, the leader's current: its log end, nothing diverged",
+			po: witnessed(part(0, 0, 15, 10), 2, 2, 15, seen.Add(-time.Minute)), want: proven()},
+		{name: "witnessed in epoch 0, which ends exactly at the commit: nothing read above it was replaced",
+			po: witnessed(part(0, 0, 15, 5), 0, 0, 5, seen.Add(-time.Minute)), want: proven()},
+		{name: "a commit with its own epoch: the witness is not asked (the consumer validates the commit's)",
+			po: witnessed(withEpoch(10, 2, 2, 15), 0, 0, 5, seen.Add(-time.Minute)), want: proven()},
 		{name: "beyond log end keeps its own reason",
 			po: withEpoch(20, 0, 0, 5), want: inRange(Violated, ConditionFalse, ReasonCommittedOffsetBeyondLogEnd)},
 	}

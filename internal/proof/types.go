@@ -720,6 +720,10 @@ type PartitionObservation struct {
 	// CommitEpoch is what the partition's leader says of the leader
 	// epoch the offset was committed with (epoch.go).
 	CommitEpoch CommitEpoch
+	// CommitWitness: for an offset committed without an epoch, the
+	// leader epoch a long-running observer first saw it in, and where
+	// the leader now says that epoch ends (epoch.go).
+	CommitWitness CommitWitness
 	// LogDiverged: the observer saw the partition's log end go down
 	// (a truncation: an unclean leader election, a leader that lost
 	// what it had not flushed), from DivergedFrom to DivergedTo, first
@@ -752,6 +756,24 @@ type CommitEpoch struct {
 	// leader knows and the offset where it ends (the log end for the
 	// current epoch). -1 (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET) when the
 	// leader does not know the epoch (above its own).
+	EndEpoch  int32
+	EndOffset int64
+}
+
+// CommitWitness is the leader epoch a long-running observer's memory
+// first saw an epoch-less committed offset in (the log end at or past the
+// offset, ListOffsets answering that epoch: the records below the offset
+// were in that epoch's log then), and where the partition's leader now
+// says that epoch ends (OffsetsForLeaderEpoch). The zero value: no witness
+// (a one-shot observation, or an offset first seen on a log that did not
+// reach it).
+type CommitWitness struct {
+	Known  bool
+	Epoch  int32
+	SeenAt time.Time
+	// EndKnown, EndEpoch, EndOffset: the leader's answer, as in
+	// CommitEpoch (-1, -1: the leader does not know the epoch).
+	EndKnown  bool
 	EndEpoch  int32
 	EndOffset int64
 }

@@ -557,9 +557,21 @@ func CommitAsMember(ctx context.Context, opts []kgo.Opt, group, topic string, of
 // group member's client, as the member itself does, and returns the first
 // error, partition errors included.
 func CommitSync(ctx context.Context, cl *kgo.Client, topic string, offsets map[int32]int64) error {
+	return CommitSyncEpochs(ctx, cl, topic, offsets, nil)
+}
+
+// CommitSyncEpochs is CommitSync with the leader epoch each partition's
+// offset is committed in, as a KIP-320 client commits the epoch of the
+// last record it read; a partition absent from epochs (or nil) commits
+// without one (-1), as kafka-consumer-groups --reset-offsets does.
+func CommitSyncEpochs(ctx context.Context, cl *kgo.Client, topic string, offsets map[int32]int64, epochs map[int32]int32) error {
 	eos := make(map[int32]kgo.EpochOffset, len(offsets))
 	for p, at := range offsets {
-		eos[p] = kgo.EpochOffset{Epoch: -1, Offset: at}
+		epoch, ok := epochs[p]
+		if !ok {
+			epoch = -1
+		}
+		eos[p] = kgo.EpochOffset{Epoch: epoch, Offset: at}
 	}
 	var commitErr error
 	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{topic: eos},
@@ -576,6 +588,9 @@ func CommitSync(ctx context.Context, cl *kgo.Client, topic string, offsets map[i
 			commitErr = err
 		})
 	if commitErr != nil {
+		if len(epochs) > 0 {
+			return fmt.Errorf("committing %s with leader epochs %v as a group member: %w", topic, epochs, commitErr)
+		}
 		return fmt.Errorf("committing %s as a group member: %w", topic, commitErr)
 	}
 	return nil

@@ -25,7 +25,12 @@ import (
 //   - the commit with an epoch: the new leader says that epoch ends at 5
 //     (OffsetsForLeaderEpoch): CommittedOffsetDiverged, 3 records;
 //   - the commit without: no consumer validates it; the guard saw the log
-//     end fall from 10 to 5: CommittedOffsetOnDivergedLog (Unknown).
+//     end fall from 10 to 5: CommittedOffsetOnDivergedLog (Unknown);
+//   - the same commit, watched by a guard that reads __consumer_offsets and
+//     did not look while the log end was down: it first saw offset 8 in
+//     the epoch the records 5-9 were written in, and the new leader says
+//     that epoch ends at 5 (its floor): CommittedOffsetDiverged, 3 records,
+//     the commit dated before that sighting. Before this, Proven.
 //
 // Unclean elections allowed on the topic (default false), min ISR 1 (the
 // default, stated), and a message.timestamp.after.max.ms of an hour (4.x's
@@ -68,6 +73,14 @@ func TestUncleanElectionGrowsBackPastCommitted(t *testing.T) {
 			g320, greset := newGuard(t, f, kip320, topic), newGuard(t, f, reset, topic)
 			g320.untilProven("before the fault", truth{committed: 8, logStart: 0, logEnd: 10})
 			greset.untilProven("before the fault", truth{committed: 8, logStart: 0, logEnd: 10})
+			// A third guard of the reset group, reading __consumer_offsets,
+			// that does not look while the log end is down: the fault and
+			// the regrowth fall between two of its passes (a manager's
+			// interval), so it sees no fall, only the epoch it first saw
+			// the commit in.
+			gunseen := newGuard(t, f, reset, topic)
+			gunseen.target.ReadOffsetsTopic = true
+			gunseen.untilProven("before the fault", truth{committed: 8, logStart: 0, logEnd: 10})
 
 			f.b.Kill(leader)
 			f.b.Restart(t, follower)
@@ -92,6 +105,15 @@ func TestUncleanElectionGrowsBackPastCommitted(t *testing.T) {
 				res.Violations[0].DivergedRecords != 3 {
 				t.Fatalf("commit 8 in epoch %d on a log regrown past it: %s %+v, want Violated, %s, 3 records",
 					epoch, res.Verdict, res.Violations, proof.ReasonCommittedOffsetDiverged)
+			}
+			obs, res = gunseen.pass()
+			po = obs.Topics[0].Partitions[0]
+			t.Logf("Apache Kafka %s: commit 8 without an epoch, first seen in epoch %d, the leader answers %+v, no fall seen: %s",
+				d.Version, po.CommitWitness.Epoch, po.CommitWitness, describe(res))
+			if res.Verdict != proof.Violated || len(res.Violations) != 1 || res.Violations[0].Reason != proof.ReasonCommittedOffsetDiverged ||
+				res.Violations[0].DivergedRecords != 3 || po.LogDiverged {
+				t.Fatalf("commit 8 without an epoch, first seen in epoch %d, on a log regrown between two passes: %s %+v (witness %+v, fall seen %v), want Violated, %s, 3 records",
+					po.CommitWitness.Epoch, res.Verdict, res.Violations, po.CommitWitness, po.LogDiverged, proof.ReasonCommittedOffsetDiverged)
 			}
 			obs, res = greset.pass()
 			po = obs.Topics[0].Partitions[0]

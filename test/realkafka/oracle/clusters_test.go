@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -250,18 +249,6 @@ func TestOracleKinds(t *testing.T) {
 	if len(scenarios) < len(lines)*len(clusterKindKeys) {
 		t.Fatalf("seed %d draws only %d of the %d kinds × lines in 10000 trials", seed, len(scenarios), len(lines)*len(clusterKindKeys))
 	}
-	// An epoch-less commit on a diverged log: a one-shot check has no
-	// memory of the log end going down and no epoch to ask the leader
-	// about; it sees the divergence only when the record below the offset
-	// is dated after the commit (internal/proof recordAfterCommit), which
-	// 3.9's unbounded CreateTime never allows. There it is a false Proven
-	// the product does not fix yet (issue 33, open: `make oracle` draws
-	// it, and fails on such a trial when nothing else fails its proof);
-	// make test runs 4.4's (seed 1 trial 35: Unknown, the consumer with
-	// latest skipped the replaced records).
-	scenarios = slices.DeleteFunc(scenarios, func(s Scenario) bool {
-		return clusterKindKey(s) == clusterKindKeys[1] && !kip848Line(s.Line)
-	})
 	kinds := newClusterKinds(t)
 	var (
 		mu       sync.Mutex

@@ -1,19 +1,15 @@
 package oracle
 
 import (
-	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
-	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
 )
 
 // A diverged log (issue 33 item 1), set up on the line's three-node
@@ -226,34 +222,4 @@ func epochOf(epochs map[int32]int32, p int32) int32 {
 		return e
 	}
 	return -1
-}
-
-// commitSync commits offsets of topic as the group member cl, with the
-// leader epochs given (kafkatest.CommitSync's, without one, when nil).
-func commitSync(ctx context.Context, cl *kgo.Client, topic string, offsets map[int32]int64, epochs map[int32]int32) error {
-	if epochs == nil {
-		return kafkatest.CommitSync(ctx, cl, topic, offsets)
-	}
-	eos := make(map[int32]kgo.EpochOffset, len(offsets))
-	for p, at := range offsets {
-		eos[p] = kgo.EpochOffset{Epoch: epochOf(epochs, p), Offset: at}
-	}
-	var commitErr error
-	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{topic: eos},
-		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			if err == nil {
-				for _, rt := range resp.Topics {
-					for _, rp := range rt.Partitions {
-						if err == nil {
-							err = kerr.ErrorForCode(rp.ErrorCode)
-						}
-					}
-				}
-			}
-			commitErr = err
-		})
-	if commitErr != nil {
-		return fmt.Errorf("committing %s with leader epochs %v as a group member: %w", topic, epochs, commitErr)
-	}
-	return nil
 }

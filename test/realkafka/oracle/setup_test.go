@@ -60,7 +60,7 @@ func joinAndCommit(t *testing.T, b *apachekafka.Broker, group, protocol, topic s
 	cl := join(t, b, group, protocol, topic)
 	ctx, cancel := setupContext()
 	defer cancel()
-	if err := commitSync(ctx, cl, topic, offsets, epochs); err != nil {
+	if err := kafkatest.CommitSyncEpochs(ctx, cl, topic, offsets, epochs); err != nil {
 		t.Fatalf("group %s: %v", group, err)
 	}
 	return cl

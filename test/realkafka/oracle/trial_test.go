@@ -87,14 +87,16 @@ type verdict struct {
 	} `json:"offsetExpiry"`
 	// GroupOffsetsExpireIn is a Go duration ("14s"), set while a clock
 	// runs on the group's offsets.
-	GroupOffsetsExpireIn string `json:"groupOffsetsExpireIn"`
-	Partitions           []struct {
-		Partition       int32  `json:"partition"`
-		HeadroomSeconds *int64 `json:"headroomSeconds"`
-	} `json:"partitions"`
-	Violations []struct {
+	GroupOffsetsExpireIn string             `json:"groupOffsetsExpireIn"`
+	Partitions           []partitionVerdict `json:"partitions"`
+	Violations           []struct {
 		Reason string `json:"reason"`
 	} `json:"violations"`
+}
+
+type partitionVerdict struct {
+	Partition       int32  `json:"partition"`
+	HeadroomSeconds *int64 `json:"headroomSeconds"`
 }
 
 // warned reports whether the proof's own numbers put the loss of
@@ -360,7 +362,11 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		write(recs)
 	}
 	commitAt := time.Now()
+	var watch *watcher
 	if div != nil {
+		// The manager's pass before the fault (watch_test.go).
+		watch = newWatcher(t, b, s)
+		watch.pass()
 		// The unclean election, during the commit's age (longer when the
 		// fault takes longer), and the log growing back past the commit
 		// (diverged_test.go). The group read the records below its commit;
@@ -387,7 +393,12 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 	// from before the check (the proof's own now is later: its window ends
 	// no sooner).
 	downAt := time.Now()
-	v := check(t, b, s)
+	var v verdict
+	if watch != nil {
+		v = watch.verdict(t)
+	} else {
+		v = check(t, b, s)
+	}
 	if member != nil {
 		member.Close() // the member leaves: the group is Empty from now
 	}
