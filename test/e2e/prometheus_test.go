@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -194,7 +193,3 @@ func query(ctx context.Context, t *testing.T, q string) model.Vector {
 	}
 	return vec
 }
-
-// promMetricName finds the metric names a PromQL expression reads: every
-// name followed by a selector or a range.
-var promMetricName = regexp.MustCompile(`\b([a-zA-Z_:][a-zA-Z0-9_:]*)[{\[]`)

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/common/model"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -643,98 +641,49 @@ func TestManagerKilledAndRestarted(t *testing.T) {
 }
 
 // The chart's Grafana dashboard, against the Prometheus that scraped
-// every scenario: its namespace variable lists the guarded namespaces, and
-// every query of every panel returns data — for the guarded policy
-// orders/orders where the panel filters by namespace — and names only
-// metrics Prometheus has. No panel of it is empty.
+// every scenario (seeds 003 and 000, the broker down, the manager killed):
+// what Grafana would show over the time they played (checkDashboard in
+// dashboard_test.go). Its namespace variable, run as Grafana runs it,
+// lists the guarded namespaces (seed 003's settlement; orders, the
+// healthy policy of the faults); every query of every panel, with the variables' own values
+// put in as Grafana formats them, runs in Prometheus as the panel runs
+// it and shows something, its data part (less `or vector(0)`) returns
+// series for the default All, for every namespace ticked and for some
+// namespace alone, and it names only metrics Prometheus has.
 func TestDashboardQueriesReturnData(t *testing.T) {
 	ctx := bg(t)
-	var cm *unstructured.Unstructured
+	scrape, err := scrapeInterval(ctx, prom())
+	must(t, err)
+	c := checkDashboard(ctx, prom(), chartDashboard(t), started, time.Now(), scrape)
+	for _, line := range c.report {
+		t.Log(line)
+	}
+	for _, p := range c.problems {
+		t.Error(p)
+	}
+	ns := c.values("namespace")
+	if !slices.Contains(ns, "orders") || !slices.Contains(ns, "settlement") {
+		t.Errorf("variable namespace resolves to %v, want the guarded namespaces orders and settlement among them", ns)
+	}
+}
+
+// chartDashboard is the dashboard JSON of the chart's ConfigMap, as the
+// stack rendered it.
+func chartDashboard(t *testing.T) []byte {
+	t.Helper()
 	for _, o := range stk.Chart {
 		if o.GetKind() == "ConfigMap" && strings.HasSuffix(o.GetName(), "-dashboard") {
-			cm = o
+			raw, _, _ := unstructured.NestedString(o.Object, "data", "retention-guard.json")
+			return []byte(raw)
 		}
 	}
-	if cm == nil {
-		t.Fatal("the chart rendered no dashboard ConfigMap")
-	}
-	raw, _, _ := unstructured.NestedString(cm.Object, "data", "retention-guard.json")
-	var dash struct {
-		Templating struct {
-			List []struct{ Name, Query string }
-		}
-		Panels []struct {
-			Title   string
-			Targets []struct {
-				Expr    string
-				Instant bool
-			}
-		}
-	}
-	must(t, json.Unmarshal([]byte(raw), &dash))
+	t.Fatal("the chart rendered no dashboard ConfigMap")
+	return nil
+}
 
-	names, _, err := prom().LabelValues(ctx, "__name__", nil, started, time.Now())
-	must(t, err)
-	have := map[string]bool{}
-	for _, n := range names {
-		have[string(n)] = true
-	}
-	for _, v := range dash.Templating.List {
-		if v.Name != "namespace" {
-			continue
-		}
-		m := regexp.MustCompile(`^label_values\((\w+), (\w+)\)$`).FindStringSubmatch(v.Query)
-		if m == nil {
-			t.Fatalf("variable namespace: query %q is not label_values(metric, label)", v.Query)
-		}
-		vals, _, err := prom().LabelValues(ctx, m[2], []string{m[1]}, time.Now().Add(-time.Minute), time.Now())
-		must(t, err)
-		if !slices.Contains(vals, "orders") || !slices.Contains(vals, "settlement") {
-			t.Errorf("variable namespace (%s) lists %v, want the guarded namespaces", v.Query, vals)
-		}
-	}
-
-	vars := strings.NewReplacer(`$namespace`, "orders", `$__rate_interval`, "1m")
-	queries := 0
-	for _, p := range dash.Panels {
-		for _, tg := range p.Targets {
-			queries++
-			for _, m := range promMetricName.FindAllStringSubmatch(tg.Expr, -1) {
-				if !have[m[1]] {
-					t.Errorf("panel %q: %s is not a metric Prometheus has", p.Title, m[1])
-				}
-			}
-			expr := vars.Replace(tg.Expr)
-			var series, points int
-			if tg.Instant {
-				v := query(ctx, t, expr)
-				series, points = len(v), len(v)
-			} else {
-				// Over the whole suite: the webhook failures of the
-				// manager's kill are in it.
-				v, _, err := prom().QueryRange(ctx, expr, promv1.Range{Start: started, End: time.Now(), Step: 5 * time.Second})
-				if err != nil {
-					t.Fatalf("panel %q: %s: %v", p.Title, expr, err)
-				}
-				for _, s := range v.(model.Matrix) {
-					series++
-					for _, sp := range s.Values {
-						if !math.IsNaN(float64(sp.Value)) {
-							points++
-						}
-					}
-				}
-			}
-			if points == 0 {
-				t.Errorf("panel %q returns no data: %s", p.Title, expr)
-			} else {
-				t.Logf("panel %q: %d series, %d points: %s", p.Title, series, points, expr)
-			}
-		}
-	}
-	if queries == 0 {
-		t.Fatal("the dashboard has no query")
-	}
+// setExpr replaces the first query of the i-th panel.
+func setExpr(d map[string]any, i int, expr string) {
+	d["panels"].([]any)[i].(map[string]any)["targets"].([]any)[0].(map[string]any)["expr"] = expr
 }
 
 // Every rule of the chart evaluated without error all along (a join that
@@ -772,6 +721,61 @@ func TestPrometheusRulesEvaluatedCleanly(t *testing.T) {
 		if strings.Contains(line, "level=error") || strings.Contains(line, "level=warn") && strings.Contains(line, "rule") {
 			t.Errorf("Prometheus logged: %s", line)
 		}
+	}
+}
+
+// The dashboard check fails a broken dashboard, each way a panel breaks,
+// against the same Prometheus (the seeds' data, as above): a panel naming
+// a metric that does not exist (hidden behind `or vector(0)`, so the
+// panel still shows 0), an expression Prometheus refuses, a selector that
+// matches nothing, a variable the dashboard does not define, a fixed data
+// source, and a namespace variable whose query lists nothing.
+func TestDashboardCheckFailsBrokenPanels(t *testing.T) {
+	ctx := bg(t)
+	scrape, err := scrapeInterval(ctx, prom())
+	must(t, err)
+	for _, tc := range []struct {
+		name, want string
+		breakIt    func(d map[string]any)
+	}{
+		{"missing metric behind or vector(0)", "retentionguard_policies_violated, which Prometheus does not have", func(d map[string]any) {
+			setExpr(d, 0, `sum(retentionguard_policies_violated{namespace=~"$namespace"}) or vector(0)`)
+		}},
+		{"broken expression", "fails in Prometheus", func(d map[string]any) {
+			setExpr(d, 1, `sum by (namespace (retentionguard_policy_verdict{namespace=~"$namespace"})`)
+		}},
+		{"selector matching nothing", "returns no series over the range", func(d map[string]any) {
+			setExpr(d, 2, `sum(retentionguard_expired_records{namespace=~"$namespace", topic="no-such-topic"}) or vector(0)`)
+		}},
+		{"undefined variable", "names $cluster, which the dashboard does not define", func(d map[string]any) {
+			setExpr(d, 2, `sum(retentionguard_expired_records{namespace=~"$namespace", cluster="$cluster"})`)
+		}},
+		{"fixed data source", "not the Prometheus data source variable", func(d map[string]any) {
+			d["panels"].([]any)[3].(map[string]any)["datasource"] = map[string]any{"type": "prometheus", "uid": "P1809F7CD0C75ACF3"}
+		}},
+		{"variable listing nothing", "variable namespace resolves to no value", func(d map[string]any) {
+			for _, v := range d["templating"].(map[string]any)["list"].([]any) {
+				if v := v.(map[string]any); v["name"] == "namespace" {
+					v["query"] = "label_values(retentionguard_policy_info, namespace_typo)"
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var d map[string]any
+			must(t, json.Unmarshal(chartDashboard(t), &d))
+			tc.breakIt(d)
+			raw, err := json.Marshal(d)
+			must(t, err)
+			c := checkDashboard(ctx, prom(), raw, started, time.Now(), scrape)
+			found := false
+			for _, p := range c.problems {
+				found = found || strings.Contains(p, tc.want)
+			}
+			if !found {
+				t.Errorf("the check does not fail the dashboard with %q; its problems: %q", tc.want, c.problems)
+			}
+		})
 	}
 }
 
