@@ -10,9 +10,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
@@ -223,7 +225,10 @@ func TestPolicySaysKEDAHoldsItsConsumerAtZero(t *testing.T) {
 	}
 
 	// KEDA scales it in (the Deployment is at 0 replicas already: the
-	// member was the last one); the group empties.
+	// member was the last one) cooldownPeriod after it last saw lag, and
+	// has written that time; the group empties.
+	lastActive := time.Now().Add(-5 * time.Minute).UTC().Truncate(time.Second)
+	setLastActiveTime(t, h.ns, "ScaledObject", "settle", lastActive)
 	consumer.Close()
 	c.WaitGroupState(t, "keda-parked", "Empty")
 	var fact rgv1.WarningFact
@@ -248,4 +253,91 @@ func TestPolicySaysKEDAHoldsItsConsumerAtZero(t *testing.T) {
 	g.Expect(message).To(MatchRegexp(`^Deployment/settle: KEDA's ScaledObject settle holds it at zero; the group has no members ` +
 		`and its offsets may expire in 6d23h \(20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ\)\. ` +
 		`Keep a member \(minReplicaCount: 1\) or add a cron trigger$`))
+
+	// status.proof.scaledToZero says the same as data: the Deployment,
+	// its ScaledObject, KEDA's lastActiveTime, and the expiry the proof
+	// computed (offsetExpiry.soonestAt); the GroupOffsetsRetained
+	// condition says it in words.
+	p := getPolicy(g, h.ns, "settle")
+	ps := p.Status.Proof
+	g.Expect(ps.OffsetExpiry).NotTo(BeNil())
+	g.Expect(ps.OffsetExpiry.SoonestAt).NotTo(BeNil())
+	g.Expect(ps.ScaledToZero).To(HaveLen(1))
+	parked := ps.ScaledToZero[0]
+	g.Expect(parked.Workload).To(Equal(rgv1.KindName{Kind: "Deployment", Name: "settle"}))
+	g.Expect(parked.Scaler).To(Equal(rgv1.KindName{Kind: "ScaledObject", Name: "settle"}))
+	g.Expect(parked.LastActiveTime).NotTo(BeNil())
+	g.Expect(parked.LastActiveTime.Time.Equal(lastActive)).To(BeTrue(), "lastActiveTime %s, KEDA wrote %s", parked.LastActiveTime, lastActive)
+	g.Expect(parked.OffsetsExpireAt).To(Equal(ps.OffsetExpiry.SoonestAt))
+	// One clock: the warning's in is the same expiry from checkedAt
+	// (both times are written in whole seconds).
+	g.Expect(parked.OffsetsExpireAt.Sub(ps.CheckedAt.Time)).To(BeNumerically("~", fact.In.Duration, time.Second))
+	cond := meta.FindStatusCondition(p.Status.Conditions, proof.ClauseGroupOffsetsRetained)
+	g.Expect(cond).NotTo(BeNil())
+	g.Expect(cond.Message).To(HaveSuffix("Deployment/settle is held at zero by KEDA's ScaledObject settle (last active " + lastActive.Format(time.RFC3339) +
+		"), which starts it only on new lag: the group's offsets may expire at " + parked.OffsetsExpireAt.UTC().Format(time.RFC3339) +
+		" (status.proof.scaledToZero)"))
+}
+
+// Seed 003 under KEDA, at its end: a batch consumer parked at zero by
+// its ScaledObject on a quiet topic, its group Empty for longer than its
+// offsets are kept (kfake's offset.retention.ms knob stands for
+// offsets.retention.minutes), so the coordinator deleted them. The
+// policy still names the Deployment and its ScaledObject in
+// status.proof.scaledToZero, and its GroupOffsetsRetained condition says
+// KEDA's next activation has no committed offset to resume from; the
+// proof fails with NoCommittedOffset (the activation the webhook then
+// refuses is webhook/keda_test.go's).
+func TestPolicySaysKEDAParkedConsumerLostItsOffsets(t *testing.T) {
+	installKEDACRDs(t)
+	c := kafkatest.NewCluster(t, kafkatest.WithOffsetExpiry(2*time.Second, 50*time.Millisecond),
+		kafkatest.WithBrokerConfigs(map[string]string{"group.coordinator.rebalance.protocols": "classic"}))
+	c.CreateTopic(t, "settle-task", 1, nil)
+	c.Produce(t, "settle-task", 10)
+	h := startManager(t, harnessOptions{workloads: true})
+	createKEDAConsumer(t, h.ns, "settle", "keda-expired", c.Addrs)
+	lastActive := time.Now().Add(-8 * 24 * time.Hour).UTC().Truncate(time.Second)
+	setLastActiveTime(t, h.ns, "ScaledObject", "settle", lastActive)
+	// The batch ran, committed, and KEDA scaled it in: Empty, then the
+	// offsets expire.
+	c.CommitAsMember(t, "keda-expired", "settle-task", map[int32]int64{0: 10})
+	createPolicy(t, h.ns, "settle", "keda-expired", []string{"settle-task"}, policyOptions{servers: c.Addrs})
+
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) []rgv1.ScaledToZeroStatus {
+		ps := getPolicy(g, h.ns, "settle").Status.Proof
+		g.Expect(ps).NotTo(BeNil())
+		g.Expect(ps.Violations).To(ContainElement(HaveField("Reason", proof.ReasonNoCommittedOffset)))
+		return ps.ScaledToZero
+	}, eventually, poll).Should(HaveLen(1))
+	p := getPolicy(g, h.ns, "settle")
+	g.Expect(p.Status.Proof.Verdict).To(Equal(rgv1.VerdictViolated))
+	parked := p.Status.Proof.ScaledToZero[0]
+	g.Expect(parked.Workload).To(Equal(rgv1.KindName{Kind: "Deployment", Name: "settle"}))
+	g.Expect(parked.Scaler).To(Equal(rgv1.KindName{Kind: "ScaledObject", Name: "settle"}))
+	g.Expect(parked.LastActiveTime).NotTo(BeNil())
+	g.Expect(parked.LastActiveTime.Time.Equal(lastActive)).To(BeTrue())
+	cond := meta.FindStatusCondition(p.Status.Conditions, proof.ClauseGroupOffsetsRetained)
+	g.Expect(cond).NotTo(BeNil())
+	g.Expect(cond.Message).To(ContainSubstring("Deployment/settle is held at zero by KEDA's ScaledObject settle (last active " +
+		lastActive.Format(time.RFC3339) + "), which starts it only on new lag: the group has no committed offset to resume from " +
+		"(NoCommittedOffset), so KEDA's next activation resumes where auto.offset.reset says (status.proof.scaledToZero)"))
+}
+
+// setLastActiveTime writes a KEDA object's status.lastActiveTime, as
+// KEDA's operator does while a trigger is active.
+func setLastActiveTime(t *testing.T, ns, kind, name string, at time.Time) {
+	t.Helper()
+	o := &unstructured.Unstructured{}
+	o.SetAPIVersion("keda.sh/v1alpha1")
+	o.SetKind(kind)
+	if err := env.Client.Get(testCtx(t), client.ObjectKey{Namespace: ns, Name: name}, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(o.Object, at.UTC().Format(time.RFC3339), "status", "lastActiveTime"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Status().Update(testCtx(t), o); err != nil {
+		t.Fatalf("writing %s %s's status: %v", kind, name, err)
+	}
 }

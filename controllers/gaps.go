@@ -147,7 +147,11 @@ func (r *ConsumerRetentionPolicyReconciler) consumerGaps(ctx context.Context, po
 	}
 	var held []assemble.ScaledToZero
 	for _, h := range idx.HeldAtZero(policy.Namespace, sel, policy.Spec.GroupID, obs.Group.Members) {
-		held = append(held, assemble.ScaledToZero{Workload: h.Workload.String(), Scaler: h.Scaler})
+		held = append(held, assemble.ScaledToZero{
+			Workload:   rgv1.KindName{Kind: string(h.Workload.Kind), Name: h.Workload.Name},
+			Scaler:     rgv1.KindName{Kind: string(h.Scaler.Kind), Name: h.Scaler.Name},
+			LastActive: h.LastActive,
+		})
 	}
 	r.gapChecks.put(key, memoKey, now, warnings, held)
 	return warnings, held

@@ -155,6 +155,7 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 		}
 		st.ObservedGeneration = in.Generation
 		st.Proof = proofStatus(out.Observation, res)
+		st.Proof.ScaledToZero = out.ScaledToZero
 		for _, w := range in.ConsumerGaps {
 			st.Proof.ConfigWarnings = append(st.Proof.ConfigWarnings, truncate(w.Message, maxWarningLength*2))
 			st.Proof.WarningFacts = append(st.Proof.WarningFacts, w.Fact)
@@ -317,6 +318,11 @@ func comparableProof(p *rgv1.ProofStatus) *rgv1.ProofStatus {
 	c.CheckedAt, c.RecoveryHeadroom, c.GroupOffsetsExpireIn = metav1.Time{}, nil, nil
 	if c.OffsetExpiry != nil {
 		c.OffsetExpiry.SoonestAt, c.OffsetExpiry.SoonestPartition = nil, ""
+	}
+	// Each scaledToZero entry's offsetsExpireAt is offsetExpiry.soonestAt,
+	// compared within tolerance by closeSoonest.
+	for i := range c.ScaledToZero {
+		c.ScaledToZero[i].OffsetsExpireAt = nil
 	}
 	for i := range c.Violations {
 		v := &c.Violations[i]

@@ -657,6 +657,53 @@ type ProofStatus struct {
 	// +optional
 	// +listType=atomic
 	WarningFacts []WarningFact `json:"warningFacts,omitempty"`
+
+	// scaledToZero are the workloads the policy selects that KEDA holds
+	// at zero while the group has no member: a ScaledObject's target at 0
+	// replicas, or a ScaledJob, whose Kafka trigger declares the group.
+	// KEDA starts them again only on new lag; the group is Empty meanwhile
+	// and its committed offsets expire offsetsRetentionMinutes after it
+	// emptied (seed 003 under KEDA). Absent while the group has a member.
+	// The GroupOffsetsRetained condition's message and a scaledToZero
+	// warning say the same in words.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5
+	ScaledToZero []ScaledToZeroStatus `json:"scaledToZero,omitempty"`
+}
+
+// KindName names an object of the policy's namespace by kind and name.
+type KindName struct {
+	// kind of the object, e.g. Deployment, StatefulSet, Rollout,
+	// ScaledObject, ScaledJob.
+	Kind string `json:"kind"`
+	// name of the object.
+	Name string `json:"name"`
+}
+
+// ScaledToZeroStatus is a workload KEDA holds at zero, the KEDA object
+// holding it, and when the group's offsets may expire.
+type ScaledToZeroStatus struct {
+	// workload is the workload held at zero: a Deployment, StatefulSet or
+	// Argo Rollout at 0 replicas, or a ScaledJob (its Jobs are the
+	// workload, as a CronJob's are).
+	Workload KindName `json:"workload"`
+	// scaler is the KEDA object (keda.sh) holding it: a ScaledObject or
+	// the ScaledJob itself.
+	Scaler KindName `json:"scaler"`
+	// lastActiveTime is the scaler's status.lastActiveTime as KEDA wrote
+	// it: the last time one of its triggers was active. KEDA scales a
+	// ScaledObject's target to zero cooldownPeriod after it. Absent when
+	// KEDA has not written one.
+	// +optional
+	LastActiveTime *metav1.Time `json:"lastActiveTime,omitempty"`
+	// offsetsExpireAt is when the group's committed offsets may expire
+	// while nothing starts the consumer: offsetExpiry.soonestAt (exact or
+	// a lower bound, as offsetExpiry.exact says). Absent when that is not
+	// known (the guard did not see the group go Empty and could not read
+	// __consumer_offsets); once past, the offsets may already be gone.
+	// +optional
+	OffsetsExpireAt *metav1.Time `json:"offsetsExpireAt,omitempty"`
 }
 
 // ReasonCount is how many violations of one reason a list leaves out.

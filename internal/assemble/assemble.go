@@ -50,6 +50,10 @@ type Outcome struct {
 	// against the offsets.retention.minutes of the same observation.
 	// Warnings only: a schedule never changes the verdict.
 	Result proof.Result
+	// ScaledToZero is status.proof.scaledToZero: the workloads KEDA holds
+	// at zero (Input.ScaledToZero) with when the group's offsets may
+	// expire; the GroupOffsetsRetained condition's message says the same.
+	ScaledToZero []rgv1.ScaledToZeroStatus
 }
 
 // Proof proves the policy from what the caller gathered.
@@ -58,5 +62,6 @@ func Proof(in Input) Outcome {
 	res := proof.Evaluate(obs, in.Policy, in.Now)
 	res.Warnings = append(res.Warnings, CronJobWarnings(in.CronJobs, in.Policy.RecoveryWindow, proofstatus.ConfigInt(obs.OffsetsRetentionMinutes))...)
 	res.Warnings = append(res.Warnings, ScaledToZeroWarnings(in.ScaledToZero, &res, in.Policy.RecoveryWindow, in.Now)...)
-	return Outcome{Observation: obs, Result: res}
+	scaledToZeroCondition(in.ScaledToZero, &res, in.Now)
+	return Outcome{Observation: obs, Result: res, ScaledToZero: ScaledToZeroStatus(in.ScaledToZero, &res)}
 }

@@ -1,10 +1,14 @@
 package assemble
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
@@ -12,12 +16,18 @@ import (
 // while the group has no member (workloads.Index.HeldAtZero): the manager
 // reads it, the proof only reports it.
 type ScaledToZero struct {
-	// Workload is the workload, e.g. "Deployment/settle".
-	Workload string
-	// Scaler is the KEDA object holding it, e.g. "ScaledObject settle" or
-	// "ScaledJob settle".
-	Scaler string
+	// Workload is the workload, e.g. Deployment settle, or a ScaledJob.
+	Workload rgv1.KindName
+	// Scaler is the KEDA object holding it: a ScaledObject, or the
+	// ScaledJob itself.
+	Scaler rgv1.KindName
+	// LastActive is the scaler's status.lastActiveTime; zero when KEDA
+	// wrote none.
+	LastActive time.Time
 }
+
+func (h ScaledToZero) workload() string { return h.Workload.Kind + "/" + h.Workload.Name }
+func (h ScaledToZero) scaler() string   { return h.Scaler.Kind + " " + h.Scaler.Name }
 
 // maxScaledToZeroWarnings bounds the scaledToZero warnings in
 // status.proof.warnings (a policy selects a few workloads).
@@ -37,7 +47,7 @@ func ScaledToZeroWarnings(held []ScaledToZero, res *proof.Result, window time.Du
 			break
 		}
 		w := proof.Warning{Type: proof.WarningScaledToZero, Reason: proof.WarningReasonHeldByKEDAExpiryUnknown,
-			Subject: h.Workload + " (" + h.Scaler + ")", Limit: window}
+			Subject: h.workload() + " (" + h.scaler() + ")", Limit: window}
 		if res.OffsetExpiry.HasSoonest {
 			w.Reason, w.Duration = proof.WarningReasonHeldByKEDA, res.OffsetExpiry.Soonest.Sub(now)
 		}
@@ -49,11 +59,11 @@ func ScaledToZeroWarnings(held []ScaledToZero, res *proof.Result, window time.Du
 
 func scaledToZeroMessage(w proof.Warning, e proof.OffsetExpiry, h ScaledToZero) string {
 	var b strings.Builder
-	job := strings.HasPrefix(h.Scaler, "ScaledJob ")
+	job := h.Scaler.Kind == "ScaledJob"
 	if job {
-		b.WriteString(h.Workload + ": KEDA's " + h.Scaler + " runs it only on lag")
+		b.WriteString(h.workload() + ": KEDA's " + h.scaler() + " runs it only on lag")
 	} else {
-		b.WriteString(h.Workload + ": KEDA's " + h.Scaler + " holds it at zero")
+		b.WriteString(h.workload() + ": KEDA's " + h.scaler() + " holds it at zero")
 	}
 	b.WriteString("; the group has no members")
 	switch {
@@ -73,6 +83,72 @@ func scaledToZeroMessage(w proof.Warning, e proof.OffsetExpiry, h ScaledToZero) 
 		b.WriteString(". Keep a member (minReplicaCount: 1) or add a cron trigger")
 	}
 	return b.String()
+}
+
+// ScaledToZeroStatus is status.proof.scaledToZero: each workload KEDA
+// holds at zero (at most maxScaledToZeroWarnings, as the warnings), its
+// scaler and the scaler's lastActiveTime, and when the group's offsets
+// may expire (res's soonest expiry, while a clock runs), as data.
+func ScaledToZeroStatus(held []ScaledToZero, res *proof.Result) []rgv1.ScaledToZeroStatus {
+	var out []rgv1.ScaledToZeroStatus
+	for i, h := range held {
+		if i == maxScaledToZeroWarnings {
+			break
+		}
+		s := rgv1.ScaledToZeroStatus{Workload: h.Workload, Scaler: h.Scaler}
+		if !h.LastActive.IsZero() {
+			s.LastActiveTime = &metav1.Time{Time: h.LastActive.UTC()}
+		}
+		if res.OffsetExpiry.HasSoonest {
+			s.OffsetsExpireAt = &metav1.Time{Time: res.OffsetExpiry.Soonest.UTC()}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// scaledToZeroCondition adds to the GroupOffsetsRetained condition's
+// message who holds the consumer at zero and when the offsets may expire
+// (the first workload, and how many more): the condition a person reads
+// first says why the group stays Empty. The verdict and reason stay the
+// proof's.
+func scaledToZeroCondition(held []ScaledToZero, res *proof.Result, now time.Time) {
+	if len(held) == 0 {
+		return
+	}
+	i := slices.IndexFunc(res.Conditions, func(c proof.Condition) bool { return c.Type == proof.ClauseGroupOffsetsRetained })
+	if i < 0 {
+		return
+	}
+	h := held[0]
+	var b strings.Builder
+	b.WriteString(h.workload() + " is held at zero by KEDA's " + h.scaler())
+	if !h.LastActive.IsZero() {
+		b.WriteString(" (last active " + h.LastActive.UTC().Format(time.RFC3339) + ")")
+	}
+	b.WriteString(", which starts it only on new lag")
+	if more := len(held) - 1; more > 0 {
+		b.WriteString(" (and " + strconv.Itoa(more) + " more)")
+	}
+	e := res.OffsetExpiry
+	switch {
+	case slices.ContainsFunc(res.Violations, func(v proof.Violation) bool { return v.Reason == proof.ReasonNoCommittedOffset }):
+		// Seed 003's end: the offsets expired (or were never committed).
+		b.WriteString(": the group has no committed offset to resume from (" + proof.ReasonNoCommittedOffset +
+			"), so KEDA's next activation resumes where auto.offset.reset says")
+	case !e.HasSoonest:
+		b.WriteString(": when the group's offsets expire is not known")
+	case !e.Soonest.After(now):
+		b.WriteString(": the group's offsets may have expired at " + e.Soonest.UTC().Format(time.RFC3339))
+	default:
+		b.WriteString(": the group's offsets may expire at " + e.Soonest.UTC().Format(time.RFC3339))
+	}
+	b.WriteString(" (status.proof.scaledToZero)")
+	c := &res.Conditions[i]
+	if c.Message != "" {
+		c.Message += "; "
+	}
+	c.Message += b.String()
 }
 
 // shortDuration renders d in days and hours, or hours and minutes under

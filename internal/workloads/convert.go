@@ -3,6 +3,7 @@ package workloads
 import (
 	"fmt"
 	"net/netip"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -160,6 +161,17 @@ type kedaJSON struct {
 			Metadata map[string]string `json:"metadata"`
 		} `json:"triggers"`
 	} `json:"spec"`
+	Status struct {
+		LastActiveTime *metav1.Time `json:"lastActiveTime"`
+	} `json:"status"`
+}
+
+// lastActive is KEDA's status.lastActiveTime, zero when unset.
+func (k *kedaJSON) lastActive() time.Time {
+	if k.Status.LastActiveTime == nil {
+		return time.Time{}
+	}
+	return k.Status.LastActiveTime.UTC()
 }
 
 func (k *kedaJSON) triggers() []Trigger {
@@ -178,7 +190,7 @@ func FromScaledObject(namespace, name string, content map[string]any) (Scaler, e
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, &k); err != nil {
 		return Scaler{}, fmt.Errorf("reading ScaledObject %s/%s: %w", namespace, name, err)
 	}
-	s := Scaler{Ref: Ref{ScaledObject, namespace, name}, Triggers: k.triggers()}
+	s := Scaler{Ref: Ref{ScaledObject, namespace, name}, Triggers: k.triggers(), LastActive: k.lastActive()}
 	if t := k.Spec.ScaleTargetRef; t != nil {
 		kind := Kind(t.Kind)
 		if kind == "" {
@@ -204,5 +216,5 @@ func FromScaledJob(namespace, name string, content map[string]any) (Scaler, Work
 		w.Template = j.Template
 		w.Replicas = replicas(j.Parallelism)
 	}
-	return Scaler{Ref: ref, Target: ref, EnvSourceContainerName: k.Spec.EnvSourceContainerName, Triggers: k.triggers()}, w, nil
+	return Scaler{Ref: ref, Target: ref, EnvSourceContainerName: k.Spec.EnvSourceContainerName, Triggers: k.triggers(), LastActive: k.lastActive()}, w, nil
 }

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -44,6 +45,10 @@ type Scaler struct {
 	// resolves NAMEFromEnv from; the first container when empty.
 	EnvSourceContainerName string
 	Triggers               []Trigger
+	// LastActive is KEDA's status.lastActiveTime: the last time one of
+	// its triggers was active (KEDA scales a ScaledObject's target to
+	// zero cooldownPeriod after it); zero when KEDA wrote none.
+	LastActive time.Time
 }
 
 // Trigger is one of spec.triggers.
@@ -236,6 +241,9 @@ func splitList(s string) []string {
 // consumer.
 func (idx *Index) declare(scalers []Scaler, servers []string, cms configMaps) {
 	for _, s := range scalers {
+		if !s.LastActive.IsZero() {
+			idx.lastActive[s.Ref] = s.LastActive
+		}
 		for _, t := range s.Triggers {
 			if !t.Kafka() {
 				continue

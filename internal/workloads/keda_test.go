@@ -3,6 +3,7 @@ package workloads
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -217,6 +218,16 @@ func TestHeldAtZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// KEDA's status.lastActiveTime: when it last saw lag (the ScaledJob
+	// has none yet).
+	so, err := FromScaledObject("ledger", "settle", map[string]any{
+		"spec":   map[string]any{"scaleTargetRef": map[string]any{"name": "settle"}, "triggers": []any{map[string]any{"type": "kafka", "metadata": map[string]any{"consumerGroup": "settle"}}}},
+		"status": map[string]any{"lastActiveTime": "2026-11-27T09:30:00Z"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastActive := time.Date(2026, 11, 27, 9, 30, 0, 0, time.UTC)
 	idx := NewIndex(Snapshot{
 		Workloads: []Workload{
 			deployment("ledger", "settle", 0, settle, container("settle")),
@@ -225,13 +236,13 @@ func TestHeldAtZero(t *testing.T) {
 			deployment("ledger", "settle-env", 0, settle, container("settle", literal("KAFKA_GROUP_ID", "settle"))),
 			sjw,
 		},
-		Scalers: []Scaler{scaledObject("ledger", "settle", "settle", trig), scaledObject("ledger", "settle-live", "settle-live", trig),
+		Scalers: []Scaler{so, scaledObject("ledger", "settle-live", "settle-live", trig),
 			scaledObject("ledger", "settle-other", "settle-other", trig), sj},
 	})
 	sel := labels.SelectorFromSet(settle)
 	got := idx.HeldAtZero("ledger", sel, "settle", nil)
-	want := []ScaledToZero{{Workload: Ref{Deployment, "ledger", "settle"}, Scaler: "ScaledObject settle"},
-		{Workload: Ref{ScaledJob, "ledger", "settle-batch"}, Scaler: "ScaledJob settle-batch"}}
+	want := []ScaledToZero{{Workload: Ref{Deployment, "ledger", "settle"}, Scaler: Ref{ScaledObject, "ledger", "settle"}, LastActive: lastActive},
+		{Workload: Ref{ScaledJob, "ledger", "settle-batch"}, Scaler: Ref{ScaledJob, "ledger", "settle-batch"}}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("HeldAtZero = %+v, want %+v", got, want)
 	}

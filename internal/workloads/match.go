@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
@@ -193,6 +194,9 @@ type Index struct {
 	// scales; unresolved: the Kafka triggers that declare none.
 	declared   map[string][]valueAt
 	unresolved []Unresolved
+	// lastActive: each scaler's status.lastActiveTime, where KEDA wrote
+	// one.
+	lastActive map[Ref]time.Time
 }
 
 type podAt struct {
@@ -211,10 +215,11 @@ type valueAt struct {
 // CronJob.
 func NewIndex(snap Snapshot) *Index {
 	idx := &Index{
-		byRef:    make(map[Ref]int, len(snap.Workloads)),
-		podsByIP: make(map[netip.Addr][]podAt),
-		byValue:  make(map[string][]valueAt),
-		declared: make(map[string][]valueAt),
+		byRef:      make(map[Ref]int, len(snap.Workloads)),
+		podsByIP:   make(map[netip.Addr][]podAt),
+		byValue:    make(map[string][]valueAt),
+		declared:   make(map[string][]valueAt),
+		lastActive: make(map[Ref]time.Time),
 	}
 	owners := make(map[Ref]*Owner, len(snap.Owned))
 	for _, o := range snap.Owned {

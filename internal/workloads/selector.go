@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -173,11 +174,14 @@ func GapMessage(m Match, namespace string) string {
 
 // ScaledToZero is a workload of the policy's that KEDA holds at zero: a
 // KEDA trigger declares the group for it, the policy guards it, and it
-// runs no pods by its spec. Scaler names the ScaledObject or ScaledJob.
+// runs no pods by its spec.
 type ScaledToZero struct {
 	Workload Ref
-	// Scaler is the ScaledObject or ScaledJob, e.g. "ScaledObject settle".
-	Scaler string
+	// Scaler is the ScaledObject or ScaledJob holding it.
+	Scaler Ref
+	// LastActive is the scaler's status.lastActiveTime; zero when KEDA
+	// wrote none.
+	LastActive time.Time
 }
 
 // HeldAtZero are the workloads a policy of namespace, selecting pod
@@ -211,13 +215,14 @@ func (idx *Index) HeldAtZero(namespace string, sel labels.Selector, group string
 				continue
 			}
 			if parked {
-				out = append(out, ScaledToZero{Workload: m.Workload, Scaler: string(ev.Kind) + " " + ev.Scaler})
+				scaler := Ref{Kind(ev.Kind), m.Workload.Namespace, ev.Scaler}
+				out = append(out, ScaledToZero{Workload: m.Workload, Scaler: scaler, LastActive: idx.lastActive[scaler]})
 				break
 			}
 		}
 	}
 	slices.SortFunc(out, func(a, b ScaledToZero) int {
-		return cmp.Or(strings.Compare(a.Workload.String(), b.Workload.String()), strings.Compare(a.Scaler, b.Scaler))
+		return cmp.Or(strings.Compare(a.Workload.String(), b.Workload.String()), strings.Compare(a.Scaler.String(), b.Scaler.String()))
 	})
 	return out
 }

@@ -32,7 +32,7 @@ func headroomDescription(left string) string {
 const emptyGroupDescription = "Kafka deletes a classic group's committed offsets offsets.retention.minutes after the group became Empty; " +
 	"a consumer started after that resumes wherever auto.offset.reset says and skips what it never read. " +
 	"Start a consumer of the group before then (a member stops the clock). A consumer KEDA holds at zero starts only on new lag: " +
-	"give its ScaledObject minReplicaCount 1 or a cron trigger (the policy's scaledToZero warning names it)."
+	"give its ScaledObject minReplicaCount 1 or a cron trigger (the policy's status.proof.scaledToZero names it, with KEDA's lastActiveTime)."
 
 type alertCase struct {
 	alert  string
@@ -425,14 +425,16 @@ func (b caseBuilder) offsetsExpiryCases() []alertCase {
 
 	// Seed 003: the batch consumer's last member leaves at pre; from then
 	// its offsets count down on the Empty clock, from 5 steps above the
-	// 3-day window: the condition holds from pre+6 on.
+	// 3-day window plus the warning's `for`: its condition holds from
+	// pre+6 on, and it fires as the time left falls below the window (one
+	// step under it), not `for` later.
 	const nearing = "RetentionGuardEmptyGroupNearingOffsetsRetention"
 	from := b.pre + 6
-	left := 3*day - b.secs(1+b.n(b.c.forOf[nearing]))
+	left := 3*day - b.secs(1)
 	cases := []alertCase{
 		{
 			alert: nearing, what: "seed 003: Empty group counting down past its 3d window", fires: true,
-			series: expiry(3*day, "GroupEmpty", b.countdown(n, b.pre, 3*day+b.secs(5))),
+			series: expiry(3*day, "GroupEmpty", b.countdown(n, b.pre, 3*day+b.c.forOf[nearing].Seconds()+b.secs(5))),
 			evals: b.firing(nearing, from, promAlert{
 				ExpLabels: policyLabels("severity", "warning", "consumer_group", caseGroup),
 				ExpAnnotations: map[string]string{
@@ -464,7 +466,7 @@ func (b caseBuilder) offsetsExpiryCases() []alertCase {
 		alertCase{
 			alert: withinADay, what: "Empty group counting down past one day, 3d window", fires: true,
 			series: expiry(3*day, "GroupEmpty", b.countdown(n, b.pre, day+b.secs(5))),
-			evals: b.firing(withinADay, from, promAlert{
+			evals: b.firing(withinADay, b.pre+6, promAlert{
 				ExpLabels: policyLabels("severity", "critical", "consumer_group", caseGroup, "clock", "GroupEmpty"),
 				ExpAnnotations: map[string]string{
 					"summary": who + " loses its committed offsets in " + humanizeDuration(leftDay) +
@@ -869,14 +871,16 @@ func (b caseBuilder) parkedByKEDACases() []alertCase {
 			[]string{"_x" + strconv.Itoa(b.pre), expanding(b.secs(b.pre)+park, steps-b.pre)}),
 	}
 	who := "The consumer group " + caseGroup + " (policy " + caseNS + "/" + casePolicy + ")"
-	// The warning's condition holds once less than the window is left:
-	// from the first step past four days parked.
-	from := b.pre + b.n(4*24*time.Hour) + 1
-	warn := b.firing(nearing, from, promAlert{
+	// The warning's condition holds once less than the window and its
+	// `for` is left, so that it fires at the first step past four days
+	// parked: the first with less than the window left, three days before
+	// the loss. At four days exactly (the window left) it is pending.
+	fourDays := b.pre + b.n(4*24*time.Hour)
+	warn := b.firing(nearing, fourDays+1-b.n(b.c.forOf[nearing]), promAlert{
 		ExpLabels: policyLabels("severity", "warning", "consumer_group", caseGroup),
 		ExpAnnotations: map[string]string{
 			"summary": who + " has had no members for long: its committed offsets expire in " +
-				humanizeDuration(window-b.secs(1+b.n(b.c.forOf[nearing]))) + ", sooner than its recoveryWindow of 3d 0h 0m 0s.",
+				humanizeDuration(window-b.secs(1)) + ", sooner than its recoveryWindow of 3d 0h 0m 0s.",
 			"description": emptyGroupDescription,
 			"runbook_url": b.runbook(nearing),
 		},

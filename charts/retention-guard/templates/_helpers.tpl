@@ -90,3 +90,17 @@ with (dict "context" $ "rules" LIST); it renders the kept list as YAML.
 {{- end -}}
 {{- toYaml $keep -}}
 {{- end -}}
+
+{{/*
+A Prometheus duration (values.schema.json's prometheusDuration: 0, or
+units ms, s, m, h, d, w, y concatenated) in seconds, for PromQL that
+compares against it.
+*/}}
+{{- define "retention-guard.promSeconds" -}}
+{{- $units := dict "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 "d" 86400.0 "w" 604800.0 "y" 31536000.0 -}}
+{{- $total := 0.0 -}}
+{{- range regexFindAll "[0-9]+(ms|s|m|h|d|w|y)" . -1 -}}
+{{- $total = addf $total (mulf (regexFind "^[0-9]+" . | float64) (get $units (regexReplaceAll "^[0-9]+" . ""))) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
