@@ -17,8 +17,19 @@ import (
 // The fetcher: the requests that read __consumer_offsets (Metadata,
 // ListOffsets, Fetch) and feed each cluster's log state (offsetslog.go).
 
-// offsetsFetchBytes bounds one partition's share of a Fetch.
-const offsetsFetchBytes = 1 << 20
+// offsetsFetchBytes bounds one partition's share of a Fetch, and
+// offsetsFetchRequestBytes the whole answer, whatever the number of
+// partitions asked: kgo reads each answer into a buffer of its own, so an
+// answer is garbage the size of itself once folded, and 50 partitions at
+// 1 MiB each made answers of up to 50 MiB during a catch-up, which set the
+// process's peak (docs/benchmarks.md). The broker fills the partitions in
+// the order asked up to the bound (at least one batch, KIP-74); the
+// partitions it left out are asked again in the next request: a catch-up
+// takes more requests, of smaller answers.
+const (
+	offsetsFetchBytes        = 1 << 20
+	offsetsFetchRequestBytes = 4 << 20
+)
 
 // offsetsLogTTL drops what a cluster read when no pass asked for it since.
 const offsetsLogTTL = 24 * time.Hour
@@ -243,7 +254,7 @@ func (p *pass) catchUpFrom(ctx context.Context, leader int32, topicID [16]byte, 
 		req.MaxWaitMillis, req.MinBytes = 0, 0
 		req.IsolationLevel = 1 // read_committed: transactional commits once committed
 		req.SessionID, req.SessionEpoch = 0, -1
-		req.MaxBytes = offsetsFetchBytes * int32(len(lps))
+		req.MaxBytes = offsetsFetchRequestBytes
 		ft := kmsg.NewFetchRequestTopic()
 		ft.Topic, ft.TopicID = offsetsTopicName, topicID
 		for _, lp := range lps {

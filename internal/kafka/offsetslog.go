@@ -3,11 +3,14 @@ package kafka
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"math"
+	"slices"
 	"time"
 	"unicode/utf16"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -173,17 +176,141 @@ func (lp *offsetsLogPartition) reset(groups []string) {
 // apply folds a fetched partition into what was read and moves the next
 // offset past the last whole batch (control batches and aborted
 // transactions included); it reports whether the next offset moved. A
-// batch it cannot decode is an error, and nothing of the answer is folded:
-// the next pass reads it again.
+// batch it cannot decode (CRC, compression, records that do not parse) is
+// an error: what came before it is folded and read past, the batch and
+// what follows it are not, and the next pass reads the batch again.
+//
+// The batches are walked here rather than by kgo.ProcessFetchPartition,
+// which builds a kgo.Record for every record of the partition, followed
+// group or not, and a string for every key's group and topic: at 5,000
+// policies, most of a catch-up's records are other groups', and those
+// allocations were most of its garbage (docs/benchmarks.md). kmsg's
+// RecordBatch and Record decode a batch's header and each record in place
+// (key and value are slices of the Fetch answer, no copy); the group is
+// read from the key's first bytes (offsetsKeyGroup) and a record of a
+// group not followed goes no further. The rules are kgo's, for
+// read_committed: CRC-32C over the batch, aborted transactions from the
+// answer's list closed by their ABORT marker, control batches skipped,
+// records below the fetch offset skipped, the next offset past the batch's
+// last offset (compaction keeps it). Message sets of the formats before
+// 0.11 (magic 0 and 1, a log written then and never rewritten) are left
+// to kgo: they are rare, and it decodes them.
 func (lp *offsetsLogPartition) apply(rp *kmsg.FetchResponseTopicPartition) (advanced bool, err error) {
-	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
-		Offset:         lp.next,
+	from := lp.next
+	aborted := newAbortedTransactions(rp.AbortedTransactions)
+	var (
+		batch  kmsg.RecordBatch
+		record kmsg.Record
+	)
+	raw := rp.RecordBatches
+	for len(raw) > 16 { // through the magic byte
+		base := int64(binary.BigEndian.Uint64(raw[0:8]))
+		length := int64(int32(binary.BigEndian.Uint32(raw[8:12]))) + 12
+		if length <= 12 || length > int64(len(raw)) {
+			break // a partial batch at the end of the answer: the next Fetch serves it
+		}
+		magic := raw[16] // of a batch shorter than that, ReadFrom says it does not decode
+		chunk := raw[:length]
+		raw = raw[length:]
+		var next int64
+		switch magic {
+		case 2:
+			next, err = lp.applyBatch(chunk, from, aborted, &batch, &record)
+		case 0, 1:
+			if len(chunk) < 26 { // offset, size, CRC, magic, attributes, key and value lengths
+				err = fmt.Errorf("the message set at offset %d does not decode (%d bytes)", base, len(chunk))
+				break
+			}
+			next, err = lp.applyMessageSet(chunk, rp.Partition, from)
+		default:
+			err = fmt.Errorf("the batch at offset %d has magic %d, unknown", base, magic)
+		}
+		if err != nil {
+			return advanced, err
+		}
+		if next > lp.next {
+			lp.next = next
+			advanced = true
+		}
+	}
+	return advanced, nil
+}
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+// applyBatch folds one record batch (magic 2, Kafka 0.11+) and returns the
+// offset after it.
+func (lp *offsetsLogPartition) applyBatch(chunk []byte, from int64, aborted abortedTransactions, batch *kmsg.RecordBatch, record *kmsg.Record) (int64, error) {
+	if err := batch.ReadFrom(chunk); err != nil || int(batch.Length) != len(chunk)-12 || batch.NumRecords < 0 {
+		return 0, fmt.Errorf("the record batch at offset %d does not decode (%d bytes)",
+			int64(binary.BigEndian.Uint64(chunk)), len(chunk))
+	}
+	if crc := int32(crc32.Checksum(chunk[21:], crc32c)); crc != batch.CRC {
+		return 0, fmt.Errorf("the record batch at offset %d has CRC %x, computed %x", batch.FirstOffset, uint32(batch.CRC), uint32(crc))
+	}
+	next := batch.FirstOffset + int64(batch.LastOffsetDelta) + 1
+	if next <= from {
+		return next, nil // wholly below the fetch offset
+	}
+	abort := aborted.aborts(batch)
+	if batch.Attributes&0x20 != 0 { // a control batch: a transaction's marker
+		// Its one record's key is a version and a type, 0 for ABORT
+		// (Kafka's ControlRecordType): the end of the producer's
+		// aborted transaction.
+		if abort && batch.NumRecords > 0 {
+			if n, used := kbin.Varint(batch.Records); used > 0 && n >= 0 && int(n)+used <= len(batch.Records) &&
+				record.ReadFrom(batch.Records[:int(n)+used]) == nil && len(record.Key) >= 4 && record.Key[2] == 0 && record.Key[3] == 0 {
+				aborted.end(batch.ProducerID)
+			}
+		}
+		return next, nil
+	}
+	if abort {
+		return next, nil
+	}
+	records := batch.Records
+	if codec := batch.Attributes & 0x07; codec != 0 {
+		var err error
+		if records, err = kgo.DefaultDecompressor().Decompress(records, kgo.CompressionCodecType(codec)); err != nil {
+			return 0, fmt.Errorf("the record batch at offset %d does not decompress: %w", batch.FirstOffset, err)
+		}
+	}
+	logAppendTime := batch.Attributes&0x08 != 0
+	for i := range batch.NumRecords {
+		n, used := kbin.Varint(records)
+		if used <= 0 || n < 0 || int(n)+used > len(records) || record.ReadFrom(records[:int(n)+used]) != nil {
+			return 0, fmt.Errorf("the record batch at offset %d: record %d of %d does not decode", batch.FirstOffset, i, batch.NumRecords)
+		}
+		records = records[int(n)+used:]
+		offset := batch.FirstOffset + int64(record.OffsetDelta)
+		if offset < from {
+			continue
+		}
+		lp.applyRecord(record.Key, record.Value, offset)
+		ts := batch.FirstTimestamp + record.TimestampDelta64
+		if logAppendTime {
+			ts = batch.MaxTimestamp
+		}
+		if t := time.UnixMilli(ts); t.After(lp.newest) {
+			lp.newest = t
+		}
+	}
+	return next, nil
+}
+
+// applyMessageSet folds a message set of the formats before 0.11 (magic 0
+// or 1), decoded by kgo, and returns the offset after it.
+func (lp *offsetsLogPartition) applyMessageSet(chunk []byte, partition int32, from int64) (int64, error) {
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.Partition, rp.RecordBatches = partition, chunk
+	fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+		Offset:         from,
 		Topic:          offsetsTopicName,
-		Partition:      rp.Partition,
+		Partition:      partition,
 		IsolationLevel: kgo.ReadCommitted(),
-	}, rp, kgo.DefaultDecompressor(), nil)
+	}, &rp, kgo.DefaultDecompressor(), nil)
 	if fp.Err != nil {
-		return false, fp.Err
+		return 0, fp.Err
 	}
 	for _, r := range fp.Records {
 		lp.applyRecord(r.Key, r.Value, r.Offset)
@@ -191,23 +318,65 @@ func (lp *offsetsLogPartition) apply(rp *kmsg.FetchResponseTopicPartition) (adva
 			lp.newest = r.Timestamp
 		}
 	}
-	next := lp.next
-	raw := rp.RecordBatches
-	for len(raw) >= 12 {
-		base := int64(binary.BigEndian.Uint64(raw[0:8]))
-		length := int64(int32(binary.BigEndian.Uint32(raw[8:12])))
-		if length <= 0 || 12+length > int64(len(raw)) || len(raw) < batchHeaderSize {
-			break
-		}
-		last := base + int64(int32(binary.BigEndian.Uint32(raw[23:27])))
-		next = max(next, last+1)
-		raw = raw[12+length:]
+	return next, nil
+}
+
+// abortedTransactions are a Fetch answer's aborted transactions, per
+// producer the first offsets in order (kgo's aborter, sorted as the Java
+// consumer's queue is: a broker need not list them in order). A
+// transactional batch of a producer whose oldest aborted transaction
+// began at or before it is aborted, until the producer's ABORT marker
+// ends that transaction.
+type abortedTransactions map[int64][]int64
+
+func newAbortedTransactions(list []kmsg.FetchResponseTopicPartitionAbortedTransaction) abortedTransactions {
+	if len(list) == 0 {
+		return nil
 	}
-	if next > lp.next {
-		lp.next = next
-		return true, nil
+	a := make(abortedTransactions)
+	for _, t := range list {
+		a[t.ProducerID] = append(a[t.ProducerID], t.FirstOffset)
 	}
-	return false, nil
+	for pid := range a {
+		slices.Sort(a[pid])
+	}
+	return a
+}
+
+func (a abortedTransactions) aborts(b *kmsg.RecordBatch) bool {
+	if b.Attributes&0x10 == 0 { // not transactional
+		return false
+	}
+	firsts := a[b.ProducerID]
+	return len(firsts) > 0 && b.FirstOffset >= firsts[0]
+}
+
+func (a abortedTransactions) end(producerID int64) {
+	switch firsts := a[producerID]; {
+	case len(firsts) > 1:
+		a[producerID] = firsts[1:]
+	case len(firsts) == 1:
+		delete(a, producerID)
+	}
+}
+
+// offsetsKeyGroup is the group ID of a key of __consumer_offsets, read
+// without decoding the rest: kmsg decodes a whole key (OffsetCommitKey's
+// group and topic as two new strings), and most records a catch-up reads
+// are other groups'. The group is the first field after the key's version
+// in both keys it serves: OffsetCommitKey (versions 0 and 1) and
+// GroupMetadataKey (version 2), neither with flexible versions in Kafka's
+// OffsetCommitKey.json and GroupMetadataKey.json, so a string is an int16
+// length and its bytes. ok is false when the key is too short for it.
+func offsetsKeyGroup(key []byte) (group []byte, ok bool) {
+	if len(key) < 4 {
+		return nil, false
+	}
+	n := int(int16(binary.BigEndian.Uint16(key[2:4])))
+	if n < 0 || len(key) < 4+n {
+		return nil, false
+	}
+	return key[4 : 4+n], true
 }
 
 // Value versions the log state decodes: Kafka's OffsetCommitValue.json
@@ -229,6 +398,14 @@ const (
 func (lp *offsetsLogPartition) applyRecord(key, value []byte, offset int64) {
 	if len(key) < 2 {
 		return
+	}
+	switch binary.BigEndian.Uint16(key) {
+	case 0, 1, 2:
+		// Nothing is allocated for a group not followed (the map lookup
+		// of a converted []byte does not copy it).
+		if g, ok := offsetsKeyGroup(key); !ok || !lp.groups[string(g)] {
+			return
+		}
 	}
 	switch binary.BigEndian.Uint16(key) {
 	case 0, 1:

@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -86,6 +88,11 @@ type logBatch struct {
 	producerID      int64 // a transactional producer's; 0: none
 	control         bool  // a transaction marker: records hold its key
 	records         []logRecord
+	gzip            bool // records compressed (offsets.topic.compression.codec 1)
+	// badRecords cuts the last bytes of the records, under a CRC that
+	// matches: a batch whose records do not parse, as a broker's bug or a
+	// proxy rewriting batches may serve.
+	badRecords bool
 }
 
 // encode lays the batch out as a broker serves it: length, CRC-32C and
@@ -97,7 +104,23 @@ func (b logBatch) encode() []byte {
 		kr.Length = int32(len(kr.AppendTo(nil)) - 1) // everything after the (one-byte, zero) length
 		records = kr.AppendTo(records)
 	}
+	if b.badRecords {
+		records = records[:len(records)-3]
+	}
+	var attributes int16
+	if b.gzip {
+		var z bytes.Buffer
+		w := gzip.NewWriter(&z)
+		if _, err := w.Write(records); err != nil {
+			panic(err)
+		}
+		if err := w.Close(); err != nil {
+			panic(err)
+		}
+		records, attributes = z.Bytes(), 1
+	}
 	rb := kmsg.RecordBatch{
+		Attributes:  attributes,
 		FirstOffset: b.firstOffset, Magic: 2, NumRecords: int32(len(b.records)),
 		LastOffsetDelta: max(b.lastOffsetDelta, int32(len(b.records)-1)),
 		ProducerID:      -1, ProducerEpoch: -1, FirstSequence: -1,
@@ -131,7 +154,7 @@ type fetched struct {
 	batches []logBatch
 	aborted []int64 // producers whose transactions were aborted, from the answer's first offset
 	cut     int
-	corrupt bool // a byte under the first batch's CRC flipped, as a disk or a proxy may
+	corrupt bool // a byte under the last batch's CRC flipped, as a disk or a proxy may
 }
 
 func (f fetched) partition(pt int32) *kmsg.FetchResponseTopicPartition {
@@ -144,7 +167,8 @@ func (f fetched) partition(pt int32) *kmsg.FetchResponseTopicPartition {
 		rp.RecordBatches = rp.RecordBatches[:f.cut]
 	}
 	if f.corrupt {
-		rp.RecordBatches[30] ^= 0xff
+		last := f.batches[len(f.batches)-1].encode()
+		rp.RecordBatches[len(rp.RecordBatches)-len(last)+30] ^= 0xff
 	}
 	for _, p := range f.aborted {
 		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
@@ -316,6 +340,48 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 				{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(1)},
 			}},
 			wantErr: "crc",
+		},
+		{
+			name:   "a batch it cannot decode after one it can: the first is folded and read past",
+			groups: []string{"flink-clicks"},
+			answers: []fetched{{batches: []logBatch{
+				batchOf(0, commitAt("flink-clicks", "clicks", 0, 4, at(1))),
+				batchOf(1, commitAt("flink-clicks", "clicks", 0, 4, at(60))),
+			}, corrupt: true}},
+			wantNext: 1,
+			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
+				{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(1)},
+			}},
+			wantErr: "crc",
+		},
+		{
+			name:   "records that do not parse under a CRC that matches are an error, not skipped",
+			groups: []string{"flink-clicks"},
+			answers: []fetched{
+				{batches: []logBatch{batchOf(0, commitAt("flink-clicks", "clicks", 0, 4, at(1)))}},
+				{batches: []logBatch{{firstOffset: 1, badRecords: true, records: []logRecord{
+					commitAt("other-job", "clicks", 0, 4, at(2)), commitAt("flink-clicks", "clicks", 0, 4, at(60)),
+				}}}},
+			},
+			wantNext: 1,
+			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
+				{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(1)},
+			}},
+			wantErr: "does not decode",
+		},
+		{
+			name:   "a compressed batch (offsets.topic.compression.codec) is folded",
+			groups: []string{"flink-clicks"},
+			answers: []fetched{{batches: []logBatch{
+				batchOf(0, commitAt("flink-clicks", "clicks", 0, 4, at(1))),
+				{firstOffset: 1, gzip: true, records: []logRecord{
+					commitAt("other-job", "clicks", 0, 9, at(2)), commitAt("flink-clicks", "clicks", 0, 7, at(3)),
+				}},
+			}}},
+			wantNext: 3,
+			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
+				{Topic: "clicks", Partition: 0}: {offset: 7, commitTime: at(3)},
+			}},
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -611,5 +677,126 @@ func TestOffsetsLogNewestRecord(t *testing.T) {
 	}
 	if !lp.newest.Equal(commitTime0) {
 		t.Errorf("newest = %v, want the batch's timestamp %v", lp.newest, commitTime0)
+	}
+}
+
+// BenchmarkOffsetsLogFetchAnswer is the garbage of one Fetch answer of
+// __consumer_offsets (issue 32, item 4: the reader's RSS right after a
+// catch-up): one partition's 1 MiB share of a Fetch, from a topic of
+// 20,000 groups of 24 partitions over Kafka's default 50 partitions (400
+// groups a partition), each batch one group's OffsetCommit of its 24
+// partitions as the coordinator appends it (seed 003's auto-committing
+// consumers). The state already holds every followed group's commits, as
+// after the first answer of a catch-up, so what an answer allocates is
+// what it leaves for the collector. Followed: a quarter of the groups
+// (5,000 guarded of 20,000) and one in a hundred (200).
+func BenchmarkOffsetsLogFetchAnswer(b *testing.B) {
+	const groups, partitions, answerBytes = 400, 24, 1 << 20
+	var names []string
+	for g := range groups {
+		names = append(names, fmt.Sprintf("orders-consumer-%05d", g))
+	}
+	f := fetched{}
+	size, offset := 0, int64(0)
+	for i := 0; size < answerBytes; i++ {
+		name := names[i%groups]
+		var records []logRecord
+		for p := range int32(partitions) {
+			records = append(records, commitAt(name, fmt.Sprintf("orders-%02d", i%groups/20), p, 1000+int64(i), commitTime0.Add(time.Duration(i)*time.Millisecond)))
+		}
+		batch := batchOf(offset, records...)
+		size += len(batch.encode())
+		offset += partitions
+		f.batches = append(f.batches, batch)
+	}
+	answer := f.partition(0)
+	for _, every := range []int{4, 100} {
+		b.Run(fmt.Sprintf("followed=1in%d", every), func(b *testing.B) {
+			var followed []string
+			for g, name := range names {
+				if g%every == 0 {
+					followed = append(followed, name)
+				}
+			}
+			lp := newOffsetsLogState().follow(0, followed)
+			lp.startAt(0)
+			if _, err := lp.apply(answer); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(answer.RecordBatches)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				lp.startAt(0)
+				if _, err := lp.apply(answer); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if lp.next != offset {
+				b.Fatalf("next offset %d, want %d", lp.next, offset)
+			}
+			b.ReportMetric(float64(offset), "records/answer")
+		})
+	}
+}
+
+// A cluster that ran Kafka before 0.11 may still hold message sets of the
+// old formats (magic 0 and 1) in __consumer_offsets' oldest segments; a
+// log of many years is what a long-lived cluster like seed 003's carries.
+// They are read (by kgo) and folded as the record batches after them are,
+// and the timestamp of a batch written with LogAppendTime is the broker's.
+func TestOffsetsLogOldMessageFormatAndLogAppendTime(t *testing.T) {
+	old := commitAt("flink-clicks", "clicks", 0, 4, commitTime0)
+	m := kmsg.MessageV1{Offset: 0, Magic: 1, Timestamp: commitTime0.UnixMilli(), Key: old.key, Value: old.value}
+	raw := m.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:12], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[12:16], crc32.ChecksumIEEE(raw[16:]))
+
+	later := commitTime0.Add(time.Hour)
+	batch := batchOf(1, commitAt("flink-clicks", "clicks", 1, 9, later)).encode()
+	// LogAppendTime: the batch's MaxTimestamp is every record's.
+	binary.BigEndian.PutUint16(batch[21:23], 0x08)
+	binary.BigEndian.PutUint64(batch[35:43], uint64(later.Add(time.Minute).UnixMilli()))
+	binary.BigEndian.PutUint32(batch[17:21], crc32.Checksum(batch[21:], crc32.MakeTable(crc32.Castagnoli)))
+
+	s := newOffsetsLogState()
+	lp := s.follow(0, []string{"flink-clicks"})
+	lp.startAt(0)
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.RecordBatches = append(raw, batch...)
+	if _, err := lp.apply(&rp); err != nil {
+		t.Fatal(err)
+	}
+	want := map[topicPartition]commitRecord{
+		{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: commitTime0},
+		{Topic: "clicks", Partition: 1}: {offset: 9, commitTime: later},
+	}
+	if got := lp.group("flink-clicks").commits; !sameCommits(got, want) {
+		t.Errorf("commits %v, want %v", got, want)
+	}
+	if lp.next != 2 {
+		t.Errorf("next offset %d, want 2", lp.next)
+	}
+	if !lp.newest.Equal(later.Add(time.Minute)) {
+		t.Errorf("newest %v, want the LogAppendTime batch's %v", lp.newest, later.Add(time.Minute))
+	}
+}
+
+// A batch whose length says it ends before its own header (a broker's bug
+// or a proxy's) is an error, never a crash of the manager.
+func TestOffsetsLogShortBatch(t *testing.T) {
+	raw := batchOf(0, commitAt("flink-clicks", "clicks", 0, 4, commitTime0)).encode()
+	binary.BigEndian.PutUint32(raw[8:12], 3)
+	s := newOffsetsLogState()
+	lp := s.follow(0, []string{"flink-clicks"})
+	lp.startAt(0)
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.RecordBatches = raw
+	if _, err := lp.apply(&rp); err == nil || !strings.Contains(err.Error(), "does not decode") {
+		t.Errorf("apply: error %v, want the batch named as not decoding", err)
+	}
+	if lp.next != 0 {
+		t.Errorf("next offset %d, want 0", lp.next)
 	}
 }
