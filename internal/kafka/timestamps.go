@@ -254,6 +254,31 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 // behind. Only those partitions pay it, each in a request of its own.
 const tombstoneScanBytes = 256 << 10
 
+// tombstoneScanFetches bounds the fetches of one such second read: a
+// broker answers a fetch from one log segment only (LocalLog.read reads
+// the first segment holding data at the offset, 3.9 and 4.4), so a lag spanning segments (a small segment.ms, or
+// segments the cleaner has not merged) takes one fetch per segment, at
+// most 8 × tombstoneScanBytes (2 MiB) per partition.
+const tombstoneScanFetches = 8
+
+// fetchOne reads one partition alone from w.offset with
+// tombstoneScanBytes.
+func (p *pass) fetchOne(ctx context.Context, leader int32, w timestampWant) (fetchedRecords, bool) {
+	got, _, _ := p.fetchTimestamps(ctx, leader, []timestampWant{w}, tombstoneScanBytes)
+	fr, ok := got[w]
+	return fr, ok
+}
+
+// extend appends what a fetch at fr.through showed (the next log
+// segment's batches). fr keeps its fetchedAt, the earlier: a batch seen
+// without a delete horizon then was without one at the first read too.
+func (fr *fetchedRecords) extend(next fetchedRecords) {
+	fr.records = append(fr.records, next.records...)
+	fr.tombstones = append(fr.tombstones, next.tombstones...)
+	fr.markers = append(fr.markers, next.markers...)
+	fr.cut, fr.through, fr.hw = next.cut, next.through, next.hw
+}
+
 // windowOf is the longest recovery window of the targets of group.
 func (p *pass) windowOf(group string) time.Duration {
 	var w time.Duration
@@ -323,10 +348,22 @@ func (p *pass) rescanTombstones(ctx context.Context, needers map[timestampWant][
 				inner.Add(1)
 				go func() {
 					defer func() { <-sem; inner.Done() }()
-					got, _, _ := p.fetchTimestamps(ctx, leader, []timestampWant{w}, tombstoneScanBytes)
+					fr, ok := p.fetchOne(ctx, leader, w)
+					if !ok {
+						return
+					}
+					// A broker answers from one log segment: past its
+					// end, the next fetch starts the next one.
+					for i := 1; i < tombstoneScanFetches && fr.through < fr.hw && ctx.Err() == nil; i++ {
+						next, ok := p.fetchOne(ctx, leader, timestampWant{w.tp, fr.through})
+						if !ok || next.through <= fr.through {
+							break
+						}
+						fr.extend(next)
+					}
 					mu.Lock()
 					defer mu.Unlock()
-					if fr, ok := got[w]; ok && fr.through > found[w].through {
+					if fr.through > found[w].through {
 						found[w] = fr
 					}
 				}()
