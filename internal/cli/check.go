@@ -36,6 +36,7 @@ type checkOptions struct {
 	allowInfiniteRetention    bool
 	allowSizeBoundedRetention bool
 	readOffsetsTopic          bool
+	cleaningAllowance         time.Duration
 	cursorDriver              string
 	cursorDSNFile             string
 	cursorQuery               string
@@ -110,6 +111,8 @@ Exit codes: 0 Proven, 1 Violated, 2 Unknown (could not prove), 64 usage error.`,
 		"($1 for postgres, ? for mysql); default: seed 003's consumer_cursor table")
 	f.StringVar(&o.resumeFrom, "resume-from", "", "where the consumer restarts: group (its committed offsets, the default) or cursor (it seeks to its business cursor)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound on the whole check")
+	f.DurationVar(&o.cleaningAllowance, "cleaning-allowance", proof.DefaultCleaningAllowance, "assumed: the longest one log cleaning runs; "+
+		"a tombstone the cleaner had not kept when read counts as read that much earlier (a lagging group on a compacting topic)")
 	f.StringVar(&o.color, "color", "auto", "colour the table: auto (only on a terminal, not with NO_COLOR), always or never")
 	o.logs.bind(f)
 	return cmd
@@ -264,7 +267,7 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 	defer cancel()
 
-	observer := kafka.NewObserver(kafka.WithLogger(log))
+	observer := kafka.NewObserver(kafka.WithLogger(log), kafka.WithCleaningAllowance(o.cleaningAllowance))
 	defer observer.Close()
 	target := kafka.Target{Group: o.group, Topics: o.topics, ReadOffsetsTopic: o.readOffsetsTopic, RecoveryWindow: o.recoveryWindow}
 	pol := proof.Policy{

@@ -5,6 +5,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // Option configures an Observer.
@@ -19,16 +21,19 @@ type options struct {
 	requestTimeout time.Duration
 	retryTimeout   time.Duration
 	now            func() time.Time
+	// cleaningAllowance: proof.TombstoneScan.CleaningAllowance.
+	cleaningAllowance time.Duration
 }
 
 func defaultOptions() options {
 	return options{
-		logger:         logr.Discard(),
-		idleTimeout:    10 * time.Minute,
-		dialTimeout:    5 * time.Second,
-		requestTimeout: 10 * time.Second,
-		retryTimeout:   10 * time.Second,
-		now:            time.Now,
+		logger:            logr.Discard(),
+		idleTimeout:       10 * time.Minute,
+		dialTimeout:       5 * time.Second,
+		requestTimeout:    10 * time.Second,
+		retryTimeout:      10 * time.Second,
+		now:               time.Now,
+		cleaningAllowance: proof.DefaultCleaningAllowance,
 	}
 }
 
@@ -74,4 +79,12 @@ func WithTimeouts(dial, request, retry time.Duration) Option {
 			o.retryTimeout = retry
 		}
 	}
+}
+
+// WithCleaningAllowance sets how long a log cleaning running when a batch
+// without a delete horizon was read may have started before the read
+// (proof.DefaultCleaningAllowance by default; see internal/proof's
+// tombstone.go). The oracle scales it with every other clock.
+func WithCleaningAllowance(d time.Duration) Option {
+	return func(o *options) { o.cleaningAllowance = d }
 }

@@ -129,6 +129,9 @@ type groupState struct {
 	// precedingMarker: of the transaction markers before it (dates the
 	// commit by the leader's clock); made when first needed.
 	precedingMarker map[topicPartition]time.Time
+	// tombstones: what the fetch at a lagging committed offset of a
+	// compacting topic showed of its tombstones (timestamps.go).
+	tombstones map[topicPartition]*proof.TombstoneScan
 	// unread: why the record at a lagging committed offset was not dated
 	// (proof.Timestamp…; unread.go).
 	unread map[topicPartition]string
@@ -380,6 +383,9 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 					po.CommittedTimestamp = gs.timestamps[tp]
 					po.PrecedingTimestamp = gs.preceding[tp]
 					po.PrecedingMarkerTimestamp = gs.precedingMarker[tp]
+					if sc := gs.tombstones[tp]; sc != nil && sc.From == po.Committed {
+						po.Tombstones = sc
+					}
 					po.ShareLag, po.ShareLagKnown = gs.shareLag[tp]
 					p.unreadObservation(&po, t, gs, tp)
 				}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/binary"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -158,7 +160,7 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 				if len(batch) == 0 {
 					return
 				}
-				got, skipped, deniedTopics := p.fetchTimestamps(ctx, leader, batch)
+				got, skipped, deniedTopics := p.fetchTimestamps(ctx, leader, batch, timestampFetchBytes)
 				if len(batch) > 1 && len(skipped) > 0 {
 					// Each partition the broker skipped is asked
 					// again, first (alone) in its own request: a
@@ -185,6 +187,8 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+
+	p.rescanTombstones(ctx, needers, found)
 
 	missing := 0
 	p.mu.Lock()
@@ -213,6 +217,14 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 			if !before.IsZero() {
 				gs.preceding[w.tp] = before
 			}
+			if p.compacts(w.tp.Topic) {
+				if scan := fr.tombstoneScan(n.committed, p.o.opts.cleaningAllowance); scan != nil {
+					if gs.tombstones == nil {
+						gs.tombstones = make(map[topicPartition]*proof.TombstoneScan)
+					}
+					gs.tombstones[w.tp] = scan
+				}
+			}
 			if m := fr.markerBefore(n.committed); !m.IsZero() {
 				if gs.precedingMarker == nil {
 					gs.precedingMarker = make(map[topicPartition]time.Time)
@@ -231,6 +243,135 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 	if missing > 0 {
 		p.o.opts.logger.V(1).Info("record timestamps around committed offsets not read", "connection", p.conn.String(), "partitions", missing)
 	}
+}
+
+// tombstoneScanBytes is the per-partition budget of a second read at a
+// lagging committed offset of a compacting topic, for the partitions whose
+// first read (timestampFetchBytes) did not reach the high watermark and
+// whose coarse tombstone bound would fall inside the window
+// (proof.TombstoneScan): 256 KiB holds a lag of a couple of thousand
+// change records of ~100 bytes, the lag of a CDC consumer a few minutes
+// behind. Only those partitions pay it, each in a request of its own.
+const tombstoneScanBytes = 256 << 10
+
+// tombstoneScanFetches bounds the fetches of one such second read: a
+// broker answers a fetch from one log segment only (LocalLog.read reads
+// the first segment holding data at the offset, 3.9 and 4.4), so a lag spanning segments (a small segment.ms, or
+// segments the cleaner has not merged) takes one fetch per segment, at
+// most 8 × tombstoneScanBytes (2 MiB) per partition.
+const tombstoneScanFetches = 8
+
+// fetchOne reads one partition alone from w.offset with
+// tombstoneScanBytes.
+func (p *pass) fetchOne(ctx context.Context, leader int32, w timestampWant) (fetchedRecords, bool) {
+	got, _, _ := p.fetchTimestamps(ctx, leader, []timestampWant{w}, tombstoneScanBytes)
+	fr, ok := got[w]
+	return fr, ok
+}
+
+// extend appends what a fetch at fr.through showed (the next log
+// segment's batches). fr keeps its fetchedAt, the earlier: a batch seen
+// without a delete horizon then was without one at the first read too.
+func (fr *fetchedRecords) extend(next fetchedRecords) {
+	fr.records = append(fr.records, next.records...)
+	fr.tombstones = append(fr.tombstones, next.tombstones...)
+	fr.markers = append(fr.markers, next.markers...)
+	fr.cut, fr.through, fr.hw = next.cut, next.through, next.hw
+}
+
+// windowOf is the longest recovery window of the targets of group.
+func (p *pass) windowOf(group string) time.Duration {
+	var w time.Duration
+	for _, t := range p.targets {
+		if t.Group == group {
+			w = max(w, t.RecoveryWindow)
+		}
+	}
+	return w
+}
+
+// compacts reports whether the topic's cleanup.policy, as read, compacts.
+func (p *pass) compacts(topic string) bool {
+	ts := p.topics[topic]
+	return ts != nil && ts.cleanupPolicy.Present && !ts.cleanupPolicy.Null && strings.Contains(ts.cleanupPolicy.Value, "compact")
+}
+
+// rescanTombstones reads again, with tombstoneScanBytes, the lagging
+// partitions of compacting topics whose first read did not reach the high
+// watermark and whose tombstone headroom from the record at the committed
+// offset (its timestamp + delete.retention.ms − now, before the producer's
+// clock skew, which only lowers it) is under a needing group's window plus
+// DefaultCleaningAllowance: the would-be alarms. The others keep their
+// first read.
+func (p *pass) rescanTombstones(ctx context.Context, needers map[timestampWant][]commitNeeds, found map[timestampWant]fetchedRecords) {
+	byLeader := make(map[int32][]timestampWant)
+	for w, needs := range needers {
+		fr, ok := found[w]
+		if !ok || !p.compacts(w.tp.Topic) || (fr.hw >= 0 && fr.through >= fr.hw) {
+			continue
+		}
+		ts := p.topics[w.tp.Topic]
+		dr, err := strconv.ParseInt(ts.deleteRetentionMs.Value, 10, 64)
+		if !ts.deleteRetentionMs.Present || err != nil || dr < 0 {
+			continue
+		}
+		wouldFail := false
+		for _, n := range needs {
+			if n.target >= 0 || n.committed >= fr.hw {
+				continue
+			}
+			at, _ := fr.around(n.committed)
+			if at.IsZero() || at.Add(time.Duration(dr)*time.Millisecond).Sub(p.now) < p.windowOf(n.group)+p.o.opts.cleaningAllowance {
+				wouldFail = true
+			}
+		}
+		if wouldFail {
+			leader := p.topics[w.tp.Topic].partitions[w.tp.Partition].leader
+			byLeader[leader] = append(byLeader[leader], w)
+		}
+	}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for leader, wants := range byLeader {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem := make(chan struct{}, reaskConcurrency)
+			var inner sync.WaitGroup
+			for _, w := range wants {
+				if ctx.Err() != nil {
+					break
+				}
+				sem <- struct{}{}
+				inner.Add(1)
+				go func() {
+					defer func() { <-sem; inner.Done() }()
+					fr, ok := p.fetchOne(ctx, leader, w)
+					if !ok {
+						return
+					}
+					// A broker answers from one log segment: past its
+					// end, the next fetch starts the next one.
+					for i := 1; i < tombstoneScanFetches && fr.through < fr.hw && ctx.Err() == nil; i++ {
+						next, ok := p.fetchOne(ctx, leader, timestampWant{w.tp, fr.through})
+						if !ok || next.through <= fr.through {
+							break
+						}
+						fr.extend(next)
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					if fr.through > found[w].through {
+						found[w] = fr
+					}
+				}()
+			}
+			inner.Wait()
+		}()
+	}
+	wg.Wait()
 }
 
 // reaskConcurrency bounds the re-asks of skipped partitions in flight
@@ -257,7 +398,7 @@ func (p *pass) reaskSkipped(ctx context.Context, leader int32, skipped []timesta
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			got, _, _ := p.fetchTimestamps(ctx, leader, []timestampWant{w})
+			got, _, _ := p.fetchTimestamps(ctx, leader, []timestampWant{w}, timestampFetchBytes)
 			mu.Lock()
 			for k, fr := range got {
 				out[k] = fr
@@ -274,7 +415,7 @@ func (p *pass) reaskSkipped(ctx context.Context, leader int32, skipped []timesta
 // without error and without a byte although records lie at and after
 // their fetch offset (below the high watermark): the broker left them out
 // because their first batch was larger than what was left to send.
-func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timestampWant) (found map[timestampWant]fetchedRecords, skipped []timestampWant, denied []string) {
+func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timestampWant, partitionBytes int32) (found map[timestampWant]fetchedRecords, skipped []timestampWant, denied []string) {
 	slices.SortFunc(wants, func(a, b timestampWant) int {
 		return cmp.Or(cmp.Compare(a.tp.Topic, b.tp.Topic), cmp.Compare(a.tp.Partition, b.tp.Partition))
 	})
@@ -284,7 +425,7 @@ func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timest
 	req.IsolationLevel = 0
 	req.SessionID = 0
 	req.SessionEpoch = -1 // no fetch session: a one-off full fetch
-	req.MaxBytes = int32(min(int64(timestampFetchBytes)*int64(len(wants))+firstPartitionSlack, 1<<30))
+	req.MaxBytes = int32(min(int64(partitionBytes)*int64(len(wants))+firstPartitionSlack, 1<<30))
 	offsetOf := make(map[topicPartition]int64, len(wants))
 	for _, w := range wants {
 		offsetOf[w.tp] = w.offset
@@ -297,11 +438,12 @@ func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timest
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = w.tp.Partition
 		rp.FetchOffset = w.offset
-		rp.PartitionMaxBytes = timestampFetchBytes
+		rp.PartitionMaxBytes = partitionBytes
 		rt := &req.Topics[len(req.Topics)-1]
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 
+	sentAt := p.o.opts.now()
 	kresp, err := p.cl.Broker(int(leader)).Request(ctx, req)
 	if err != nil {
 		p.o.opts.logger.V(1).Info("Fetch for committed record timestamps failed",
@@ -343,7 +485,9 @@ func (p *pass) fetchTimestamps(ctx context.Context, leader int32, wants []timest
 				skipped = append(skipped, w)
 				continue
 			}
-			out[w] = decodeFetched(rp, name, offset)
+			fr := decodeFetched(rp, name, offset)
+			fr.fetchedAt = sentAt
+			out[w] = fr
 		}
 	}
 	return out, skipped, denied
@@ -358,6 +502,15 @@ type fetchedRecords struct {
 	// whole batches, which the decoded records leave out: each at its
 	// offset, with the timestamp the partition leader stamped it with.
 	markers []recordStamp
+	// through is the offset after the last whole batch decoded (-1 when
+	// none); tombstones are the records with a null value among them,
+	// each with its batch's delete horizon (proof.TombstoneScan).
+	through    int64
+	tombstones []proof.TombstoneSeen
+	// hw is the high watermark the answer gave; fetchedAt the observer's
+	// clock when it sent the fetch.
+	hw        int64
+	fetchedAt time.Time
 }
 
 type recordStamp struct {
@@ -382,19 +535,73 @@ type batchHeader struct {
 }
 
 // decodeFetched decodes a fetched partition; see the comment at the top.
+// It decodes the whole batches one at a time, to know each record's batch:
+// its delete horizon (a tombstone's, tombstone.go in internal/proof) and
+// where the whole batches end. It stops at the first batch of the old
+// format (magic < 2, no horizon attribute) or that does not decode.
 func decodeFetched(rp *kmsg.FetchResponseTopicPartition, topic string, offset int64) fetchedRecords {
-	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
-		Offset:    offset,
-		Topic:     topic,
-		Partition: rp.Partition,
-	}, rp, kgo.DefaultDecompressor(), nil)
-	var fr fetchedRecords
-	for _, r := range fp.Records {
-		fr.records = append(fr.records, recordStamp{r.Offset, r.Timestamp})
+	fr := fetchedRecords{through: -1, hw: rp.HighWatermark}
+	raw := rp.RecordBatches
+	for len(raw) >= 12 {
+		base := int64(binary.BigEndian.Uint64(raw[0:8]))
+		length := int64(int32(binary.BigEndian.Uint32(raw[8:12])))
+		if length <= 0 || 12+length > int64(len(raw)) || len(raw) < batchHeaderSize || raw[16] != 2 {
+			break // cut (cutHeader reads it), or the old format
+		}
+		one := *rp
+		one.RecordBatches = raw[:12+length]
+		fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+			Offset:    offset,
+			Topic:     topic,
+			Partition: rp.Partition,
+		}, &one, kgo.DefaultDecompressor(), nil)
+		if fp.Err != nil {
+			break
+		}
+		attrs := int16(binary.BigEndian.Uint16(raw[21:23]))
+		var horizon time.Time
+		if attrs&0x40 != 0 {
+			horizon = time.UnixMilli(int64(binary.BigEndian.Uint64(raw[27:35])))
+		}
+		for _, r := range fp.Records {
+			fr.records = append(fr.records, recordStamp{r.Offset, r.Timestamp})
+			if r.Value == nil && attrs&0x20 == 0 {
+				fr.tombstones = append(fr.tombstones, proof.TombstoneSeen{Offset: r.Offset, Timestamp: r.Timestamp, DeleteHorizon: horizon})
+			}
+		}
+		fr.through = base + int64(int32(binary.BigEndian.Uint32(raw[23:27]))) + 1
+		raw = raw[12+length:]
 	}
 	fr.cut = cutHeader(rp.RecordBatches)
 	fr.markers = controlStamps(rp.RecordBatches)
 	return fr
+}
+
+// tombstoneScan is what fr shows of the tombstones at and after
+// committed (proof.TombstoneScan); nil when it decoded nothing there.
+func (fr fetchedRecords) tombstoneScan(committed int64, allowance time.Duration) *proof.TombstoneScan {
+	if fr.fetchedAt.IsZero() || fr.through <= committed {
+		return nil
+	}
+	s := &proof.TombstoneScan{
+		From: committed, Through: fr.through, ReachesEnd: fr.hw >= 0 && fr.through >= fr.hw,
+		FetchedAt: fr.fetchedAt, CleaningAllowance: allowance,
+	}
+	for _, t := range fr.tombstones {
+		if t.Offset >= committed {
+			s.Found = append(s.Found, t)
+		}
+	}
+	// The batch cut where the decoding stopped starts with the first
+	// record not decoded: its header dates it, unless a cleaning put its
+	// delete horizon there.
+	if h := fr.cut; h.ok && h.base == fr.through && !h.controlOnly && !h.deleteHorizon && h.first.UnixMilli() > 0 {
+		s.NextTimestamp = h.first
+		if h.appendTime {
+			s.NextTimestamp = h.max
+		}
+	}
+	return s
 }
 
 // markerBefore is the latest timestamp of the transaction markers before

@@ -3,6 +3,8 @@ package kafka
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
+	"slices"
 	"testing"
 	"time"
 
@@ -271,5 +273,76 @@ func TestCommitAfterAMarkerIsDatedByIt(t *testing.T) {
 	cut := decodeFetched(&kmsg.FetchResponseTopicPartition{RecordBatches: fp.RecordBatches[:batchHeaderSize+5]}, "t", 3)
 	if m := cut.markerBefore(4); !m.Equal(marker) {
 		t.Errorf("cut control batch: marker %v, want %v", m, marker)
+	}
+}
+
+// Issue 32 item 5, seed 000's compacted variant: what one fetch at a
+// lagging committed offset shows of the tombstones after it (proof's
+// TombstoneScan). kfake never stamps a delete horizon; the second read
+// stamps one on the first batch as Kafka's cleaner does (attribute bit 6,
+// the horizon in the base timestamp field, the CRC recomputed: see
+// test/realkafka/proof for a broker's own).
+func TestTombstoneScanReadsHorizons(t *testing.T) {
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "outbox-state", 1, map[string]string{"cleanup.policy": "compact"})
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// Offsets 0 (open) and 1 (the delete) in one batch, 2 in another.
+	if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: "outbox-state", Key: []byte("acct-1"), Value: []byte("open")},
+		&kgo.Record{Topic: "outbox-state", Key: []byte("acct-1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: "outbox-state", Key: []byte("acct-2"), Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis, req.MinBytes, req.SessionEpoch = 0, 0, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = "outbox-state", topicID(t, c, "outbox-state")
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(t.Context(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := resp.Topics[0].Partitions[0]
+	read := time.Now()
+
+	fr := decodeFetched(&fp, "outbox-state", 0)
+	fr.fetchedAt = read
+	sc := fr.tombstoneScan(0, time.Hour)
+	if sc == nil || sc.Through != 3 || !sc.ReachesEnd || len(sc.Found) != 1 || sc.Found[0].Offset != 1 || !sc.Found[0].DeleteHorizon.IsZero() ||
+		!sc.FetchedAt.Equal(read) || sc.CleaningAllowance != time.Hour {
+		t.Fatalf("scan %+v: want through 3 to the high watermark, the one tombstone at 1 without a horizon, read at %v", sc, read)
+	}
+	if sc := fr.tombstoneScan(2, time.Hour); sc == nil || len(sc.Found) != 0 || !sc.ReachesEnd {
+		t.Errorf("scan from 2 %+v: want no tombstone, to log end", sc)
+	}
+
+	// Stamped by a cleaning: the horizon is read from the batch, the
+	// record's own timestamp stays its own.
+	horizon := read.Add(3 * 24 * time.Hour).Truncate(time.Millisecond)
+	stamped := slices.Clone(fp.RecordBatches)
+	first := int(binary.BigEndian.Uint32(stamped[8:12])) + 12
+	attrs := binary.BigEndian.Uint16(stamped[21:23]) | 0x40
+	binary.BigEndian.PutUint16(stamped[21:23], attrs)
+	binary.BigEndian.PutUint64(stamped[27:35], uint64(horizon.UnixMilli()))
+	binary.BigEndian.PutUint32(stamped[17:21], crc32.Checksum(stamped[21:first], crc32.MakeTable(crc32.Castagnoli)))
+	fp.RecordBatches = stamped
+	fr = decodeFetched(&fp, "outbox-state", 0)
+	fr.fetchedAt = read
+	sc = fr.tombstoneScan(1, time.Hour)
+	if sc == nil || len(sc.Found) != 1 || !sc.Found[0].DeleteHorizon.Equal(horizon) {
+		t.Fatalf("stamped scan %+v: want the tombstone at 1 with horizon %v", sc, horizon)
+	}
+
+	// Cut after the first batch (a byte budget): not to log end, the rest
+	// dated by the cut batch's header.
+	fp.RecordBatches = stamped[:first+batchHeaderSize+3]
+	fr = decodeFetched(&fp, "outbox-state", 0)
+	fr.fetchedAt = read
+	if sc := fr.tombstoneScan(1, time.Hour); sc == nil || sc.ReachesEnd || sc.Through != 2 || sc.NextTimestamp.IsZero() {
+		t.Errorf("cut scan %+v: want through 2, not to log end, the next batch's first timestamp", sc)
 	}
 }

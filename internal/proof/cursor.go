@@ -97,7 +97,7 @@ func cursorInRange(f *facts, results []PartitionResult) (Condition, []Violation,
 			if fromCursor {
 				setCursorHeadroom(pr, po, finite, retention, f)
 				if compactClock {
-					setTombstoneHeadroom(pr, pr.Cursor, po.CursorTimestamp, tombstones, f.now)
+					setTombstoneHeadroom(pr, pr.Cursor, po.CursorTimestamp, nil, tombstones, f.now)
 				}
 			}
 			sum.ReplayRecords = addSaturating(sum.ReplayRecords, pr.ReplayRecords)

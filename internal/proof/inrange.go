@@ -70,7 +70,7 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 				setUnreadHeadroom(pr, po, retention, f.policy.RecoveryWindow, f.now)
 			}
 			if compactClock {
-				setTombstoneHeadroom(pr, pr.Committed, po.CommittedTimestamp, tombstones, f.now)
+				setTombstoneHeadroom(pr, pr.Committed, po.CommittedTimestamp, po.Tombstones, tombstones, f.now)
 			}
 		}
 	}

@@ -1,41 +1,84 @@
 package proof
 
 import (
+	"strconv"
 	"time"
 )
 
-// Tombstone headroom (issue 33 item 2). On a compacting topic the log
-// cleaner keeps a tombstone (a record with a null value) until the
-// deleteHorizonMs stamped on its batch by the first cleaning that retained
-// it: that cleaning's start time plus delete.retention.ms (Kafka's
-// MemoryRecords.filterTo, "deleteHorizonMs = filter.currentTime +
-// filter.deleteRetentionMs"; Cleaner.shouldRetainRecord keeps it while
-// "currentTime < batch.deleteHorizonMs()"). The cleaning's clock is read in
-// Cleaner.clean after LogCleanerManager chose a range below the active
-// segment, so it never precedes the tombstone's write; batches of the old
-// format (magic < 2) go by their segment's lastModified, which does not
-// precede it either. So a tombstone goes no earlier than written +
-// delete.retention.ms, on the broker's clock.
+// Tombstone headroom (issue 33 item 2; exact per tombstone, issue 32
+// item 5). On a compacting topic the log cleaner keeps a tombstone (a
+// record with a null value) until the deleteHorizonMs stamped on its batch
+// by the first cleaning that retained it: that cleaning's start time plus
+// delete.retention.ms (Kafka's MemoryRecords.filterTo sets
+// "deleteHorizonMs = filter.currentTime + filter.deleteRetentionMs" on a
+// v2 batch holding tombstones that has none yet, needToSetDeleteHorizon;
+// Cleaner.shouldRetainRecord keeps a tombstone while its batch has no
+// horizon, "!batch.deleteHorizonMs().isPresent", or "currentTime <
+// batch.deleteHorizonMs()"). The cleaning's clock is read once per log, in
+// Cleaner.clean ("doClean(cleanable, time.milliseconds())", 3.9's
+// LogCleaner.scala and 4.4's Cleaner.java), before it builds its offset
+// map and rewrites the log from its start to the cleanable end, which lies
+// below the active segment: it never precedes the tombstone's write.
+// Batches of the old format (magic < 2) go by their segment's
+// lastModified, which does not precede it either.
 //
-// A tombstone the group has not read lies at or after its committed
-// offset, so it was written no earlier than the record there. That
-// record's timestamp is the broker's append time with LogAppendTime; with
-// CreateTime it is the producer's, at most message.timestamp.after.max.ms
-// ahead of the broker's clock (LogValidator.validateTimestamp), so the
-// record was written no earlier than its timestamp less that (clockSkew).
-// Hence the earliest the cleaner can drop a tombstone the group has not
-// read is timestamp(record at committed) − skew + delete.retention.ms: a
-// group behind a tombstone has less than delete.retention.ms, and a proof
-// that checks only delete.retention.ms ≥ window (checkTombstoneRetention)
-// overstates it. This is what "kept delete.retention.ms" means for a
-// group that lags; a caught-up group has read every tombstone written so
-// far, and later ones live delete.retention.ms from their write, which
-// checkTombstoneRetention covers.
+// Three bounds on the earliest drop, by what the observer read (the
+// observation's TombstoneScan: the whole batches it decoded at and after
+// the committed offset of a lagging group, kafka/timestamps.go):
+//
+//   - A tombstone found in a batch stamped with a horizon goes no earlier
+//     than that horizon, on the partition leader's clock: less
+//     CoordinatorClockAllowance, for a broker's clock running ahead of
+//     the guard's (clockskew.go).
+//   - A tombstone found in a batch without one had not been retained by
+//     any cleaning when the leader answered: its horizon will be the start
+//     of the cleaning that first covers it + delete.retention.ms. A
+//     cleaning that starts after the read starts after it; only one
+//     already running then can have started before, and a cleaning runs
+//     one log at a time with one clock, so it started no earlier than the
+//     read less CleaningAllowance (how long one cleaning of one log may
+//     run, DefaultCleaningAllowance). So it goes no earlier than
+//     max(read − CleaningAllowance, its write) + delete.retention.ms; both
+//     ends are the broker's clock against real time, so no clock skew
+//     enters.
+//   - A tombstone not decoded (beyond the whole batches read) lies at or
+//     after the committed offset, so it was written no earlier than the
+//     record there (or than the first record of the batch cut where the
+//     decoding stopped, when its header gives one). That record's
+//     timestamp is the broker's append time with LogAppendTime; with
+//     CreateTime it is the producer's, at most
+//     message.timestamp.after.max.ms ahead of the broker's clock
+//     (LogValidator.validateTimestamp), so the record was written no
+//     earlier than its timestamp less that (clockSkew): timestamp − skew +
+//     delete.retention.ms.
+//
+// The headroom is the least of them, less now. When the whole batches
+// reach the high watermark and hold no tombstone, the group has no
+// tombstone to miss among the records it has not read: later tombstones
+// live delete.retention.ms from their write, which
+// checkTombstoneRetention covers, as for a caught-up group.
 //
 // Assumed, as for the rest of the proof: the brokers' clocks agree with
-// the observer's "now"; and delete.retention.ms was not raised since the
-// cleaner first saw those tombstones (a horizon already stamped on a batch
-// keeps the value of its day).
+// the observer's "now" (within CoordinatorClockAllowance for a stamped
+// horizon); delete.retention.ms was not raised since the cleaner first saw
+// those tombstones (a horizon already stamped on a batch keeps the value
+// of its day); no cleaning of one log runs longer than CleaningAllowance
+// (a cleaner throttled by log.cleaner.io.max.bytes.per.second on a very
+// large log can); and the replica read (the leader) is the one the group
+// will read: a follower cleans its own copy, at its own times, and a
+// leader change to one that stamped the batch earlier is not covered.
+
+// DefaultCleaningAllowance is how long a cleaning already running when
+// the observer read a batch without a delete horizon may have started
+// before the read. One Cleaner.doClean of one log reads its dirty part to
+// build the offset map (at most log.cleaner.dedupe.buffer.size of keys,
+// 128 MiB by default) and rewrites the log from its start to the
+// cleanable end with one currentTime: an hour covers rewriting some 100
+// GiB at 30 MiB/s, beyond the compacted logs it is meant for. What it
+// costs: a tombstone not yet cleaned counts as read an hour early, so
+// delete.retention.ms must exceed the window by an hour for a lagging
+// group behind one to be proven.
+const DefaultCleaningAllowance = time.Hour
 
 // tombstoneClock is what bounds, on one compacting topic, when the log
 // cleaner can drop a tombstone.
@@ -44,49 +87,103 @@ type tombstoneClock struct {
 	deleteRetention time.Duration
 	// skew is how long before its own timestamp a record may have been
 	// written: 0 with LogAppendTime, message.timestamp.after.max.ms with
-	// CreateTime (clockSkew).
-	skew time.Duration
+	// CreateTime (clockSkew). skewKnown is false when it is unbounded
+	// (CreateTime with message.timestamp.after.max.ms unbounded, Kafka
+	// 3.x's default): then no record's timestamp bounds its write, and
+	// only the tombstones the observer found do.
+	skew      time.Duration
+	skewKnown bool
 }
 
 // tombstoneClockOf returns the topic's tombstone clock. It is false when
-// the topic does not compact, when its delete.retention.ms is unreadable
-// or invalid (RetentionCoversWindow reports that), and when its record
-// timestamps do not bound when a record was written (CreateTime with
-// message.timestamp.after.max.ms unbounded, Kafka 3.x's default): then no
-// tombstone headroom is computed, as for an unknown timestamp.
+// the topic does not compact and when its delete.retention.ms is
+// unreadable or invalid (RetentionCoversWindow reports that).
 func tombstoneClockOf(t *topicFacts) (tombstoneClock, bool) {
 	rc := t.retention
 	if t.obs == nil || rc.cleanupProblem != "" || !rc.compacts || rc.deleteRetentionProblem != "" || rc.deleteRetentionMs < 0 {
 		return tombstoneClock{}, false
 	}
 	skew, problem := clockSkew(t.obs)
-	if problem != "" {
-		return tombstoneClock{}, false
-	}
-	return tombstoneClock{deleteRetention: millisToDuration(rc.deleteRetentionMs), skew: skew}, true
+	return tombstoneClock{deleteRetention: millisToDuration(rc.deleteRetentionMs), skew: skew, skewKnown: problem == ""}, true
 }
 
 // earliestTombstoneDrop is the earliest time the log cleaner can drop a
 // tombstone written after a record stamped stamp: stamp − skew +
-// delete.retention.ms (see the top of this file).
+// delete.retention.ms (see the top of this file); zero when stamp is
+// unknown or does not bound the write.
 func earliestTombstoneDrop(stamp time.Time, c tombstoneClock) time.Time {
+	if stamp.IsZero() || !c.skewKnown {
+		return time.Time{}
+	}
 	return stamp.Add(-c.skew).Add(c.deleteRetention)
+}
+
+// tombstoneDrop is the earliest drop of the tombstones at or after
+// position, with what set it (see the top of this file); false when
+// unknown, or when the scan read to the high watermark and found none.
+func tombstoneDrop(position int64, stamp time.Time, scan *TombstoneScan, c tombstoneClock) (at time.Time, bound TombstoneBound, offset int64, horizon time.Time, ok bool) {
+	coarse := earliestTombstoneDrop(stamp, c)
+	if scan == nil || scan.From != position || scan.FetchedAt.IsZero() || scan.Through <= position {
+		return coarse, TombstoneUnread, NoOffset, time.Time{}, !coarse.IsZero()
+	}
+	for _, ts := range scan.Found {
+		if ts.Offset < position || ts.Offset >= scan.Through {
+			continue
+		}
+		var d time.Time
+		b := TombstoneStamped
+		if !ts.DeleteHorizon.IsZero() {
+			d = ts.DeleteHorizon.Add(-CoordinatorClockAllowance)
+		} else {
+			b = TombstoneFound
+			d = scan.FetchedAt.Add(-scan.CleaningAllowance).Add(c.deleteRetention)
+			for _, w := range []time.Time{earliestTombstoneDrop(ts.Timestamp, c), coarse} {
+				if w.After(d) {
+					d = w
+				}
+			}
+		}
+		if !ok || d.Before(at) {
+			at, bound, offset, horizon, ok = d, b, ts.Offset, ts.DeleteHorizon, true
+		}
+	}
+	if scan.ReachesEnd {
+		return at, bound, offset, horizon, ok
+	}
+	rest := coarse
+	if next := earliestTombstoneDrop(scan.NextTimestamp, c); next.After(rest) {
+		rest = next
+	}
+	if rest.IsZero() {
+		// The records not decoded are not dated: unknown, not guessed.
+		return time.Time{}, TombstoneUnread, NoOffset, time.Time{}, false
+	}
+	if !ok || rest.Before(at) {
+		return rest, TombstoneUnread, NoOffset, time.Time{}, true
+	}
+	return at, bound, offset, horizon, ok
 }
 
 // setTombstoneHeadroom sets how long until the log cleaner may drop a
 // tombstone at or after position, the group's (committed offset, or
-// business cursor with resumeFrom Cursor), whose record is stamped stamp.
-// Only a lagging position in range has one: at log end the group has read
-// every tombstone written so far. An unknown stamp is skipped, not
-// guessed, like the record headroom (setHeadroom).
-func setTombstoneHeadroom(pr *PartitionResult, position int64, stamp time.Time, c tombstoneClock, now time.Time) {
+// business cursor with resumeFrom Cursor), whose record is stamped stamp;
+// scan is what the observer decoded there (nil when it did not). Only a
+// lagging position in range has one: at log end the group has read every
+// tombstone written so far. An unknown stamp is skipped, not guessed, like
+// the record headroom (setHeadroom), unless the scan bounds every
+// tombstone after position.
+func setTombstoneHeadroom(pr *PartitionResult, position int64, stamp time.Time, scan *TombstoneScan, c tombstoneClock, now time.Time) {
 	pr.TombstoneHeadroom, pr.HasTombstoneHeadroom = 0, false
-	switch {
-	case pr.Verdict != Proven || position == NoOffset || position < pr.LogStart || position >= pr.LogEnd:
-	case stamp.IsZero():
-	default:
-		pr.TombstoneHeadroom, pr.HasTombstoneHeadroom = earliestTombstoneDrop(stamp, c).Sub(now), true
+	pr.TombstoneBound, pr.TombstoneOffset, pr.TombstoneHorizon = TombstoneUnread, NoOffset, time.Time{}
+	if pr.Verdict != Proven || position == NoOffset || position < pr.LogStart || position >= pr.LogEnd {
+		return
 	}
+	at, bound, offset, horizon, ok := tombstoneDrop(position, stamp, scan, c)
+	if !ok {
+		return
+	}
+	pr.TombstoneHeadroom, pr.HasTombstoneHeadroom = at.Sub(now), true
+	pr.TombstoneBound, pr.TombstoneOffset, pr.TombstoneHorizon = bound, offset, horizon
 }
 
 // tombstoneViolations adds, per partition whose tombstone headroom is
@@ -122,14 +219,28 @@ func tombstoneMessage(pr *PartitionResult, fromCursor bool, window time.Duration
 		at, position = "business cursor ", pr.Cursor
 	}
 	m.partition(pr.Topic, pr.Partition)
+	which := "a tombstone at or after " + at + strconv.FormatInt(position, 10)
+	if pr.TombstoneBound != TombstoneUnread {
+		which = "the tombstone at offset " + strconv.FormatInt(pr.TombstoneOffset, 10) + " (after " + at + strconv.FormatInt(position, 10) + ")"
+	}
 	if pr.TombstoneHeadroom <= 0 {
-		m.text(": the log cleaner may already have dropped a tombstone at or after ").text(at).int(position).
+		m.text(": the log cleaner may already have dropped ").text(which).
 			text(" (the earliest it could was ").text(FormatDuration(-pr.TombstoneHeadroom)).text(" ago)")
 	} else {
-		m.text(": the log cleaner may drop a tombstone at or after ").text(at).int(position).text(" in ").
+		m.text(": the log cleaner may drop ").text(which).text(" in ").
 			text(FormatDuration(pr.TombstoneHeadroom)).text(", sooner than recoveryWindow ").text(FormatDuration(window))
 	}
-	m.text(" ("+keyDeleteRetentionMs+" counts from the tombstone's write, no earlier than the record there): the group is ").
+	switch pr.TombstoneBound {
+	case TombstoneStamped:
+		m.text(" (a cleaning kept it and stamped its batch's delete horizon " + pr.TombstoneHorizon.UTC().Format(time.RFC3339) +
+			", on the partition leader's clock: the cleaner drops it from then on)")
+	case TombstoneFound:
+		m.text(" (no cleaning had kept it yet when read: " + keyDeleteRetentionMs + " counts from the cleaning that first does, " +
+			"which may have started a little before the read, if one was running then)")
+	default:
+		m.text(" (" + keyDeleteRetentionMs + " counts from the tombstone's write, no earlier than the record there)")
+	}
+	m.text(": the group is ").
 		count(pr.Lag, "record").text(" behind, and down for its window it may never see a delete and keep the key forever; " +
 		"let it catch up past the tombstones (nothing is lost yet: a rollout of a faster consumer is allowed with a warning), or raise ").
 		text(keyDeleteRetentionMs + " before the cleaner first sees them (a tombstone keeps the horizon its first cleaning stamped)")

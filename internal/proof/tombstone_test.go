@@ -199,3 +199,114 @@ func TestTombstoneHeadroomFromCursor(t *testing.T) {
 		t.Errorf("verdict %s, violations %+v; want %s at the cursor", r.Verdict, r.Violations, ReasonTombstoneHeadroomShorterThanWindow)
 	}
 }
+
+// withScan gives a partition what the observer decoded at its committed
+// offset (kafka/timestamps.go): whole batches to through, reaching the
+// high watermark or not, read a minute before now with the default
+// cleaning allowance.
+func withScan(p PartitionObservation, through int64, reachesEnd bool, next time.Time, found ...TombstoneSeen) PartitionObservation {
+	p.Tombstones = &TombstoneScan{From: p.Committed, Through: through, ReachesEnd: reachesEnd, Found: found,
+		NextTimestamp: next, FetchedAt: now.Add(-time.Minute), CleaningAllowance: DefaultCleaningAllowance}
+	return p
+}
+
+// Issue 32 item 5, seed 000's compacted variant again (a fan-out consumer
+// 5 days behind, delete.retention.ms 14 days, a 10-day window): the coarse
+// bound (9 days) fails; what the observer read of the tombstones after the
+// committed offset decides. The oracle found the coarse bound's alarms
+// false where the cleaner had not cleaned the tombstones at all.
+func TestTombstoneHeadroomFromScan(t *testing.T) {
+	lagging := withTimestamp(part(0, 0, 100, 40), now.Add(-5*day))
+	cases := []struct {
+		name         string
+		topic        TopicObservation
+		wantHeadroom time.Duration // -1: none
+		wantReason   string        // "" means Proven
+		wantMessage  string
+	}{
+		{
+			name:         "read to log end, no tombstone: nothing to miss, proven",
+			topic:        compacted("outbox-state", "LogAppendTime", withScan(lagging, 100, true, time.Time{})),
+			wantHeadroom: -1,
+		},
+		{
+			// Never cleaned when read a minute ago: its horizon will be
+			// the cleaning's start + 14 days, the cleaning starting no
+			// earlier than the read less the hour allowed.
+			name: "an uncleaned tombstone: read − allowance + delete.retention.ms, proven",
+			topic: compacted("outbox-state", "LogAppendTime", withScan(lagging, 100, true, time.Time{},
+				TombstoneSeen{Offset: 60, Timestamp: now.Add(-4 * day)})),
+			wantHeadroom: 14*day - time.Hour - time.Minute,
+		},
+		{
+			// A cleaning kept it and stamped its horizon 3 days from now:
+			// the leader's clock may run a second ahead.
+			name: "a stamped tombstone whose horizon falls in the window: the violation, with the tombstone",
+			topic: compacted("outbox-state", "LogAppendTime", withScan(lagging, 100, true, time.Time{},
+				TombstoneSeen{Offset: 60, Timestamp: now.Add(-4 * day), DeleteHorizon: now.Add(3 * day)})),
+			wantHeadroom: 3*day - CoordinatorClockAllowance,
+			wantReason:   ReasonTombstoneHeadroomShorterThanWindow,
+			wantMessage:  "the log cleaner may drop the tombstone at offset 60 (after committed offset 40) in 71h59m59s",
+		},
+		{
+			// Not read to the end: the rest is dated by the batch cut
+			// there, a day old: 13 days left.
+			name:         "not read to log end, the rest dated by the cut batch: proven",
+			topic:        compacted("outbox-state", "LogAppendTime", withScan(lagging, 70, false, now.Add(-day))),
+			wantHeadroom: 13 * day,
+		},
+		{
+			name:         "not read to log end, the rest undated: the coarse bound, risk",
+			topic:        compacted("outbox-state", "LogAppendTime", withScan(lagging, 70, false, time.Time{})),
+			wantHeadroom: 9 * day,
+			wantReason:   ReasonTombstoneHeadroomShorterThanWindow,
+			wantMessage:  "a tombstone at or after committed offset 40 in 216h (9d)",
+		},
+		{
+			// A scan for another offset (the group committed since) is
+			// not this position's.
+			name: "a scan from another offset is ignored: the coarse bound",
+			topic: func() TopicObservation {
+				p := withScan(lagging, 100, true, time.Time{})
+				p.Tombstones.From = 30
+				return compacted("outbox-state", "LogAppendTime", p)
+			}(),
+			wantHeadroom: 9 * day,
+			wantReason:   ReasonTombstoneHeadroomShorterThanWindow,
+		},
+		{
+			// Kafka 3.x's default leaves the stamps unbounded: no coarse
+			// bound, but a stamped horizon found is still the gap.
+			name: "CreateTime unbounded, a stamped horizon in the window: the violation",
+			topic: func() TopicObservation {
+				t := compacted("outbox-state", "CreateTime", withScan(lagging, 100, true, time.Time{},
+					TombstoneSeen{Offset: 60, Timestamp: now.Add(-4 * day), DeleteHorizon: now.Add(3 * day)}))
+				t.TimestampAfterMaxMs = cfg("9223372036854775807")
+				return t
+			}(),
+			wantHeadroom: 3*day - CoordinatorClockAllowance,
+			wantReason:   ReasonTombstoneHeadroomShorterThanWindow,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := Evaluate(observation(c.topic), policy("outbox-state"), now)
+			pr := r.Partitions[0]
+			if (c.wantHeadroom == -1) == pr.HasTombstoneHeadroom || (pr.HasTombstoneHeadroom && pr.TombstoneHeadroom != c.wantHeadroom) {
+				t.Errorf("tombstone headroom = %v (has %v), want %v", pr.TombstoneHeadroom, pr.HasTombstoneHeadroom, c.wantHeadroom)
+			}
+			if c.wantReason == "" {
+				if r.Verdict != Proven {
+					t.Fatalf("verdict %s, want Proven; violations %+v", r.Verdict, r.Violations)
+				}
+				return
+			}
+			if r.Verdict != Violated || len(r.Violations) != 1 || r.Violations[0].Reason != c.wantReason {
+				t.Fatalf("verdict %s, violations %+v; want Violated by %s alone", r.Verdict, r.Violations, c.wantReason)
+			}
+			if v := r.Violations[0]; !v.ExpiresAt.Equal(now.Add(c.wantHeadroom)) || !strings.Contains(v.Message, c.wantMessage) {
+				t.Errorf("violation expiresAt %v, message %q; want %v and %q", v.ExpiresAt, v.Message, now.Add(c.wantHeadroom), c.wantMessage)
+			}
+		})
+	}
+}

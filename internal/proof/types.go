@@ -648,6 +648,61 @@ type TopicObservation struct {
 	Partitions []PartitionObservation
 }
 
+// TombstoneBound is what set a partition's tombstone headroom.
+type TombstoneBound int
+
+const (
+	// TombstoneUnread: a tombstone the observer did not decode, written no
+	// earlier than the record at the committed offset.
+	TombstoneUnread TombstoneBound = iota
+	// TombstoneFound: a tombstone found in a batch no cleaning had stamped
+	// when read.
+	TombstoneFound
+	// TombstoneStamped: a tombstone found in a batch stamped with a delete
+	// horizon.
+	TombstoneStamped
+)
+
+// TombstoneScan is what one fetch at a lagging committed offset of a
+// compacting topic showed of its tombstones: the whole record batches
+// decoded from the committed offset's batch up to Through, the tombstones
+// among them at or after From, and whether they reach the partition's high
+// watermark (tombstone.go).
+type TombstoneScan struct {
+	// From is the committed offset the scan was for.
+	From int64
+	// Through is the offset after the last whole batch decoded: the
+	// records in [From, Through) were all seen.
+	Through int64
+	// ReachesEnd: Through is at or past the high watermark the fetch's
+	// answer gave, so no record after From went unseen at FetchedAt.
+	ReachesEnd bool
+	// Found are the tombstones (records with a null value) in
+	// [From, Through), ascending offsets.
+	Found []TombstoneSeen
+	// NextTimestamp is a lower bound on when the records from Through on
+	// were written, read from the header of the batch cut there (its
+	// first timestamp; its max with LogAppendTime); zero when unknown.
+	NextTimestamp time.Time
+	// FetchedAt is the observer's clock when it sent the fetch.
+	FetchedAt time.Time
+	// CleaningAllowance is how long a cleaning already running when the
+	// fetch was sent may have started before it (DefaultCleaningAllowance
+	// unless the observer was told otherwise).
+	CleaningAllowance time.Duration
+}
+
+// TombstoneSeen is one tombstone a TombstoneScan found.
+type TombstoneSeen struct {
+	Offset int64
+	// Timestamp is the record's own timestamp.
+	Timestamp time.Time
+	// DeleteHorizon is the delete horizon stamped on its batch by the
+	// first cleaning that retained it (attribute bit 6, KIP-534), on the
+	// partition leader's clock; zero when the batch was never cleaned.
+	DeleteHorizon time.Time
+}
+
 // PartitionObservation is one partition's offsets.
 type PartitionObservation struct {
 	Partition int32
@@ -717,6 +772,11 @@ type PartitionObservation struct {
 	// cursor (headroom with resumeFrom Cursor); zero when unknown, when
 	// there is no cursor or when it is at log end.
 	CursorTimestamp time.Time
+	// Tombstones is what the observer decoded, on a compacting topic, at
+	// and after the committed offset of a group that lags: the tombstones
+	// there with their batches' delete horizons (tombstone.go); nil when
+	// not read.
+	Tombstones *TombstoneScan
 	// CommitEpoch is what the partition's leader says of the leader
 	// epoch the offset was committed with (epoch.go).
 	CommitEpoch CommitEpoch
@@ -922,16 +982,27 @@ type PartitionResult struct {
 	HasHeadroom bool
 	// TombstoneHeadroom, on a compacting topic with the group lagging
 	// (committed < logEnd; the cursor with resumeFrom Cursor), is how long
-	// until the log cleaner may drop a tombstone the group has not read:
-	// timestamp(record at committed) − the producer's clock skew
+	// until the log cleaner may drop a tombstone the group has not read, a
+	// lower bound (tombstone.go): the earliest drop of the tombstones the
+	// observer found there (a stamped delete horizon; for a batch never
+	// cleaned, the read's time less CleaningAllowance, not before its
+	// write, + delete.retention.ms) and, for the records it did not
+	// decode, timestamp(record at committed) − the producer's clock skew
 	// (message.timestamp.after.max.ms with CreateTime, 0 with
-	// LogAppendTime) + delete.retention.ms − now, a lower bound.
+	// LogAppendTime) + delete.retention.ms; − now.
 	// HasTombstoneHeadroom is false for a caught-up group (it has read
-	// every tombstone written so far), a topic that does not compact, an
+	// every tombstone written so far), a lagging one the observer read up
+	// to log end without a tombstone, a topic that does not compact, an
 	// unknown timestamp, or a CreateTime topic whose stamps are not bounded
 	// ahead of the broker's clock.
 	TombstoneHeadroom    time.Duration
 	HasTombstoneHeadroom bool
+	// TombstoneBound says what set TombstoneHeadroom, TombstoneOffset the
+	// tombstone found (TombstoneFound, TombstoneStamped) and
+	// TombstoneHorizon its batch's delete horizon (TombstoneStamped).
+	TombstoneBound   TombstoneBound
+	TombstoneOffset  int64
+	TombstoneHorizon time.Time
 	// TimestampUnread: the partition lags and the record at its committed
 	// offset was not dated; its headroom, if any, comes from ListOffsets by
 	// timestamp (undated.go): HeadroomAtLeast when that showed the record

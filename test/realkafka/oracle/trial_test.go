@@ -20,6 +20,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/cli"
 	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // Outcomes of a trial: the verdict against what the restarted consumer
@@ -574,7 +575,11 @@ func check(t *testing.T, b *apachekafka.Broker, s Scenario) verdict {
 		"--group", s.GroupID(), "--topic", s.Topic(), "--recovery-window", s.Window.String(),
 		// Drawn both ways: the exact times (check's default) and the
 		// bounds a principal denied the topic gets.
-		"--read-offsets-topic=" + strconv.FormatBool(s.ReadOffsetsTopic)}
+		"--read-offsets-topic=" + strconv.FormatBool(s.ReadOffsetsTopic),
+		// The assumed longest log cleaning, an hour as deployed
+		// (proof.DefaultCleaningAllowance), scaled like every clock: a
+		// cleaning of these logs of a few records takes milliseconds.
+		"--cleaning-allowance", scaled(proof.DefaultCleaningAllowance).String()}
 	var stdout, stderr bytes.Buffer
 	code := cli.Execute(args, &stdout, &stderr)
 	var v verdict

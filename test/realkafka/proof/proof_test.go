@@ -27,9 +27,9 @@ import (
 // wait bounds every poll: the machine is loaded.
 const wait = 90 * time.Second
 
-func observe(t *testing.T, b *apachekafka.Broker, target kafka.Target) proof.Observation {
+func observe(t *testing.T, b *apachekafka.Broker, target kafka.Target, opts ...kafka.Option) proof.Observation {
 	t.Helper()
-	o := kafka.NewObserver()
+	o := kafka.NewObserver(opts...)
 	defer o.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -95,9 +95,15 @@ func shareConsume(t *testing.T, b *apachekafka.Broker, group, topic string, n in
 // the test waits for, or the bound passes.
 func observeUntil(t *testing.T, b *apachekafka.Broker, target kafka.Target, done func(proof.PartitionObservation) bool) proof.Observation {
 	t.Helper()
+	return observeUntilWith(t, b, target, nil, done)
+}
+
+// observeUntilWith is observeUntil with an observer built with opts.
+func observeUntilWith(t *testing.T, b *apachekafka.Broker, target kafka.Target, opts []kafka.Option, done func(proof.PartitionObservation) bool) proof.Observation {
+	t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
-		obs := observe(t, b, target)
+		obs := observe(t, b, target, opts...)
 		// An Empty classic group's Empty time is read from its metadata
 		// record, which the coordinator appends after the state changed:
 		// an observation between the two does not have it yet.

@@ -3,6 +3,7 @@ package proof
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,13 +107,13 @@ func TestTombstoneHeadroomBelowTheWindowIsViolated(t *testing.T) {
 				if po.Committed != 1 || po.CommittedTimestamp.IsZero() {
 					t.Fatalf("%s: partition %+v, want committed 1 and the tombstone's timestamp", tc.name, po)
 				}
-				earliest[tc.name] = po.CommittedTimestamp.Add(-tc.skew).Add(deleteRetention)
+				earliest[tc.name] = claimedDrop(t, po, tc.skew, deleteRetention)
 				r := proof.Evaluate(obs, policy(tc.name), obs.ObservedAt)
 				pr := r.Partitions[0]
 				want := earliest[tc.name].Sub(obs.ObservedAt)
 				if !pr.HasTombstoneHeadroom || pr.TombstoneHeadroom != want {
-					t.Fatalf("%s on %s: tombstone headroom %v (has %v), want %v: the tombstone's stamp %v − %v + %v − now",
-						tc.name, d.Version, pr.TombstoneHeadroom, pr.HasTombstoneHeadroom, want, po.CommittedTimestamp, tc.skew, deleteRetention)
+					t.Fatalf("%s on %s: tombstone headroom %v (has %v), want %v: the tombstone's stamp %v − %v + %v − now, or its horizon %+v",
+						tc.name, d.Version, pr.TombstoneHeadroom, pr.HasTombstoneHeadroom, want, po.CommittedTimestamp, tc.skew, deleteRetention, po.Tombstones)
 				}
 				// Just written, the group may still be down for its window
 				// (unless the machine was slow to get here).
@@ -122,23 +123,41 @@ func TestTombstoneHeadroomBelowTheWindowIsViolated(t *testing.T) {
 				t.Logf("%s on %s: tombstone headroom %v, %s", tc.name, d.Version, want.Round(time.Millisecond), r.Verdict)
 			}
 
-			// Past earliest − window: the group cannot be down for its
+			// Once a cleaning kept the tombstone, its batch carries the
+			// delete horizon it stamped (the ticks roll the segment, and
+			// min.cleanable.dirty.ratio 0 has the cleaner take it at once):
+			// from then on that horizon is the claim, with its numbers.
+			// Past it less the window the group cannot be down for its
 			// window any more. Today's main: Proven.
 			for _, tc := range topics {
+				target := kafka.Target{Group: group(tc.name), Topics: []string{tc.name}, ReadOffsetsTopic: true}
+				stamped := func(po proof.PartitionObservation) bool {
+					return !po.LastCommit.IsZero() && !po.CommittedTimestamp.IsZero() && po.Tombstones != nil &&
+						len(po.Tombstones.Found) > 0 && po.Tombstones.Found[0].Offset == 1 && !po.Tombstones.Found[0].DeleteHorizon.IsZero() &&
+						po.Tombstones.ReachesEnd
+				}
+				obs := observeUntil(t, b, target, stamped)
+				if po := obs.Topics[0].Partitions[0]; !stamped(po) {
+					t.Fatalf("%s on %s: no cleaning stamped the tombstone's batch within %v, or the observer did not read to log end: %+v",
+						tc.name, d.Version, wait, po.Tombstones)
+				}
+				earliest[tc.name] = claimedDrop(t, obs.Topics[0].Partitions[0], tc.skew, deleteRetention)
 				if sleep := time.Until(earliest[tc.name].Add(-window + time.Second)); sleep > 0 {
 					time.Sleep(sleep)
 				}
-				target := kafka.Target{Group: group(tc.name), Topics: []string{tc.name}, ReadOffsetsTopic: true}
-				obs := observeUntil(t, b, target, func(po proof.PartitionObservation) bool {
-					return !po.LastCommit.IsZero() && !po.CommittedTimestamp.IsZero()
-				})
+				obs = observeUntil(t, b, target, stamped)
+				if got := claimedDrop(t, obs.Topics[0].Partitions[0], tc.skew, deleteRetention); !got.Equal(earliest[tc.name]) {
+					t.Fatalf("%s on %s: the horizon moved from %v to %v: a stamped horizon is kept", tc.name, d.Version, earliest[tc.name], got)
+				}
 				r := proof.Evaluate(obs, policy(tc.name), obs.ObservedAt)
 				if r.Verdict != proof.Violated || len(r.Violations) != 1 || r.Violations[0].Reason != proof.ReasonTombstoneHeadroomShorterThanWindow {
 					t.Fatalf("%s on %s, a tombstone the group has not read may go in %v, window %v: %s %v, want Violated %s alone",
 						tc.name, d.Version, earliest[tc.name].Sub(obs.ObservedAt), window, r.Verdict, reasons(r), proof.ReasonTombstoneHeadroomShorterThanWindow)
 				}
-				if v := r.Violations[0]; !v.ExpiresAt.Equal(earliest[tc.name]) {
-					t.Errorf("%s: expiresAt %v, want the earliest drop %v", tc.name, v.ExpiresAt, earliest[tc.name])
+				if v := r.Violations[0]; !v.ExpiresAt.Equal(earliest[tc.name]) || !strings.Contains(v.Message, "the tombstone at offset 1 (after committed offset 1)") ||
+					!strings.Contains(v.Message, "delete horizon") {
+					t.Errorf("%s: expiresAt %v, message %q; want the stamped horizon less the leader's clock allowance, %v, naming the tombstone",
+						tc.name, v.ExpiresAt, v.Message, earliest[tc.name])
 				}
 			}
 
@@ -174,7 +193,126 @@ func TestTombstoneHeadroomBelowTheWindowIsViolated(t *testing.T) {
 	}
 }
 
+// Issue 32 item 5, seed 000's compacted variant again: the same group
+// behind the same tombstone, on a topic whose segment does not roll
+// (segment.ms left at the broker's 7 days, as deployed, and nothing
+// written after), so no cleaning ever covers the tombstone: the cleaner
+// never cleans the active segment (LogCleanerManager takes a range below
+// it). The oracle's false alarms: the coarse bound (the tombstone's stamp
+// + delete.retention.ms) falls inside the window, and the tombstone was
+// still there after it. What the observer read of the batch decides: no
+// delete horizon on it, so none will be stamped before the first cleaning
+// that covers it, which starts no earlier than the read less the cleaning
+// allowance; delete.retention.ms (20 s) ≥ window (12 s) + allowance (2 s,
+// in seconds like every clock here; an hour by default): Proven. Then the
+// broker still holds the tombstone at the window's end, for a consumer
+// resuming at the committed offset.
+//
+// What the topic changes from Kafka's defaults, and why:
+// delete.retention.ms 20000 (a day by default), clocks in seconds;
+// min.cleanable.dirty.ratio 0.0 and min.compaction.lag.ms 0: the cleaner
+// would take the log at once if its segment rolled, so only the active
+// segment keeps the tombstone uncleaned; LogAppendTime: the stamp is the
+// broker's append time.
+func TestUncleanedTombstoneBehindALaggingGroupIsProven(t *testing.T) {
+	const (
+		deleteRetention = 20 * time.Second
+		window          = 12 * time.Second
+		allowance       = 2 * time.Second
+		topic           = "accounts-active-segment"
+	)
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	for _, d := range apachekafka.Dists(t) {
+		t.Run(d.Line(), func(t *testing.T) {
+			t.Parallel()
+			b := apachekafka.Start(t, d, apachekafka.WithBrokerConfig("log.cleaner.backoff.ms", "500"))
+			b.CreateTopic(t, topic, 1, map[string]string{
+				"cleanup.policy": "compact", "delete.retention.ms": ms(deleteRetention),
+				"min.cleanable.dirty.ratio": "0.0", "min.compaction.lag.ms": "0", "message.timestamp.type": "LogAppendTime",
+			})
+			b.ProduceRecords(t, &kgo.Record{Topic: topic, Partition: 0, Key: []byte("acct-1"), Value: []byte("open")},
+				&kgo.Record{Topic: topic, Partition: 0, Key: []byte("acct-1")})
+			b.Commit(t, group(topic), topic, 0, 1)
+			target := kafka.Target{Group: group(topic), Topics: []string{topic}, ReadOffsetsTopic: true, RecoveryWindow: window}
+			opts := []kafka.Option{kafka.WithCleaningAllowance(allowance)}
+			read := func(po proof.PartitionObservation) bool {
+				return !po.LastCommit.IsZero() && !po.CommittedTimestamp.IsZero() && po.Tombstones != nil
+			}
+			first := observeUntilWith(t, b, target, opts, read).Topics[0].Partitions[0]
+			if !read(first) {
+				t.Fatalf("on %s: partition %+v, want the tombstone's stamp and what the observer read after offset 1", d.Version, first)
+			}
+			// Past the coarse bound less the window: written + 20 s is
+			// under the window from now.
+			coarse := first.CommittedTimestamp.Add(deleteRetention)
+			if sleep := time.Until(coarse.Add(-window + time.Second)); sleep > 0 {
+				time.Sleep(sleep)
+			}
+			obs := observeUntilWith(t, b, target, opts, read)
+			po := obs.Topics[0].Partitions[0]
+			sc := po.Tombstones
+			if sc == nil || !sc.ReachesEnd || len(sc.Found) != 1 || sc.Found[0].Offset != 1 || !sc.Found[0].DeleteHorizon.IsZero() {
+				t.Fatalf("on %s: read %+v, want the one tombstone at offset 1, in a batch no cleaning stamped, read to log end", d.Version, sc)
+			}
+			if coarse.Sub(obs.ObservedAt) >= window {
+				t.Fatalf("on %s: the coarse bound %v leaves %v ≥ window %v: the test proves nothing", d.Version, coarse, coarse.Sub(obs.ObservedAt), window)
+			}
+			r := proof.Evaluate(obs, proof.Policy{UID: "uid", GroupID: group(topic), Topics: []string{topic}, RecoveryWindow: window}, obs.ObservedAt)
+			pr := r.Partitions[0]
+			want := sc.FetchedAt.Add(-allowance).Add(deleteRetention).Sub(obs.ObservedAt)
+			if r.Verdict != proof.Proven || !pr.HasTombstoneHeadroom || pr.TombstoneHeadroom != want || pr.TombstoneBound != proof.TombstoneFound {
+				t.Fatalf("on %s: %s %v, tombstone headroom %v (has %v, bound %d); want Proven with read %v − %v + %v − now = %v",
+					d.Version, r.Verdict, reasons(r), pr.TombstoneHeadroom, pr.HasTombstoneHeadroom, pr.TombstoneBound, sc.FetchedAt, allowance, deleteRetention, want)
+			}
+			// Reality: down for the window from the verdict, the consumer
+			// resuming at offset 1 still reads the delete.
+			if sleep := time.Until(obs.ObservedAt.Add(window)); sleep > 0 {
+				time.Sleep(sleep)
+			}
+			if !hasKey(t, b, topic, 1, "acct-1") {
+				t.Fatalf("on %s: the tombstone was gone within the window, before the earliest drop the proof relied on, %v",
+					d.Version, sc.FetchedAt.Add(-allowance).Add(deleteRetention))
+			}
+			t.Logf("on %s: coarse bound %v left, exact %v; the tombstone still there after the window", d.Version,
+				coarse.Sub(obs.ObservedAt).Round(time.Millisecond), want.Round(time.Millisecond))
+		})
+	}
+}
+
 func group(topic string) string { return "ledger-" + topic }
+
+// claimedDrop is the earliest drop of the tombstone at offset 1 (the
+// committed offset) the proof claims from po (internal/proof tombstone.go):
+// once a cleaning kept it, the delete horizon stamped on its batch less
+// the second allowed for the leader's clock running ahead; before, its
+// stamp − skew + delete.retention.ms (the observer's default cleaning
+// allowance, an hour, reaches further back than these clocks in seconds).
+func claimedDrop(t *testing.T, po proof.PartitionObservation, skew, deleteRetention time.Duration) time.Time {
+	t.Helper()
+	sc := po.Tombstones
+	if sc == nil || len(sc.Found) == 0 || sc.Found[0].Offset != 1 {
+		t.Fatalf("the observation shows no tombstone at offset 1: %+v", sc)
+	}
+	coarse := po.CommittedTimestamp.Add(-skew).Add(deleteRetention)
+	h := sc.Found[0].DeleteHorizon
+	if h.IsZero() {
+		return coarse
+	}
+	claim := h.Add(-proof.CoordinatorClockAllowance)
+	if sc.ReachesEnd {
+		return claim
+	}
+	// Not read to log end: the records not read are dated by the
+	// tombstone's stamp, or the first of them when its header says it.
+	rest := coarse
+	if next := sc.NextTimestamp.Add(-skew).Add(deleteRetention); !sc.NextTimestamp.IsZero() && next.After(rest) {
+		rest = next
+	}
+	if rest.Before(claim) {
+		return rest
+	}
+	return claim
+}
 
 // tickEvery writes a record of key "tick" to each topic's partition 0
 // every period until stop is called: the segments roll (segment.ms) and the
