@@ -37,7 +37,8 @@ type watcher struct {
 // newWatcher is check's observer and policy for s, kept across passes.
 func newWatcher(t *testing.T, b *apachekafka.Broker, s Scenario) *watcher {
 	w := &watcher{
-		o:    kafka.NewObserver(),
+		// The cleaning allowance scaled like every clock, as check is given it.
+		o:    kafka.NewObserver(kafka.WithCleaningAllowance(scaled(proof.DefaultCleaningAllowance))),
 		conn: kafka.Connection{BootstrapServers: b.Addrs()},
 		target: kafka.Target{Group: s.GroupID(), Topics: []string{s.Topic()},
 			ReadOffsetsTopic: s.ReadOffsetsTopic, RecoveryWindow: s.Window},
