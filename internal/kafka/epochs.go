@@ -177,37 +177,26 @@ func (p *pass) commitWitness(gs *groupState, tp topicPartition) proof.CommitWitn
 	return cw
 }
 
-// endEpochs are the leader epochs read with those log ends.
-func (p *pass) endEpochs(g string) map[topicPartition]int32 {
-	out := make(map[topicPartition]int32)
-	for _, name := range p.groupTopics[g] {
-		ts := p.topics[name]
-		if ts == nil {
-			continue
-		}
-		for id, ps := range ts.partitions {
-			if ps.logEnd >= 0 && ps.endEpoch >= 0 {
-				out[topicPartition{Topic: name, Partition: id}] = ps.endEpoch
-			}
-		}
-	}
-	return out
-}
-
 // logEnds are the log ends read for the group's topics, for the group
-// memory to witness a log end that went down.
-func (p *pass) logEnds(g string) map[topicPartition]int64 {
-	out := make(map[topicPartition]int64)
+// memory to witness a log end that went down, and the leader epochs read
+// with them, for it to witness the epoch a commit was first seen in.
+func (p *pass) logEnds(g string) (ends map[topicPartition]int64, epochs map[topicPartition]int32) {
+	ends, epochs = make(map[topicPartition]int64), make(map[topicPartition]int32)
 	for _, name := range p.groupTopics[g] {
 		ts := p.topics[name]
 		if ts == nil {
 			continue
 		}
 		for id, ps := range ts.partitions {
-			if ps.logEnd >= 0 {
-				out[topicPartition{Topic: name, Partition: id}] = ps.logEnd
+			if ps.logEnd < 0 {
+				continue
+			}
+			tp := topicPartition{Topic: name, Partition: id}
+			ends[tp] = ps.logEnd
+			if ps.endEpoch >= 0 {
+				epochs[tp] = ps.endEpoch
 			}
 		}
 	}
-	return out
+	return ends, epochs
 }

@@ -288,13 +288,14 @@ func (p *pass) run(ctx context.Context) {
 
 	for _, g := range p.groups {
 		gs := p.groupInfo[g]
+		ends, endEpochs := p.logEnds(g)
 		p.recall[g] = p.o.memory.Record(p.conn.clusterKey(), g, groupmemory.Facts{
 			StateKnown: gs.stateKnown,
 			State:      gs.state,
 			Kind:       gs.protocol + "/" + gs.protocolType,
 			Committed:  gs.committed,
-			LogEnds:    p.logEnds(g),
-			EndEpochs:  p.endEpochs(g),
+			LogEnds:    ends,
+			EndEpochs:  endEpochs,
 		}, p.now)
 	}
 	p.log(start)
