@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -293,7 +291,7 @@ func (p *pass) windowOf(group string) time.Duration {
 // compacts reports whether the topic's cleanup.policy, as read, compacts.
 func (p *pass) compacts(topic string) bool {
 	ts := p.topics[topic]
-	return ts != nil && ts.cleanupPolicy.Present && !ts.cleanupPolicy.Null && strings.Contains(ts.cleanupPolicy.Value, "compact")
+	return ts != nil && proof.Compacts(ts.cleanupPolicy)
 }
 
 // rescanTombstones reads again, with tombstoneScanBytes, the lagging
@@ -310,9 +308,8 @@ func (p *pass) rescanTombstones(ctx context.Context, needers map[timestampWant][
 		if !ok || !p.compacts(w.tp.Topic) || (fr.hw >= 0 && fr.through >= fr.hw) {
 			continue
 		}
-		ts := p.topics[w.tp.Topic]
-		dr, err := strconv.ParseInt(ts.deleteRetentionMs.Value, 10, 64)
-		if !ts.deleteRetentionMs.Present || err != nil || dr < 0 {
+		dr, ok := proof.DeleteRetention(p.topics[w.tp.Topic].deleteRetentionMs)
+		if !ok {
 			continue
 		}
 		wouldFail := false
@@ -321,7 +318,7 @@ func (p *pass) rescanTombstones(ctx context.Context, needers map[timestampWant][
 				continue
 			}
 			at, _ := fr.around(n.committed)
-			if at.IsZero() || at.Add(time.Duration(dr)*time.Millisecond).Sub(p.now) < p.windowOf(n.group)+p.o.opts.cleaningAllowance {
+			if at.IsZero() || at.Add(dr).Sub(p.now) < p.windowOf(n.group)+p.o.opts.cleaningAllowance {
 				wouldFail = true
 			}
 		}
@@ -338,37 +335,26 @@ func (p *pass) rescanTombstones(ctx context.Context, needers map[timestampWant][
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem := make(chan struct{}, reaskConcurrency)
-			var inner sync.WaitGroup
-			for _, w := range wants {
-				if ctx.Err() != nil {
-					break
+			got := p.eachAlone(ctx, wants, func(w timestampWant) (fetchedRecords, bool) {
+				fr, ok := p.fetchOne(ctx, leader, w)
+				// A broker answers from one log segment: past its end,
+				// the next fetch starts the next one.
+				for i := 1; ok && i < tombstoneScanFetches && fr.through < fr.hw && ctx.Err() == nil; i++ {
+					next, more := p.fetchOne(ctx, leader, timestampWant{w.tp, fr.through})
+					if !more || next.through <= fr.through {
+						break
+					}
+					fr.extend(next)
 				}
-				sem <- struct{}{}
-				inner.Add(1)
-				go func() {
-					defer func() { <-sem; inner.Done() }()
-					fr, ok := p.fetchOne(ctx, leader, w)
-					if !ok {
-						return
-					}
-					// A broker answers from one log segment: past its
-					// end, the next fetch starts the next one.
-					for i := 1; i < tombstoneScanFetches && fr.through < fr.hw && ctx.Err() == nil; i++ {
-						next, ok := p.fetchOne(ctx, leader, timestampWant{w.tp, fr.through})
-						if !ok || next.through <= fr.through {
-							break
-						}
-						fr.extend(next)
-					}
-					mu.Lock()
-					defer mu.Unlock()
-					if fr.through > found[w].through {
-						found[w] = fr
-					}
-				}()
+				return fr, ok
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			for w, fr := range got {
+				if fr.through > found[w].through {
+					found[w] = fr
+				}
 			}
-			inner.Wait()
 		}()
 	}
 	wg.Wait()
@@ -384,13 +370,24 @@ const reaskConcurrency = 4
 // skipped partition, a few in flight: the count grows with the partitions
 // the broker skipped, never with the others.
 func (p *pass) reaskSkipped(ctx context.Context, leader int32, skipped []timestampWant) map[timestampWant]fetchedRecords {
+	return p.eachAlone(ctx, skipped, func(w timestampWant) (fetchedRecords, bool) {
+		got, _, _ := p.fetchTimestamps(ctx, leader, []timestampWant{w}, timestampFetchBytes)
+		fr, ok := got[w]
+		return fr, ok
+	})
+}
+
+// eachAlone reads each of wants with read, reaskConcurrency in flight,
+// and returns what was read: the re-asks of skipped partitions and the
+// tombstone scans, one partition per request.
+func (p *pass) eachAlone(ctx context.Context, wants []timestampWant, read func(timestampWant) (fetchedRecords, bool)) map[timestampWant]fetchedRecords {
 	var (
 		mu  sync.Mutex
-		out = make(map[timestampWant]fetchedRecords, len(skipped))
+		out = make(map[timestampWant]fetchedRecords, len(wants))
 		wg  sync.WaitGroup
 		sem = make(chan struct{}, reaskConcurrency)
 	)
-	for _, w := range skipped {
+	for _, w := range wants {
 		if ctx.Err() != nil {
 			break
 		}
@@ -398,12 +395,11 @@ func (p *pass) reaskSkipped(ctx context.Context, leader int32, skipped []timesta
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			got, _, _ := p.fetchTimestamps(ctx, leader, []timestampWant{w}, timestampFetchBytes)
-			mu.Lock()
-			for k, fr := range got {
-				out[k] = fr
+			if fr, ok := read(w); ok {
+				mu.Lock()
+				out[w] = fr
+				mu.Unlock()
 			}
-			mu.Unlock()
 		}()
 	}
 	wg.Wait()

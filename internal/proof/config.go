@@ -111,6 +111,24 @@ func readCleanupPolicy(v ConfigValue) (deletes, compacts bool, problem string) {
 	return deletes, compacts, ""
 }
 
+// Compacts reports whether cleanup.policy, read by the proof's own rule
+// (readCleanupPolicy), compacts; false when unreadable. For the observer,
+// which reads more of a compacting topic's records (its tombstones).
+func Compacts(v ConfigValue) bool {
+	_, compacts, problem := readCleanupPolicy(v)
+	return problem == "" && compacts
+}
+
+// DeleteRetention reads delete.retention.ms by the proof's own rule; false
+// when unreadable or negative.
+func DeleteRetention(v ConfigValue) (time.Duration, bool) {
+	ms, problem := readInt(keyDeleteRetentionMs, v)
+	if problem != "" || ms < 0 {
+		return 0, false
+	}
+	return millisToDuration(ms), true
+}
+
 // readRemoteStorage reads remote.storage.enable. Absent means a broker
 // without tiered storage (before 3.6, or kfake): false. Null or anything
 // but true/false is unreadable.

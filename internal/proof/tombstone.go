@@ -204,8 +204,8 @@ func tombstoneViolations(o *clauseOutcome, f *facts, partitions []PartitionResul
 			Reason: ReasonTombstoneHeadroomShorterThanWindow, Topic: pr.Topic, Partition: pr.Partition,
 			Message:   tombstoneMessage(pr, f.policy.Cursor.ResumesFromCursor(), window),
 			Committed: NoOffset, LogStart: -1, LogEnd: -1, Cursor: NoOffset,
-			// The record's timestamp − skew + delete.retention.ms: now
-			// cancels out.
+			// The earliest drop the headroom was computed from (one of
+			// the three bounds above): now cancels out.
 			ExpiresAt: f.now.Add(pr.TombstoneHeadroom),
 		})
 	}
