@@ -14,6 +14,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/retentionguard/retention-guard/controllers"
+	"github.com/retentionguard/retention-guard/internal/heartbeat"
 )
 
 // managerConfig is what the flags amount to, computed once before
@@ -100,7 +101,7 @@ func managerCache(o *managerOptions) cache.Options {
 	if heartbeatNamespace != "" {
 		opts.ByObject[&coordinationv1.Lease{}] = cache.ByObject{
 			Namespaces: map[string]cache.Config{heartbeatNamespace: {}},
-			Label:      labels.SelectorFromSet(labels.Set{controllers.HeartbeatLabel: "true"}),
+			Label:      labels.SelectorFromSet(labels.Set{heartbeat.Label: "true"}),
 		}
 	}
 	if len(o.watchNamespaces) > 0 {

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
-	"github.com/retentionguard/retention-guard/controllers"
+	"github.com/retentionguard/retention-guard/internal/heartbeat"
 )
 
 // What the manager's cache holds decides what it reads and what its RBAC
@@ -17,7 +17,7 @@ import (
 // namespaces plus the manager's own (ClusterKafkaConnections' Secrets),
 // and of Leases it holds only the heartbeats, only in its own namespace.
 func TestManagerCacheFollowsTheFlags(t *testing.T) {
-	heartbeat := labels.SelectorFromSet(labels.Set{controllers.HeartbeatLabel: "true"})
+	heartbeat := labels.SelectorFromSet(labels.Set{heartbeat.Label: "true"})
 	for _, c := range []struct {
 		name           string
 		watch          []string

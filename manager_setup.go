@@ -16,7 +16,9 @@ import (
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/controllers"
 	"github.com/retentionguard/retention-guard/internal/certs"
+	"github.com/retentionguard/retention-guard/internal/coalesce"
 	"github.com/retentionguard/retention-guard/internal/cursor"
+	"github.com/retentionguard/retention-guard/internal/heartbeat"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/resolve"
 	"github.com/retentionguard/retention-guard/internal/webhookscope"
@@ -29,7 +31,7 @@ import (
 // resolver that turns policies and connections into dialable connections.
 type kafkaSide struct {
 	observer  *kafka.Observer
-	coalescer *controllers.Coalescer
+	coalescer *coalesce.Coalescer
 	cursors   *cursor.Reader
 	resolver  *resolve.ConnectionResolver
 }
@@ -46,7 +48,7 @@ func setupKafka(mgr ctrl.Manager, o *managerOptions) (*kafkaSide, error) {
 		kafka.WithRequestHook(controllers.ObserveKafkaRequest),
 		kafka.WithTimeouts(0, o.kafkaRequestTimeout, o.kafkaRequestTimeout),
 	)
-	coalescer := controllers.NewCoalescer(observer, controllers.CoalescerOptions{
+	coalescer := coalesce.New(observer, coalesce.Options{
 		PassTimeout: 3 * o.kafkaRequestTimeout,
 		Logger:      ctrl.Log.WithName("observations"),
 	})
@@ -89,7 +91,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, 
 	if mc.heartbeatNamespace != "" {
 		// Statuses are written when proofs change; the leader's heartbeat
 		// Leases confirm them in between (controllers/heartbeat.go).
-		reconciler.Heartbeats = &controllers.Heartbeats{Client: mgr.GetClient(), Namespace: mc.heartbeatNamespace,
+		reconciler.Heartbeats = &heartbeat.Leases{Client: mgr.GetClient(), Namespace: mc.heartbeatNamespace,
 			Logger: ctrl.Log.WithName("heartbeat")}
 		if err := mgr.Add(reconciler.Heartbeats); err != nil {
 			return err

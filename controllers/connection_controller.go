@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/coalesce"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/resolve"
@@ -42,7 +43,7 @@ import (
 type KafkaConnectionReconciler struct {
 	Client    client.Client
 	Resolver  *resolve.ConnectionResolver
-	Coalescer *Coalescer
+	Coalescer *coalesce.Coalescer
 	Recorder  events.EventRecorder
 	// Kind is rgv1.KindClusterKafkaConnection or rgv1.KindKafkaConnection.
 	Kind string
@@ -106,7 +107,7 @@ func (r *KafkaConnectionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	_, obj := r.newObject()
 	notifications := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		r.Coalescer.SetClusterNotify(r.Kind, func(o ConnectionOwner) {
+		r.Coalescer.SetClusterNotify(r.Kind, func(o coalesce.ConnectionOwner) {
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}})
 		})
 		return nil
@@ -163,8 +164,8 @@ func (r *KafkaConnectionReconciler) connectionsForSecret(ctx context.Context, s 
 	return reqs
 }
 
-func (r *KafkaConnectionReconciler) owner(key types.NamespacedName) ConnectionOwner {
-	return ConnectionOwner{Kind: r.Kind, Namespace: key.Namespace, Name: key.Name}
+func (r *KafkaConnectionReconciler) owner(key types.NamespacedName) coalesce.ConnectionOwner {
+	return coalesce.ConnectionOwner{Kind: r.Kind, Namespace: key.Namespace, Name: key.Name}
 }
 
 // Reconcile observes one connection's cluster and patches its status once.

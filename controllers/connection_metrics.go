@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/coalesce"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
@@ -49,7 +50,7 @@ type connectionMetrics struct{}
 
 var connectionMetricsState connectionMetrics
 
-func (connectionMetrics) record(o ConnectionOwner, out connectionOutcome) {
+func (connectionMetrics) record(o coalesce.ConnectionOwner, out connectionOutcome) {
 	l := []string{o.Kind, o.Namespace, o.Name}
 	st := out.Status
 	ready := 0.0
@@ -79,7 +80,7 @@ func (connectionMetrics) record(o ConnectionOwner, out connectionOutcome) {
 	}
 }
 
-func (connectionMetrics) forget(o ConnectionOwner) {
+func (connectionMetrics) forget(o coalesce.ConnectionOwner) {
 	labels := prometheus.Labels{"kind": o.Kind, "namespace": o.Namespace, "connection": o.Name}
 	for _, v := range []*prometheus.GaugeVec{connectionReady, connectionBrokers, connectionOffsetsRetention,
 		connectionPolicies, connectionLastObserved, connectionUnguardedGroups} {

@@ -30,6 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/coalesce"
+	"github.com/retentionguard/retention-guard/internal/heartbeat"
 	"github.com/retentionguard/retention-guard/internal/resolve"
 	"github.com/retentionguard/retention-guard/internal/workloadread"
 )
@@ -52,12 +54,12 @@ type ConsumerRetentionPolicyReconciler struct {
 	// Resolver turns spec.kafka into a connection.
 	Resolver *resolve.ConnectionResolver
 	// Coalescer shares observations among policies of one cluster.
-	Coalescer *Coalescer
+	Coalescer *coalesce.Coalescer
 	// Recorder records events.k8s.io events on verdict transitions.
 	Recorder events.EventRecorder
 	// Heartbeats confirms unchanged proofs between status writes; nil:
 	// the status is written on every check.
-	Heartbeats *Heartbeats
+	Heartbeats *heartbeat.Leases
 	// MaxConcurrentReconciles defaults to 4 (reconciles do no Kafka I/O).
 	MaxConcurrentReconciles int
 	// Workloads, when set, finds the workloads the group's live members

@@ -590,11 +590,7 @@ func TestDeletedPolicyLosesItsSeries(t *testing.T) {
 	} {
 		g.Eventually(func() int { return len(seriesOf(name, labels)) }, eventually, poll).Should(BeZero(), name)
 	}
-	g.Eventually(func() int {
-		h.coalescer.mu.Lock()
-		defer h.coalescer.mu.Unlock()
-		return len(h.coalescer.owners)
-	}, eventually, poll).Should(BeZero(), "the deleted policy's target is unregistered")
+	g.Eventually(h.coalescer.Registered, eventually, poll).Should(BeZero(), "the deleted policy's target is unregistered")
 }
 
 // silentListener accepts connections and never answers, like a hung

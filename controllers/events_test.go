@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/proof"
@@ -107,7 +108,7 @@ func TestVerdictEventNoteIsBounded(t *testing.T) {
 func TestLastVerdictsOutrunTheCache(t *testing.T) {
 	g := NewWithT(t)
 	var l lastVerdicts
-	key := owner(1)
+	key := types.NamespacedName{Namespace: "ns", Name: "policy-1"}
 	// After a restart: the status is the reference.
 	g.Expect(l.swap(key, "uid-1", rgv1.VerdictViolated, rgv1.VerdictProven)).To(Equal(rgv1.VerdictProven))
 	// The cache still shows Proven: the remembered Violated wins.

@@ -9,6 +9,7 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/assemble"
+	"github.com/retentionguard/retention-guard/internal/coalesce"
 	"github.com/retentionguard/retention-guard/internal/resolve"
 )
 
@@ -21,7 +22,7 @@ import (
 // says what the status would.
 type LiveChecker struct {
 	Resolver  *resolve.ConnectionResolver
-	Coalescer *Coalescer
+	Coalescer *coalesce.Coalescer
 	// CronJobs lists the CronJobs a policy selects, normally the manager's
 	// cached client (CronJobs are cached reduced to what the proof reads:
 	// CacheByObject); the Resolver's Objects reader when nil.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/coalesce"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
@@ -91,7 +92,7 @@ func BenchmarkHeapPerPolicy(b *testing.B) {
 	var coalescerB, metricsB, policyB float64
 	for b.Loop() {
 		h0 := liveHeap()
-		c := NewCoalescer(shapeObserver{}, CoalescerOptions{Linger: time.Millisecond})
+		c := coalesce.New(shapeObserver{}, coalesce.Options{Linger: time.Millisecond})
 		var ready sync.WaitGroup
 		ready.Add(policies)
 		c.SetNotify(func(types.NamespacedName) { ready.Done() })

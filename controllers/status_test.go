@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/heartbeat"
 	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/resolve"
 )
@@ -361,7 +362,7 @@ func TestTruncateKeepsUTF8(t *testing.T) {
 // only once they drift by 1% (at least a minute); any other change is
 // written at once. Without one, every check moves checkedAt.
 func TestUnchangedProofIsNotWrittenAgain(t *testing.T) {
-	hb := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: HeartbeatLeaseName([]string{"kafka:9092"}, time.Minute)}
+	hb := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: heartbeat.LeaseName([]string{"kafka:9092"}, time.Minute)}
 	// A lagging partition: its headroom is the record's timestamp plus
 	// 7 days of retention, minus now.
 	obsAt := func(at time.Time, committed int64) *proof.Observation {
@@ -397,7 +398,7 @@ func TestUnchangedProofIsNotWrittenAgain(t *testing.T) {
 	g.Expect(lost.Proof.Verdict).NotTo(Equal(first.Proof.Verdict))
 	g.Expect(lost.Proof.CheckedAt.Time).To(Equal(statusNow.Add(time.Minute)))
 	// Naming another heartbeat (another cluster or interval) is a change.
-	other := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: HeartbeatLeaseName([]string{"kafka:9092"}, time.Hour)}
+	other := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: heartbeat.LeaseName([]string{"kafka:9092"}, time.Hour)}
 	g.Expect(check(first, statusNow.Add(time.Minute), 4, other).Heartbeat).To(Equal(other))
 	// The same facts an hour later (ten intervals, at least an hour) are
 	// written all the same, so that the Proof Age column stays true.
@@ -434,7 +435,7 @@ func TestDurationTolerance(t *testing.T) {
 // committed offset it speaks of). Warnings are compared as warningFacts,
 // never as masked prose.
 func TestWarningComparedByItsFacts(t *testing.T) {
-	hb := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: HeartbeatLeaseName([]string{"kafka:9092"}, time.Minute)}
+	hb := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: heartbeat.LeaseName([]string{"kafka:9092"}, time.Minute)}
 	obsAt := func(at time.Time, committed int64) *proof.Observation {
 		o := obsWith([3]int64{0, 10, committed})
 		o.ObservedAt = at
@@ -512,7 +513,7 @@ func TestComputeStatusCursor(t *testing.T) {
 // changes only because time passed, or because a live figure such as the
 // lag moved, is not.
 func TestViolationFactsDecideWhetherTheStatusChanged(t *testing.T) {
-	hb := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: HeartbeatLeaseName([]string{"kafka:9092"}, time.Minute)}
+	hb := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: heartbeat.LeaseName([]string{"kafka:9092"}, time.Minute)}
 	check := func(cur rgv1.ConsumerRetentionPolicyStatus, obs proof.Observation, at time.Time) rgv1.ConsumerRetentionPolicyStatus {
 		obs.ObservedAt = at
 		return computeStatus(cur, statusInput{Generation: 1, Policy: testPolicy(), Now: at, Observation: &obs, Heartbeat: hb}).Status
@@ -609,7 +610,7 @@ func TestViolationFactsDecideWhetherTheStatusChanged(t *testing.T) {
 // fact beside its prose, or the policy reads guarded while a consumer's
 // rollouts go unchecked.
 func TestConsumerGapIsAFact(t *testing.T) {
-	hb := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: HeartbeatLeaseName([]string{"kafka:9092"}, time.Minute)}
+	hb := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: heartbeat.LeaseName([]string{"kafka:9092"}, time.Minute)}
 	obs := healthyObs()
 	check := func(cur rgv1.ConsumerRetentionPolicyStatus, at time.Time, gaps []consumerGap) rgv1.ConsumerRetentionPolicyStatus {
 		o := obs

@@ -33,8 +33,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/coalesce"
 	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/freshness"
+	"github.com/retentionguard/retention-guard/internal/heartbeat"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/resolve"
@@ -245,7 +247,7 @@ type harness struct {
 	requests  *requestCounter
 	writes    *writeCounter
 	observer  *countingObserver
-	coalescer *Coalescer
+	coalescer *coalesce.Coalescer
 	resolver  *resolve.ConnectionResolver
 	logs      *syncBuffer
 	stop      func()
@@ -274,7 +276,7 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 			namespaces[ns] = cache.Config{}
 		}
 	}
-	h.coalescer = NewCoalescer(h.observer, CoalescerOptions{
+	h.coalescer = coalesce.New(h.observer, coalesce.Options{
 		PassTimeout: 6 * time.Second,
 		Linger:      50 * time.Millisecond,
 		Logger:      logger.WithName("observations"),
@@ -330,7 +332,7 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 		// namespace) confirm unchanged proofs.
 		// A tick well under the test intervals: a Lease is written only
 		// when what it says moves, however often it is looked at.
-		r.Heartbeats = &Heartbeats{Client: mgr.GetClient(), Namespace: h.ns, Logger: logger.WithName("heartbeat"),
+		r.Heartbeats = &heartbeat.Leases{Client: mgr.GetClient(), Namespace: h.ns, Logger: logger.WithName("heartbeat"),
 			Tick: 200 * time.Millisecond}
 		g.Expect(mgr.Add(r.Heartbeats)).To(Succeed())
 	}
@@ -437,7 +439,7 @@ func heartbeatRenewed(p *rgv1.ConsumerRetentionPolicy) func(g Gomega) time.Time 
 		g.Expect(l.Spec.RenewTime).NotTo(BeNil())
 		// The Lease says, for people, the window the webhook's freshness
 		// rule gives proofs of its checkInterval.
-		g.Expect(l.Spec.LeaseDurationSeconds).To(HaveValue(BeEquivalentTo(int32(freshness.Window(leaseInterval(&l)).Seconds()))))
+		g.Expect(l.Spec.LeaseDurationSeconds).To(HaveValue(BeEquivalentTo(int32(freshness.Window(heartbeat.Interval(&l)).Seconds()))))
 		return l.Spec.RenewTime.Time
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/controllers"
+	"github.com/retentionguard/retention-guard/internal/coalesce"
 	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/cursor/cursortest"
 	"github.com/retentionguard/retention-guard/internal/kafka"
@@ -59,7 +60,7 @@ func TestStartJudgedLiveWithTheBusinessCursor(t *testing.T) {
 	defer reader.Close()
 	observer := kafka.NewObserver()
 	defer observer.Close()
-	coalescer := controllers.NewCoalescer(observer, controllers.CoalescerOptions{})
+	coalescer := coalesce.New(observer, coalesce.Options{})
 	defer coalescer.Close()
 	// The broker and the database listen on loopback: allowed (an empty
 	// allowlist allows nothing).

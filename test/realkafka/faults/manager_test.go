@@ -19,6 +19,7 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/controllers"
+	"github.com/retentionguard/retention-guard/internal/coalesce"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
 	"github.com/retentionguard/retention-guard/internal/resolve"
@@ -51,7 +52,7 @@ func startManager(t *testing.T, allowed []string) *manager {
 	}
 
 	observer := kafka.NewObserver()
-	coalescer := controllers.NewCoalescer(observer, controllers.CoalescerOptions{})
+	coalescer := coalesce.New(observer, coalesce.Options{})
 	allow, err := resolve.NewBootstrapAllowlist(allowed)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 // Package product runs retention-guard's own entry points against real
 // Apache Kafka brokers (3.9 and the newest 4.x, internal/kafka/apachekafka):
 // `check` and `scan` as a user runs them, and the manager's batched pass
-// (controllers.Coalescer over kafka.Observer: one observation of every
+// (coalesce.Coalescer over kafka.Observer: one observation of every
 // policy on a cluster). The kfake tests in internal/kafka, internal/cli and
 // controllers stand in for these where they agree; where a broker answers
 // differently from kfake these tests decide.

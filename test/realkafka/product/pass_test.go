@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/retentionguard/retention-guard/controllers"
 	"github.com/retentionguard/retention-guard/internal/cli"
+	"github.com/retentionguard/retention-guard/internal/coalesce"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
@@ -91,7 +91,7 @@ func managerPass(t *testing.T, conn kafka.Connection, targets []kafka.Target) []
 	t.Helper()
 	o := kafka.NewObserver()
 	t.Cleanup(o.Close)
-	c := controllers.NewCoalescer(o, controllers.CoalescerOptions{Linger: 500 * time.Millisecond, PassTimeout: 30 * time.Second})
+	c := coalesce.New(o, coalesce.Options{Linger: 500 * time.Millisecond, PassTimeout: 30 * time.Second})
 	t.Cleanup(c.Close)
 	var mu sync.Mutex
 	notified := map[types.NamespacedName]bool{}

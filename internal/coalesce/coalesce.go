@@ -1,4 +1,4 @@
-package controllers
+package coalesce
 
 import (
 	"context"
@@ -35,8 +35,8 @@ func (o ConnectionOwner) String() string {
 	return o.Kind + "/" + o.Namespace + "/" + o.Name
 }
 
-// CoalescerOptions tune a Coalescer. Zero values take the defaults.
-type CoalescerOptions struct {
+// Options tune a Coalescer. Zero values take the defaults.
+type Options struct {
 	// PassTimeout bounds one observation pass of a cluster (all of its
 	// targets). Default 10s.
 	PassTimeout time.Duration
@@ -88,7 +88,7 @@ var ErrCoalescerClosed = errors.New("the observation coalescer is closed")
 // Close, or the end of Start, cancels the passes in flight.
 type Coalescer struct {
 	observer Observer
-	opts     CoalescerOptions
+	opts     Options
 	log      logr.Logger
 
 	// ctx ends at Close: every pass runs under it, and an accessor
@@ -106,8 +106,8 @@ type Coalescer struct {
 	notifyFor map[string]func(ConnectionOwner) // by owner kind: connection owners whose cluster view is ready
 }
 
-// NewCoalescer returns a Coalescer observing through observer.
-func NewCoalescer(observer Observer, opts CoalescerOptions) *Coalescer {
+// New returns a Coalescer observing through observer.
+func New(observer Observer, opts Options) *Coalescer {
 	if opts.PassTimeout <= 0 {
 		opts.PassTimeout = 10 * time.Second
 	}
@@ -375,4 +375,12 @@ func (c *Coalescer) notifyWatchers(owners []ConnectionOwner) {
 			fn(o)
 		}
 	}
+}
+
+// Registered is the number of policies registered for passes: a policy
+// that was deleted or that lost its connection is no longer counted.
+func (c *Coalescer) Registered() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.owners)
 }

@@ -1,4 +1,4 @@
-package controllers
+package heartbeat
 
 import (
 	"testing"
@@ -13,11 +13,11 @@ import (
 
 func TestHeartbeatLeaseName(t *testing.T) {
 	g := NewWithT(t)
-	a := HeartbeatLeaseName([]string{"Kafka-1:9092", "kafka-0:9092"}, time.Minute)
-	g.Expect(a).To(Equal(HeartbeatLeaseName([]string{"kafka-0:9092", " kafka-1:9092", "kafka-0:9092"}, time.Minute)),
+	a := LeaseName([]string{"Kafka-1:9092", "kafka-0:9092"}, time.Minute)
+	g.Expect(a).To(Equal(LeaseName([]string{"kafka-0:9092", " kafka-1:9092", "kafka-0:9092"}, time.Minute)),
 		"order, case, blanks and duplicates do not matter")
-	g.Expect(a).NotTo(Equal(HeartbeatLeaseName([]string{"kafka-0:9092", "kafka-1:9092"}, 10*time.Minute)), "one Lease per interval")
-	g.Expect(a).NotTo(Equal(HeartbeatLeaseName([]string{"kafka-0:9092"}, time.Minute)), "one Lease per cluster")
+	g.Expect(a).NotTo(Equal(LeaseName([]string{"kafka-0:9092", "kafka-1:9092"}, 10*time.Minute)), "one Lease per interval")
+	g.Expect(a).NotTo(Equal(LeaseName([]string{"kafka-0:9092"}, time.Minute)), "one Lease per cluster")
 	g.Expect(len(a)).To(BeNumerically("<=", 63), "a valid object name")
 }
 

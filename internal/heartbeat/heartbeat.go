@@ -1,4 +1,4 @@
-package controllers
+package heartbeat
 
 import (
 	"context"
@@ -35,7 +35,7 @@ import (
 // pending, failing or not yet done since this process started holds its
 // Lease back, and the webhook then finds the proofs stale and checks live.
 //
-//   - Two replicas: only the leader renews (Heartbeats needs leader
+//   - Two replicas: only the leader renews (Leases needs leader
 //     election); every replica's webhook reads the Leases from its cache.
 //   - A new leader knows no confirmation until it has re-proved every
 //     policy of a Lease itself (about one interval); meanwhile the Lease
@@ -46,9 +46,9 @@ import (
 //   - A Kafka cluster that stops answering turns its policies' proofs
 //     Unknown: a change, written, and confirmed like any other.
 
-// HeartbeatLabel marks the Leases Heartbeats maintains (value "true"); the
+// Label marks the Leases Leases maintains (value "true"); the
 // manager's cache holds only those.
-const HeartbeatLabel = "retentionguard.io/heartbeat"
+const Label = "retentionguard.io/heartbeat"
 
 // Annotations on a heartbeat Lease, for people.
 const (
@@ -59,11 +59,11 @@ const (
 // heartbeatTick is how often the leader renews Leases that are due.
 const heartbeatTick = 5 * time.Second
 
-// HeartbeatLeaseName names the Lease of the policies on a Kafka cluster
+// LeaseName names the Lease of the policies on a Kafka cluster
 // (its bootstrap servers, in any order and case) with one checkInterval.
 // Credentials are not part of it: policies that reach one cluster with
 // different credentials share the Lease (it waits for all of them).
-func HeartbeatLeaseName(servers []string, interval time.Duration) string {
+func LeaseName(servers []string, interval time.Duration) string {
 	return "retention-guard-heartbeat-" + heartbeatHash(servers, interval)
 }
 
@@ -77,10 +77,10 @@ func heartbeatHash(servers []string, interval time.Duration) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-// Heartbeats renews the heartbeat Leases. The reconciler reports each
+// Leases renews the heartbeat Leases. The reconciler reports each
 // policy it re-proved (Confirm) and each it stops proving (Forget); Start
 // runs on the leader only and renews the Leases that are due.
-type Heartbeats struct {
+type Leases struct {
 	// Client reads policies and Leases from the manager's cache and
 	// writes Leases.
 	Client client.Client
@@ -115,13 +115,13 @@ type confirmation struct {
 }
 
 // Reference is the heartbeat a policy on servers with interval names.
-func (h *Heartbeats) Reference(servers []string, interval time.Duration) *rgv1.HeartbeatReference {
-	return &rgv1.HeartbeatReference{Namespace: h.Namespace, Name: HeartbeatLeaseName(servers, interval)}
+func (h *Leases) Reference(servers []string, interval time.Duration) *rgv1.HeartbeatReference {
+	return &rgv1.HeartbeatReference{Namespace: h.Namespace, Name: LeaseName(servers, interval)}
 }
 
 // Confirm records that the policy's status holds the proof of an
 // observation made at observedAt (it was equal, or written).
-func (h *Heartbeats) Confirm(key types.NamespacedName, uid types.UID, ref *rgv1.HeartbeatReference, servers []string,
+func (h *Leases) Confirm(key types.NamespacedName, uid types.UID, ref *rgv1.HeartbeatReference, servers []string,
 	interval time.Duration, observedAt time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -132,7 +132,7 @@ func (h *Heartbeats) Confirm(key types.NamespacedName, uid types.UID, ref *rgv1.
 }
 
 // Forget drops a policy that is deleted or no longer observed.
-func (h *Heartbeats) Forget(key types.NamespacedName) {
+func (h *Leases) Forget(key types.NamespacedName) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.confirmed, key)
@@ -140,10 +140,10 @@ func (h *Heartbeats) Forget(key types.NamespacedName) {
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: only the
 // leader proves, so only it may renew.
-func (h *Heartbeats) NeedLeaderElection() bool { return true }
+func (h *Leases) NeedLeaderElection() bool { return true }
 
 // Start renews due Leases every Tick until ctx ends.
-func (h *Heartbeats) Start(ctx context.Context) error {
+func (h *Leases) Start(ctx context.Context) error {
 	if h.Identity == "" {
 		h.Identity, _ = os.Hostname()
 	}
@@ -210,7 +210,7 @@ func dueRenewals(namespace string, policies []rgv1.ConsumerRetentionPolicy, conf
 	return out
 }
 
-func (h *Heartbeats) renew(ctx context.Context) error {
+func (h *Leases) renew(ctx context.Context) error {
 	var list rgv1.ConsumerRetentionPolicyList
 	if err := h.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return err
@@ -220,7 +220,7 @@ func (h *Heartbeats) renew(ctx context.Context) error {
 	h.mu.Unlock()
 
 	var leases coordinationv1.LeaseList
-	if err := h.Client.List(ctx, &leases, client.InNamespace(h.Namespace), client.MatchingLabels{HeartbeatLabel: "true"}); err != nil {
+	if err := h.Client.List(ctx, &leases, client.InNamespace(h.Namespace), client.MatchingLabels{Label: "true"}); err != nil {
 		return err
 	}
 	have := map[string]*coordinationv1.Lease{}
@@ -243,7 +243,7 @@ func (h *Heartbeats) renew(ctx context.Context) error {
 	}
 	for name, l := range have {
 		if _, isDue := due[name]; isDue || named[name] || l.Spec.RenewTime == nil ||
-			h.clock().Sub(l.Spec.RenewTime.Time) < 10*leaseInterval(l) {
+			h.clock().Sub(l.Spec.RenewTime.Time) < 10*Interval(l) {
 			continue
 		}
 		if err := h.Client.Delete(ctx, l); err != nil && !apierrors.IsNotFound(err) {
@@ -261,7 +261,7 @@ func (h *Heartbeats) renew(ctx context.Context) error {
 }
 
 // write creates or renews one Lease when what it says is behind d.
-func (h *Heartbeats) write(ctx context.Context, name string, d leaseDue, cur *coordinationv1.Lease) error {
+func (h *Leases) write(ctx context.Context, name string, d leaseDue, cur *coordinationv1.Lease) error {
 	// A Lease keeps microseconds: compare what it can hold, or every tick
 	// would write the same time again.
 	renew := metav1.NewMicroTime(d.renew.Truncate(time.Microsecond))
@@ -280,7 +280,7 @@ func (h *Heartbeats) write(ctx context.Context, name string, d leaseDue, cur *co
 		l := &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: name, Namespace: h.Namespace,
-				Labels: map[string]string{HeartbeatLabel: "true"},
+				Labels: map[string]string{Label: "true"},
 				Annotations: map[string]string{
 					heartbeatServersAnnotation:  strings.Join(d.servers, ","),
 					heartbeatIntervalAnnotation: d.interval.String(),
@@ -319,7 +319,7 @@ func (h *Heartbeats) write(ctx context.Context, name string, d leaseDue, cur *co
 }
 
 // wrote records the renewTime this process wrote to a Lease.
-func (h *Heartbeats) wrote(name string, renew metav1.MicroTime) {
+func (h *Leases) wrote(name string, renew metav1.MicroTime) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.written == nil {
@@ -328,16 +328,16 @@ func (h *Heartbeats) wrote(name string, renew metav1.MicroTime) {
 	h.written[name] = renew
 }
 
-func (h *Heartbeats) clock() time.Time {
+func (h *Leases) clock() time.Time {
 	if h.now != nil {
 		return h.now()
 	}
 	return time.Now()
 }
 
-// leaseInterval is the checkInterval a Lease was written for (its
+// Interval is the checkInterval a heartbeat Lease was written for (its
 // annotation), the default checkInterval when unreadable.
-func leaseInterval(l *coordinationv1.Lease) time.Duration {
+func Interval(l *coordinationv1.Lease) time.Duration {
 	if d, err := time.ParseDuration(l.Annotations[heartbeatIntervalAnnotation]); err == nil && d > 0 {
 		return d
 	}

@@ -1,4 +1,4 @@
-package controllers
+package coalesce
 
 import (
 	"context"
@@ -110,11 +110,11 @@ func (n *notifications) of(o types.NamespacedName) int {
 	return n.count[o]
 }
 
-func newTestCoalescer(t *testing.T, f *fakeObserver, opts CoalescerOptions) (*Coalescer, *notifications) {
+func newTestCoalescer(t *testing.T, f *fakeObserver, opts Options) (*Coalescer, *notifications) {
 	if opts.Linger == 0 {
 		opts.Linger = 20 * time.Millisecond
 	}
-	c := NewCoalescer(f, opts)
+	c := New(f, opts)
 	n := &notifications{count: make(map[types.NamespacedName]int)}
 	c.SetNotify(n.add)
 	t.Cleanup(c.Close)
@@ -134,7 +134,7 @@ var plainConn = kafka.Connection{BootstrapServers: []string{"kafka-0:9092", "kaf
 func TestCoalescerOnePassForManyPolicies(t *testing.T) {
 	g := NewWithT(t)
 	f := newFakeObserver()
-	c, n := newTestCoalescer(t, f, CoalescerOptions{})
+	c, n := newTestCoalescer(t, f, Options{})
 
 	const policies = 50
 	for i := range policies {
@@ -166,7 +166,7 @@ func TestCoalescerSingleFlight(t *testing.T) {
 	g := NewWithT(t)
 	f := newFakeObserver()
 	f.gate = make(chan struct{})
-	c, n := newTestCoalescer(t, f, CoalescerOptions{})
+	c, n := newTestCoalescer(t, f, Options{})
 
 	c.Request(owner(1), plainConn, target(1), 0)
 	g.Eventually(f.started).Should(Receive(), "the first pass starts after the linger")
@@ -198,7 +198,7 @@ func TestCoalescerSingleFlight(t *testing.T) {
 func TestCoalescerSeparatesCredentialsAndForgetsUnusedConnections(t *testing.T) {
 	g := NewWithT(t)
 	f := newFakeObserver()
-	c, n := newTestCoalescer(t, f, CoalescerOptions{})
+	c, n := newTestCoalescer(t, f, Options{})
 
 	alice := kafka.Connection{BootstrapServers: plainConn.BootstrapServers,
 		SASL: &kafka.SASL{Mechanism: "SCRAM-SHA-512", Username: "alice", Password: "one"}}
@@ -227,7 +227,7 @@ func TestCoalescerObserveNow(t *testing.T) {
 	g := NewWithT(t)
 	f := newFakeObserver()
 	f.gate = make(chan struct{})
-	c, n := newTestCoalescer(t, f, CoalescerOptions{})
+	c, n := newTestCoalescer(t, f, Options{})
 
 	// A registered policy, observed once.
 	c.Request(owner(1), plainConn, target(1), time.Minute)
@@ -273,7 +273,7 @@ func TestCoalescerCloseCancelsPasses(t *testing.T) {
 	g := NewWithT(t)
 	f := newFakeObserver()
 	f.gate = make(chan struct{}) // never opened: only the context ends the pass
-	c, _ := newTestCoalescer(t, f, CoalescerOptions{PassTimeout: time.Hour})
+	c, _ := newTestCoalescer(t, f, Options{PassTimeout: time.Hour})
 	c.Request(owner(1), plainConn, target(1), 0)
 	g.Eventually(f.started).Should(Receive())
 
@@ -294,7 +294,7 @@ func TestCoalescerCloseCancelsPasses(t *testing.T) {
 func TestCoalescerConnectionsShareThePoliciesPass(t *testing.T) {
 	g := NewWithT(t)
 	f := newFakeObserver()
-	c, n := newTestCoalescer(t, f, CoalescerOptions{})
+	c, n := newTestCoalescer(t, f, Options{})
 	var mu sync.Mutex
 	notified := map[ConnectionOwner]int{}
 	c.SetClusterNotify(rgv1.KindClusterKafkaConnection, func(o ConnectionOwner) {
@@ -385,7 +385,7 @@ func (f *orderedObserver) done(i int) {
 func TestCoalescerKeepsTheNewerObservation(t *testing.T) {
 	g := NewWithT(t)
 	f := &orderedObserver{started: make(chan int, 10)}
-	c := NewCoalescer(f, CoalescerOptions{Linger: 20 * time.Millisecond})
+	c := New(f, Options{Linger: 20 * time.Millisecond})
 	n := &notifications{count: make(map[types.NamespacedName]int)}
 	c.SetNotify(n.add)
 	t.Cleanup(c.Close)
@@ -421,7 +421,7 @@ func TestCoalescerLiveChecksWithoutRegistrations(t *testing.T) {
 	g := NewWithT(t)
 	f := newFakeObserver()
 	f.gate = make(chan struct{})
-	c, _ := newTestCoalescer(t, f, CoalescerOptions{})
+	c, _ := newTestCoalescer(t, f, Options{})
 
 	results := make(chan error, 3)
 	for range 3 {
@@ -453,7 +453,7 @@ func TestCoalescerLiveChecksWithoutRegistrations(t *testing.T) {
 func TestCoalescerTargetChangeKeepsTheConnection(t *testing.T) {
 	g := NewWithT(t)
 	f := newFakeObserver()
-	c, n := newTestCoalescer(t, f, CoalescerOptions{})
+	c, n := newTestCoalescer(t, f, Options{})
 
 	c.Request(owner(1), plainConn, target(1), time.Minute)
 	g.Eventually(func() int { return n.of(owner(1)) }).Should(Equal(1))
@@ -494,7 +494,7 @@ func holds(c *Coalescer, target kafka.Target) bool {
 func TestCoalescerDropsObservationsOnceRead(t *testing.T) {
 	g := NewWithT(t)
 	f := newFakeObserver()
-	c, n := newTestCoalescer(t, f, CoalescerOptions{})
+	c, n := newTestCoalescer(t, f, Options{})
 
 	// Policies 1 and 2 share the fan-out's target, policy 3 has its own.
 	shared := target(1)
