@@ -80,20 +80,21 @@ func (t target) related() *corev1.ObjectReference {
 // CREATE stored nothing, so no kubectl command can annotate the object:
 // the annotation goes into the manifest, which is applied again. A run of
 // a CronJob is the exception: the CronJob exists and is patched.
-func (t target) overrideLines(ids string) []string {
+func (t target) overrideLines(ids string) []line {
 	cronJob := t.CronJob
 	if t.Kind == kindCronJob && t.Rollout != rolloutCreate {
 		cronJob = t.Name
 	}
+	knowingly := proseLine("Or roll out knowingly:")
 	switch {
 	case cronJob != "":
-		return []string{"Or roll out knowingly:", "  kubectl patch cronjob " + cronJob + " -n " + t.Namespace +
-			` --type merge -p '{"spec":{"jobTemplate":{"metadata":{"annotations":{"` + OverrideAnnotation + `":"` + ids + `"}}}}}'`}
+		return []line{knowingly, commandLine("kubectl patch cronjob " + cronJob + " -n " + t.Namespace +
+			` --type merge -p '{"spec":{"jobTemplate":{"metadata":{"annotations":{"` + OverrideAnnotation + `":"` + ids + `"}}}}}'`)}
 	case t.ScaledJob != "":
 		// KEDA's generateJobs copies the ScaledJob's own
 		// metadata.annotations onto every Job it creates.
-		return []string{"Or roll out knowingly:", "  kubectl annotate --overwrite scaledjob " + t.ScaledJob + " -n " + t.Namespace + " " +
-			OverrideAnnotation + "=" + ids}
+		return []line{knowingly, commandLine("kubectl annotate --overwrite scaledjob " + t.ScaledJob + " -n " + t.Namespace + " " +
+			OverrideAnnotation + "=" + ids)}
 	case t.Rollout == rolloutCreate:
 		where := "metadata.annotations"
 		if t.Kind == kindCronJob {
@@ -101,10 +102,10 @@ func (t target) overrideLines(ids string) []string {
 		}
 		// Quoted: an all-digit or exponent-like ID would otherwise be a
 		// YAML number, which the API server refuses as an annotation.
-		return []string{"Or roll out knowingly: add to the manifest's " + where + ", then apply it again:",
-			"  " + OverrideAnnotation + `: "` + ids + `"`}
+		return []line{proseLine("Or roll out knowingly: add to the manifest's " + where + ", then apply it again:"),
+			commandLine(OverrideAnnotation + `: "` + ids + `"`)}
 	}
-	return []string{"Or roll out knowingly:", "  kubectl annotate --overwrite " + strings.ToLower(t.Kind) + " " + t.Name + " -n " + t.Namespace + " " + OverrideAnnotation + "=" + ids}
+	return []line{knowingly, commandLine("kubectl annotate --overwrite " + strings.ToLower(t.Kind) + " " + t.Name + " -n " + t.Namespace + " " + OverrideAnnotation + "=" + ids)}
 }
 
 // denyMessage says which policies refuse the rollout, why, with the
@@ -150,7 +151,7 @@ type policyParts struct {
 	distinct int
 	moreLine func(n int) string
 	// way out: with the `retention-guard check` hint, without, in words only
-	way, wayNoCheck, wayCompact []string
+	way, wayNoCheck, wayCompact []line
 	refused                     []string
 }
 
