@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // Handler is the validating admission handler for apps/v1 Deployments and
@@ -209,7 +210,7 @@ func (h *Handler) namespacePolicies(ctx context.Context, namespace string) ([]*r
 
 // failClosed refuses a rollout the handler could not judge.
 func failClosed(t target, what string, err error) admission.Response {
-	return admission.Denied(clip(fmt.Sprintf("retention-guard refused this rollout (%s) of %s: it could not finish %s: %v. "+
+	return admission.Denied(proof.Truncate(fmt.Sprintf("retention-guard refused this rollout (%s) of %s: it could not finish %s: %v. "+
 		"Retry; if this persists, check the retention-guard manager.", t.Rollout, t, what, err), maxMessage))
 }
 
@@ -308,7 +309,7 @@ func (h *Handler) liveCheck(ctx context.Context, p *rgv1.ConsumerRetentionPolicy
 	}
 	switch {
 	case errors.Is(a.err, context.DeadlineExceeded):
-		return nil, "the live check did not answer within " + humanDuration(h.opts.LiveCheckTimeout)
+		return nil, "the live check did not answer within " + proof.FormatDurationShort(h.opts.LiveCheckTimeout)
 	case a.err != nil:
 		return nil, "the live check failed: " + a.err.Error()
 	case a.proof == nil:

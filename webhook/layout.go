@@ -257,7 +257,7 @@ func (m *denial) renderFirst(limit int) string {
 		}
 		if b.Len()+sep+len(l)+len(tail) > limit {
 			if b.Len() == 0 {
-				return clip(l, limit)
+				return proof.Truncate(l, limit)
 			}
 			b.WriteString("\n" + rest(len(all)-i))
 			return b.String()

@@ -406,16 +406,6 @@ func TestEventNotes(t *testing.T) {
 	}
 }
 
-func TestClip(t *testing.T) {
-	if got := clip("short", 10); got != "short" {
-		t.Errorf("clip kept %q", got)
-	}
-	got := clip(strings.Repeat("é", 10), 9) // 20 bytes; cut must not split a rune
-	if len(got) > 9 || !utf8.ValidString(got) || !strings.HasSuffix(got, "...") {
-		t.Errorf("clip = %q (%d bytes)", got, len(got))
-	}
-}
-
 // The override goes where it counts: on the workload, or on a CronJob's
 // job template for the CronJob and its runs. A refused CREATE stored
 // nothing, so `kubectl annotate` (or `kubectl patch cronjob` of the CronJob

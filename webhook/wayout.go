@@ -422,7 +422,7 @@ func chooseRemedies(r *policyResult) remedies {
 // newWay is what the texts of the ways out of p need; topics are the
 // failing topics (none: the policy's first three).
 func newWay(p *rgv1.ConsumerRetentionPolicy, topics []string) *way {
-	w := &way{p: p, window: humanDuration(p.Spec.RecoveryWindow.Duration), describe: "kubectl describe crp " + p.Name + " -n " + p.Namespace}
+	w := &way{p: p, window: proof.FormatDurationShort(p.Spec.RecoveryWindow.Duration), describe: "kubectl describe crp " + p.Name + " -n " + p.Namespace}
 	if len(topics) == 0 {
 		topics = p.Spec.Topics[:min(len(p.Spec.Topics), 3)]
 	}

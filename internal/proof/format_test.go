@@ -2,8 +2,11 @@ package proof
 
 import (
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestFormatDuration(t *testing.T) {
@@ -66,5 +69,96 @@ func TestFormatConfigValues(t *testing.T) {
 		if got := formatMinutes(c.m); got != c.want {
 			t.Errorf("formatMinutes(%d) = %q, want %q", c.m, got, c.want)
 		}
+	}
+}
+
+// The flag form: what the admission message says of ages, timeouts and
+// the recovery window, and the --recovery-window of the `retention-guard
+// check` command it prints, which time.ParseDuration must read back.
+func TestFormatDurationShort(t *testing.T) {
+	cases := []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{250 * time.Millisecond, "250ms"},
+		{250*time.Millisecond + 400*time.Microsecond, "250ms"},
+		{999600 * time.Microsecond, "1s"},
+		{3 * time.Second, "3s"},
+		{150 * time.Second, "2m30s"},
+		{2*time.Minute + 400*time.Millisecond, "2m"},
+		{2*time.Minute + 29700*time.Millisecond, "2m30s"}, // rounded, not cut
+		{21 * time.Minute, "21m"},
+		{time.Hour + 5*time.Minute, "1h5m"},
+		{240 * time.Hour, "240h"}, // no days: a flag value
+		{-5 * time.Minute, "-5m"},
+		{-250 * time.Millisecond, "-250ms"},
+		{math.MinInt64, "-2562047h47m16s"},
+	}
+	for _, c := range cases {
+		got := FormatDurationShort(c.d)
+		if got != c.want {
+			t.Errorf("FormatDurationShort(%v) = %q, want %q", int64(c.d), got, c.want)
+		}
+		if back, err := time.ParseDuration(got); err != nil || (c.d >= time.Second && back != c.d.Round(time.Second)) {
+			t.Errorf("time.ParseDuration(%q) = %v, %v: want it to read back", got, back, err)
+		}
+	}
+}
+
+// The days form: a CronJob's schedule gap and the offsets.retention.minutes
+// it is compared with (seed 003's weekly run: "runs up to 7d apart").
+func TestFormatDays(t *testing.T) {
+	cases := []struct {
+		d    time.Duration
+		want string
+	}{
+		{7 * 24 * time.Hour, "7d"},
+		{36 * time.Hour, "1d12h"},
+		{5 * time.Hour, "5h"},
+		{90 * time.Minute, "1h30m"},                // was Go's "1h30m0s" in the CronJob warnings
+		{25*time.Hour + 30*time.Minute, "1d1h30m"}, // was "25h30m0s"
+		{500 * time.Millisecond, "500ms"},
+		{0, "0s"},
+	}
+	for _, c := range cases {
+		if got := FormatDays(c.d); got != c.want {
+			t.Errorf("FormatDays(%v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+}
+
+// The one truncation of messages (the admission message's lines and
+// warnings, event notes, status messages): at most n bytes, never a split
+// UTF-8 sequence, the cut marked.
+func TestTruncate(t *testing.T) {
+	cases := []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"eleven bytes", 11, "eleven b..."},
+		{strings.Repeat("é", 10), 8, "éé..."}, // 20 bytes; 5 would split the third é
+		{"结算任务被静默跳过", 10, "结算..."},            // 3-byte runes
+		{"abcdef", 3, "..."},
+		{"abcdef", 2, "ab"}, // no room for the mark
+		{"éa", 1, ""},
+		{"abc", 0, ""},
+	}
+	for _, c := range cases {
+		got := Truncate(c.s, c.n)
+		if got != c.want || len(got) > c.n || !utf8.ValidString(got) {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+	// A config value in a message is quoted, cut at 64 bytes plus the mark.
+	long := strings.Repeat("x", 63) + "é" + strings.Repeat("y", 10)
+	if got, want := quoteValue(long), strconv.Quote(strings.Repeat("x", 63)+"..."); got != want {
+		t.Errorf("quoteValue = %s, want %s", got, want)
+	}
+	if v := strings.Repeat("z", 66); quoteValue(v) != strconv.Quote(v) {
+		t.Errorf("quoteValue cut a value that fits with the mark's room: %s", quoteValue(v))
 	}
 }
