@@ -119,11 +119,7 @@ func decodePodTemplate(raw []byte, t *corev1.PodTemplateSpec, labelsOnly bool) e
 	container := func(key []byte) error {
 		switch string(key) {
 		case "name":
-			name, isNull, err := s.str("name")
-			if !isNull {
-				c.Name = name
-			}
-			return err
+			return s.strInto("name", &c.Name)
 		case "env":
 			return s.env(&c.Env)
 		case "envFrom":
@@ -166,17 +162,9 @@ func (s *jsonScanner) env(env *[]corev1.EnvVar) error {
 		var err error
 		switch string(key) {
 		case "name":
-			var v string
-			var isNull bool
-			if v, isNull, err = s.str("env[].name"); !isNull {
-				e.Name = v
-			}
+			err = s.strInto("env[].name", &e.Name)
 		case "value":
-			var v string
-			var isNull bool
-			if v, isNull, err = s.str("env[].value"); !isNull {
-				e.Value = v
-			}
+			err = s.strInto("env[].value", &e.Value)
 		case "valueFrom":
 			err = s.decode("env[].valueFrom", &e.ValueFrom)
 		default:
@@ -416,11 +404,7 @@ func (d *workloadDecoder) metadata(key []byte) error {
 	var err error
 	switch string(key) {
 	case "name":
-		var name string
-		var isNull bool
-		if name, isNull, err = s.str("metadata.name"); !isNull {
-			d.out.Name = name
-		}
+		err = s.strInto("metadata.name", &d.out.Name)
 	case "annotations":
 		err = s.overrideAnnotation("metadata.annotations", &d.override)
 	case "ownerReferences":
@@ -550,4 +534,14 @@ func ownerOf(refs []metav1.OwnerReference, kind, group string) *metav1.OwnerRefe
 		}
 	}
 	return found
+}
+
+// strInto reads the string at path into *v; null leaves *v as it is, as
+// encoding/json does.
+func (s *jsonScanner) strInto(path string, v *string) error {
+	str, isNull, err := s.str(path)
+	if err == nil && !isNull {
+		*v = str
+	}
+	return err
 }
