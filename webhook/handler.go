@@ -117,30 +117,9 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 	if t.Name == "" {
 		t.Name = cur.Name // generateName on create
 	}
-	if req.SubResource == "scale" {
-		if err := h.readScaled(ctx, kind, req.Namespace, req.Name, cur); err != nil {
-			logf.FromContext(ctx).Error(err, "reading the scaled workload", "workload", t.String())
-			return failClosed(t, "reading the "+kind+" being scaled", err), outcomeError
-		}
-	}
-	if cur.WorkloadRef != nil {
-		// The Rollout's pods come from the referenced Deployment's
-		// template: its labels and environment are what policies select
-		// and judge.
-		if err := h.readReferencedTemplate(ctx, req.Namespace, cur); err != nil {
-			logf.FromContext(ctx).Error(err, "reading the Rollout's spec.workloadRef", "workload", t.String())
-			return failClosed(t, "reading the Deployment the Rollout's spec.workloadRef names", err), outcomeError
-		}
-	}
-	tmpl, err := cur.template()
+	tmpl, oldLabels, what, err := h.podTemplates(ctx, req, t, cur, old)
 	if err != nil {
-		return failClosed(t, "reading the pod template", err), outcomeError
-	}
-	oldLabels := tmpl.Labels
-	if old != nil && req.SubResource == "" && !bytes.Equal(old.RawTemplate, cur.RawTemplate) {
-		if oldLabels, err = old.labels(); err != nil {
-			return failClosed(t, "reading the old pod template", err), outcomeError
-		}
+		return failClosed(t, what, err), outcomeError
 	}
 
 	policies, err := h.namespacePolicies(ctx, req.Namespace)
@@ -174,6 +153,40 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 		resp = resp.WithWarnings(ws...)
 	}
 	return resp, d.Outcome
+}
+
+// podTemplates reads the pod template the rollout would run — for a scale
+// request the stored workload's, for a Rollout with spec.workloadRef the
+// referenced Deployment's — and the labels of the old one (what a policy
+// may have selected the workload by). On failure, what says what could
+// not be read.
+func (h *Handler) podTemplates(ctx context.Context, req admission.Request, t target, cur, old *workload) (
+	tmpl *corev1.PodTemplateSpec, oldLabels map[string]string, what string, err error) {
+	if req.SubResource == "scale" {
+		if err := h.readScaled(ctx, t.Kind, req.Namespace, req.Name, cur); err != nil {
+			logf.FromContext(ctx).Error(err, "reading the scaled workload", "workload", t.String())
+			return nil, nil, "reading the " + t.Kind + " being scaled", err
+		}
+	}
+	if cur.WorkloadRef != nil {
+		// The Rollout's pods come from the referenced Deployment's
+		// template: its labels and environment are what policies select
+		// and judge.
+		if err := h.readReferencedTemplate(ctx, req.Namespace, cur); err != nil {
+			logf.FromContext(ctx).Error(err, "reading the Rollout's spec.workloadRef", "workload", t.String())
+			return nil, nil, "reading the Deployment the Rollout's spec.workloadRef names", err
+		}
+	}
+	if tmpl, err = cur.template(); err != nil {
+		return nil, nil, "reading the pod template", err
+	}
+	oldLabels = tmpl.Labels
+	if old != nil && req.SubResource == "" && !bytes.Equal(old.RawTemplate, cur.RawTemplate) {
+		if oldLabels, err = old.labels(); err != nil {
+			return nil, nil, "reading the old pod template", err
+		}
+	}
+	return tmpl, oldLabels, "", nil
 }
 
 // namespacePolicies returns the namespace's policies, read-only: from the
