@@ -205,7 +205,7 @@ func TestJudgeStreamsGroupConsumerClause(t *testing.T) {
 	if !strings.Contains(r.Consumer[0].Message, "topology") {
 		t.Errorf("message %q does not say where the resets are", r.Consumer[0].Message)
 	}
-	fix := strings.Join(consumerFix(&r), "\n")
+	fix := consumerFix(&r)
 	if !strings.Contains(fix, "remove spec.consumer") || strings.Contains(fix, "=none") {
 		t.Errorf("fix %q: want remove spec.consumer, not a setting", fix)
 	}

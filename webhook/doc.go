@@ -1,6 +1,6 @@
 // Package webhook is retention-guard's validating admission webhook: it
 // refuses rollouts of Kafka consumers (apps/v1 Deployments and
-// StatefulSets, batch/v1 Jobs and CronJobs) while their
+// StatefulSets, batch/v1 Jobs and CronJobs, Argo Rollouts) while their
 // ConsumerRetentionPolicy cannot prove that the consumer group resumes
 // without silently losing records.
 //
@@ -24,8 +24,24 @@
 // CronJob's edit and the runs it then starts; the denial prints the
 // `kubectl patch cronjob` that sets it.
 //
-// A request goes through four small steps, each in its own file:
+// # Argo Rollouts
 //
+// An argoproj.io/v1alpha1 Rollout (and its scale subresource) is guarded
+// like a Deployment: created with replicas ≠ 0, scaled from zero,
+// unpaused (spec.paused), or its pod template changed while replicas > 0.
+// A Rollout with spec.workloadRef has no template of its own: its pods come
+// from the referenced apps/v1 Deployment's template, which the webhook
+// reads (WorkloadReader) and matches and judges instead; a changed
+// workloadRef counts as a template change. A workloadRef naming anything
+// but an apps/v1 Deployment, or a Deployment that cannot be read, is
+// refused (fail closed). The chart installs the Rollout rule only where
+// the Rollout CRD is (argoRollouts.enabled).
+//
+// A request goes through five small steps, each in its own file:
+//
+//   - decode.go: what admission reads of the workload, in one pass over the
+//     request's object (for a scale request, the stored workload; for a
+//     Rollout with spec.workloadRef, the referenced Deployment's template).
 //   - rollout.go: is this a rollout, i.e. would it start consumers? Anything
 //     else (scale down, scale within >0, metadata, status) is allowed
 //     without reading a policy: the guard never blocks an incident response.
@@ -35,7 +51,8 @@
 //     the proof from status when fresh, else a bounded live re-check; then
 //     the consumer clause against the pod template; then enforcement and the
 //     override annotation. Pure functions, table-tested.
-//   - message.go: the denial message, warnings and event notes.
+//   - message.go (with wayout.go and layout.go): the denial message,
+//     warnings and event notes.
 //
 // handler.go gathers (policies from the informer cache, ConfigMaps, live
 // checks) and calls the pure steps; setup.go wires it into a manager.
@@ -68,14 +85,35 @@
 // policy UID, generation, the reason and the stale proof's checkedAt, so it
 // stays the same while the situation does and changes when it moves.
 //
-// # Freshness
+// # Freshness and heartbeat Leases
 //
-// A status proof is fresh when status.observedGeneration equals the
-// policy's metadata.generation and checkedAt lies within
-// 2 × spec.checkInterval + 30s before now (and at most 30s after it, to
-// tolerate clock skew). Otherwise the webhook asks the LiveChecker, bounded
-// by Options.LiveCheckTimeout; without a LiveChecker, or when the check
-// fails or times out, the proof is Unknown, which a Deny policy refuses.
+// The manager writes a policy's status only when its proof changes; that
+// an unchanged proof was re-checked is said by a heartbeat Lease
+// (coordination.k8s.io, one per Kafka cluster and checkInterval, in the
+// manager's namespace), which status.heartbeat names. The leader renews a
+// Lease once every policy naming it has been re-proved, to the time of the
+// oldest of those observations, so its renewTime never claims more than is
+// true.
+//
+// A status proof is fresh (internal/freshness, the one rule) when
+// status.observedGeneration equals the policy's metadata.generation,
+// status.proof.checkedAt is set, and the later of checkedAt and the
+// renewTime of the heartbeat Lease status.heartbeat names lies within
+// 2 × spec.checkInterval + 30s before now, and at most 30s after it (clock
+// skew). A Lease that is missing, has no renewTime or cannot be read
+// (Options.Heartbeats: the manager's cache, holding only heartbeat Leases;
+// nil: none) leaves checkedAt alone to say it. A stale proof's detail names
+// what confirmed it last (checkedAt, or the Lease) and how long ago.
+//
+// A rollout that starts consumers that were not running (a create with
+// replicas, a scale from zero, an unpause, an unsuspend, a Job's create)
+// is judged on a live check whenever a LiveChecker is configured, however
+// fresh the status: a start is exactly when a stale Proven lets a consumer
+// skip records. Other rollouts (a template change; any rollout of a
+// CronJob, which starts nothing until its Jobs are created) use a fresh
+// status proof, else the LiveChecker, bounded by Options.LiveCheckTimeout;
+// without a LiveChecker, or when the check fails or times out, the proof
+// is Unknown, which a Deny policy refuses.
 //
 // # ConfigMaps and Secrets
 //

@@ -9,6 +9,7 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/freshness"
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // statusProofFreshness says whether the policy's status proof can be used
@@ -21,18 +22,18 @@ import (
 // status only when the proof changes, and renews the Lease once it has
 // re-proved every policy naming it.
 func statusProofFreshness(p *rgv1.ConsumerRetentionPolicy, renewed, now time.Time) (fresh bool, reason, detail string) {
-	proof := p.Status.Proof
-	if proof == nil {
+	ps := p.Status.Proof
+	if ps == nil {
 		return false, ReasonProofMissing, "no proof in status yet"
 	}
 	if p.Status.ObservedGeneration != p.Generation {
 		return false, ReasonProofStale, fmt.Sprintf("status proof is for generation %d, policy at %d",
 			p.Status.ObservedGeneration, p.Generation)
 	}
-	if proof.CheckedAt.IsZero() {
+	if ps.CheckedAt.IsZero() {
 		return false, ReasonProofStale, "status proof has no checkedAt"
 	}
-	confirmed, how, field := proof.CheckedAt.Time, "status proof checked", "status proof checkedAt"
+	confirmed, how, field := ps.CheckedAt.Time, "status proof checked", "status proof checkedAt"
 	if hb := p.Status.Heartbeat; hb != nil && renewed.After(confirmed) {
 		lease := "heartbeat Lease " + hb.Namespace + "/" + hb.Name
 		confirmed, how, field = renewed, "status proof last confirmed by "+lease, lease+" renewTime"
@@ -41,9 +42,9 @@ func statusProofFreshness(p *rgv1.ConsumerRetentionPolicy, renewed, now time.Tim
 	switch state, age := freshness.Of(confirmed, now, interval); state {
 	case freshness.Stale:
 		return false, ReasonProofStale, fmt.Sprintf("%s %s ago, limit 2 × checkInterval + 30s = %s",
-			how, humanDuration(age), humanDuration(freshness.Window(interval)))
+			how, proof.FormatDurationShort(age), proof.FormatDurationShort(freshness.Window(interval)))
 	case freshness.Future:
-		return false, ReasonProofStale, fmt.Sprintf("%s is %s in the future", field, humanDuration(-age))
+		return false, ReasonProofStale, fmt.Sprintf("%s is %s in the future", field, proof.FormatDurationShort(-age))
 	}
 	return true, "", ""
 }
@@ -61,40 +62,13 @@ func webhookProofID(p *rgv1.ConsumerRetentionPolicy, reason string) string {
 	b = strconv.AppendInt(b, p.Generation, 10)
 	b = append(b, '\n')
 	b = append(b, reason...)
-	if proof := p.Status.Proof; proof != nil {
+	if ps := p.Status.Proof; ps != nil {
 		b = append(b, '\n')
-		b = proof.CheckedAt.UTC().AppendFormat(b, time.RFC3339)
+		b = ps.CheckedAt.UTC().AppendFormat(b, time.RFC3339)
 		b = append(b, '\n')
-		b = append(b, proof.ProofID...)
+		b = append(b, ps.ProofID...)
 	}
 	h.Write(b)
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.Sum(sum[:0])[:4])
-}
-
-// humanDuration renders a duration without zero parts and without
-// sub-second noise: 2m30s, 12m, 1h5m, 3s, 250ms.
-func humanDuration(d time.Duration) string {
-	if d < 0 {
-		return "-" + humanDuration(-d)
-	}
-	if d < time.Second {
-		return d.Round(time.Millisecond).String()
-	}
-	d = d.Round(time.Second)
-	h, m, s := d/time.Hour, (d%time.Hour)/time.Minute, (d%time.Minute)/time.Second
-	b := make([]byte, 0, 16)
-	if h > 0 {
-		b = strconv.AppendInt(b, int64(h), 10)
-		b = append(b, 'h')
-	}
-	if m > 0 {
-		b = strconv.AppendInt(b, int64(m), 10)
-		b = append(b, 'm')
-	}
-	if s > 0 {
-		b = strconv.AppendInt(b, int64(s), 10)
-		b = append(b, 's')
-	}
-	return string(b)
 }

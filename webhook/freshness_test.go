@@ -110,20 +110,3 @@ func TestWebhookProofIDIsStable(t *testing.T) {
 		t.Errorf("another reason kept the id %s", id)
 	}
 }
-
-func TestHumanDuration(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		150 * time.Second:                    "2m30s",
-		3 * time.Second:                      "3s",
-		250 * time.Millisecond:               "250ms",
-		time.Hour + 5*time.Minute:            "1h5m",
-		21 * time.Minute:                     "21m",
-		240 * time.Hour:                      "240h",
-		-5 * time.Minute:                     "-5m",
-		2*time.Minute + 400*time.Millisecond: "2m",
-	} {
-		if got := humanDuration(d); got != want {
-			t.Errorf("humanDuration(%v) = %q, want %q", d, got, want)
-		}
-	}
-}

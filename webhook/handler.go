@@ -3,7 +3,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,30 +11,26 @@ import (
 	"sync"
 	"time"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	kjson "sigs.k8s.io/json"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // Handler is the validating admission handler for apps/v1 Deployments and
 // StatefulSets (and their scale subresources), batch/v1 Jobs and CronJobs,
 // and Argo Rollouts (argoproj.io/v1alpha1, scale included). It gathers — policies from
 // the cache, proofs (status or live), ConfigMaps — and leaves the judgement
-// to the pure functions of rollout.go, match.go, decision.go and
+// to the pure functions of decode.go, rollout.go, match.go, decision.go and
 // message.go.
 type Handler struct {
 	policies  client.Reader
@@ -122,30 +117,9 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 	if t.Name == "" {
 		t.Name = cur.Name // generateName on create
 	}
-	if req.SubResource == "scale" {
-		if err := h.readScaled(ctx, kind, req.Namespace, req.Name, cur); err != nil {
-			logf.FromContext(ctx).Error(err, "reading the scaled workload", "workload", t.String())
-			return failClosed(t, "reading the "+kind+" being scaled", err), outcomeError
-		}
-	}
-	if cur.WorkloadRef != nil {
-		// The Rollout's pods come from the referenced Deployment's
-		// template: its labels and environment are what policies select
-		// and judge.
-		if err := h.readReferencedTemplate(ctx, req.Namespace, cur); err != nil {
-			logf.FromContext(ctx).Error(err, "reading the Rollout's spec.workloadRef", "workload", t.String())
-			return failClosed(t, "reading the Deployment the Rollout's spec.workloadRef names", err), outcomeError
-		}
-	}
-	tmpl, err := cur.template()
+	tmpl, oldLabels, what, err := h.podTemplates(ctx, req, t, cur, old)
 	if err != nil {
-		return failClosed(t, "reading the pod template", err), outcomeError
-	}
-	oldLabels := tmpl.Labels
-	if old != nil && req.SubResource == "" && !bytes.Equal(old.RawTemplate, cur.RawTemplate) {
-		if oldLabels, err = old.labels(); err != nil {
-			return failClosed(t, "reading the old pod template", err), outcomeError
-		}
+		return failClosed(t, what, err), outcomeError
 	}
 
 	policies, err := h.namespacePolicies(ctx, req.Namespace)
@@ -179,6 +153,40 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 		resp = resp.WithWarnings(ws...)
 	}
 	return resp, d.Outcome
+}
+
+// podTemplates reads the pod template the rollout would run — for a scale
+// request the stored workload's, for a Rollout with spec.workloadRef the
+// referenced Deployment's — and the labels of the old one (what a policy
+// may have selected the workload by). On failure, what says what could
+// not be read.
+func (h *Handler) podTemplates(ctx context.Context, req admission.Request, t target, cur, old *workload) (
+	tmpl *corev1.PodTemplateSpec, oldLabels map[string]string, what string, err error) {
+	if req.SubResource == "scale" {
+		if err := h.readScaled(ctx, t.Kind, req.Namespace, req.Name, cur); err != nil {
+			logf.FromContext(ctx).Error(err, "reading the scaled workload", "workload", t.String())
+			return nil, nil, "reading the " + t.Kind + " being scaled", err
+		}
+	}
+	if cur.WorkloadRef != nil {
+		// The Rollout's pods come from the referenced Deployment's
+		// template: its labels and environment are what policies select
+		// and judge.
+		if err := h.readReferencedTemplate(ctx, req.Namespace, cur); err != nil {
+			logf.FromContext(ctx).Error(err, "reading the Rollout's spec.workloadRef", "workload", t.String())
+			return nil, nil, "reading the Deployment the Rollout's spec.workloadRef names", err
+		}
+	}
+	if tmpl, err = cur.template(); err != nil {
+		return nil, nil, "reading the pod template", err
+	}
+	oldLabels = tmpl.Labels
+	if old != nil && req.SubResource == "" && !bytes.Equal(old.RawTemplate, cur.RawTemplate) {
+		if oldLabels, err = old.labels(); err != nil {
+			return nil, nil, "reading the old pod template", err
+		}
+	}
+	return tmpl, oldLabels, "", nil
 }
 
 // namespacePolicies returns the namespace's policies, read-only: from the
@@ -215,7 +223,7 @@ func (h *Handler) namespacePolicies(ctx context.Context, namespace string) ([]*r
 
 // failClosed refuses a rollout the handler could not judge.
 func failClosed(t target, what string, err error) admission.Response {
-	return admission.Denied(clip(fmt.Sprintf("retention-guard refused this rollout (%s) of %s: it could not finish %s: %v. "+
+	return admission.Denied(proof.Truncate(fmt.Sprintf("retention-guard refused this rollout (%s) of %s: it could not finish %s: %v. "+
 		"Retry; if this persists, check the retention-guard manager.", t.Rollout, t, what, err), maxMessage))
 }
 
@@ -314,7 +322,7 @@ func (h *Handler) liveCheck(ctx context.Context, p *rgv1.ConsumerRetentionPolicy
 	}
 	switch {
 	case errors.Is(a.err, context.DeadlineExceeded):
-		return nil, "the live check did not answer within " + humanDuration(h.opts.LiveCheckTimeout)
+		return nil, "the live check did not answer within " + proof.FormatDurationShort(h.opts.LiveCheckTimeout)
 	case a.err != nil:
 		return nil, "the live check failed: " + a.err.Error()
 	case a.proof == nil:
@@ -359,290 +367,4 @@ func eventReason(r *policyResult) string {
 	default:
 		return EventRolloutDenied
 	}
-}
-
-// readScaled fills cur (which holds the new replicas of a scale request)
-// with the stored workload's name, annotations and pod template.
-func (h *Handler) readScaled(ctx context.Context, kind, namespace, name string, cur *workload) error {
-	key := client.ObjectKey{Namespace: namespace, Name: name}
-	switch kind {
-	case kindDeployment:
-		var d appsv1.Deployment
-		if err := h.opts.WorkloadReader.Get(ctx, key, &d); err != nil {
-			return err
-		}
-		cur.Name, cur.Annotations, cur.Paused, cur.Template, cur.decoded = d.Name, d.Annotations, d.Spec.Paused, d.Spec.Template, true
-	case kindRollout:
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(rolloutGVK)
-		if err := h.opts.WorkloadReader.Get(ctx, key, u); err != nil {
-			return err
-		}
-		raw, err := u.MarshalJSON()
-		if err != nil {
-			return err
-		}
-		stored, err := decodeWorkload(kindRollout, raw)
-		if err != nil {
-			return err
-		}
-		replicas := cur.Replicas
-		*cur = *stored
-		cur.Replicas = replicas
-	default:
-		var s appsv1.StatefulSet
-		if err := h.opts.WorkloadReader.Get(ctx, key, &s); err != nil {
-			return err
-		}
-		cur.Name, cur.Annotations, cur.Template, cur.decoded = s.Name, s.Annotations, s.Spec.Template, true
-	}
-	return nil
-}
-
-// rolloutGVK is the Argo Rollouts kind the webhook reads (scale requests).
-var rolloutGVK = schema.GroupVersionKind{Group: argoprojGroup, Version: "v1alpha1", Kind: kindRollout}
-
-// readReferencedTemplate sets a Rollout's pod template to the one of the
-// Deployment its spec.workloadRef names (Argo Rollouts' workload
-// referencing: the Rollout's own spec.template is then empty).
-func (h *Handler) readReferencedTemplate(ctx context.Context, namespace string, cur *workload) error {
-	ref := cur.WorkloadRef
-	if ref.Kind != kindDeployment || (ref.APIVersion != "" && ref.APIVersion != appsv1.SchemeGroupVersion.String()) {
-		return fmt.Errorf("spec.workloadRef names %s %s: only apps/v1 Deployments are supported", ref.APIVersion, ref.Kind)
-	}
-	var d appsv1.Deployment
-	if err := h.opts.WorkloadReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, &d); err != nil {
-		return err
-	}
-	cur.RawTemplate, cur.Template, cur.decoded = nil, d.Spec.Template, true
-	return nil
-}
-
-// workloadRef is a Rollout's spec.workloadRef.
-type workloadRef struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
-}
-
-// jobTemplateJSON is the part of a CronJob's spec.jobTemplate admission
-// reads.
-type jobTemplateJSON struct {
-	Metadata struct {
-		Annotations overrideAnnotationJSON `json:"annotations"`
-	} `json:"metadata"`
-	Spec struct {
-		Template json.RawMessage `json:"template"`
-	} `json:"spec"`
-}
-
-// overrideAnnotationJSON decodes the one annotation admission reads.
-type overrideAnnotationJSON struct {
-	Override *string `json:"retentionguard.io/override-proof"`
-}
-
-func (a overrideAnnotationJSON) annotations() map[string]string {
-	if a.Override == nil {
-		return nil
-	}
-	return map[string]string{OverrideAnnotation: *a.Override}
-}
-
-// scaleJSON decodes an autoscaling/v1 Scale's spec.replicas (omitted when 0).
-type scaleJSON struct {
-	Spec struct {
-		Replicas int32 `json:"replicas"`
-	} `json:"spec"`
-}
-
-// decodeWorkloads decodes the request's new and old objects (pod templates
-// stay raw until needed); old is nil for a CREATE. For a scale request they
-// carry only replicas.
-func decodeWorkloads(req admission.Request, kind string) (cur, old *workload, err error) {
-	if req.SubResource == "scale" {
-		var n, o scaleJSON
-		if err := json.Unmarshal(req.Object.Raw, &n); err != nil {
-			return nil, nil, fmt.Errorf("decoding the Scale: %w", err)
-		}
-		if err := json.Unmarshal(req.OldObject.Raw, &o); err != nil {
-			return nil, nil, fmt.Errorf("decoding the old Scale: %w", err)
-		}
-		return &workload{Kind: kind, Replicas: &n.Spec.Replicas, decoded: true}, &workload{Kind: kind, Replicas: &o.Spec.Replicas, decoded: true}, nil
-	}
-	cur, err = decodeWorkload(kind, req.Object.Raw)
-	if err != nil {
-		return nil, nil, err
-	}
-	if req.Operation == admissionv1.Update {
-		if old, err = decodeWorkload(kind, req.OldObject.Raw); err != nil {
-			return nil, nil, fmt.Errorf("decoding the old object: %w", err)
-		}
-	}
-	return cur, old, nil
-}
-
-// decodeWorkload reads, in one pass over the object, the fields admission
-// needs of a Deployment, a StatefulSet, a Job, a CronJob or a Rollout:
-// metadata.name, the override annotation (every other annotation skipped:
-// a kubectl-applied object's last-applied-configuration repeats the whole
-// object), ownerReferences, spec.replicas, paused, suspend, workloadRef,
-// and where spec.template and spec.jobTemplate lie (pod templates are read
-// when needed: see workload.template). Everything else — managedFields,
-// status, the rest of the spec — is validated and skipped. Keys are
-// matched case-sensitively, as the API server reads objects.
-func decodeWorkload(kind string, raw []byte) (*workload, error) {
-	if len(raw) == 0 {
-		return nil, errors.New("the request carries no object")
-	}
-	out := &workload{Kind: kind}
-	var (
-		override    overrideAnnotationJSON
-		owners      *[]metav1.OwnerReference // allocated when there are some
-		suspended   bool
-		jobTemplate []byte
-	)
-	s := &jsonScanner{data: raw}
-	metadata := func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "name":
-			var name string
-			var isNull bool
-			if name, isNull, err = s.str("metadata.name"); !isNull {
-				out.Name = name
-			}
-		case "annotations":
-			err = s.overrideAnnotation("metadata.annotations", &override)
-		case "ownerReferences":
-			if owners == nil {
-				owners = new([]metav1.OwnerReference)
-			}
-			err = s.decode("metadata.ownerReferences", owners)
-		default:
-			err = s.skip()
-		}
-		return err
-	}
-	spec := func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "replicas":
-			var n int32
-			var isNull bool
-			if n, isNull, err = s.int32("spec.replicas"); err == nil {
-				out.Replicas = nil
-				if !isNull {
-					out.Replicas = &n
-				}
-			}
-		case "paused":
-			var b, isNull bool
-			if b, isNull, err = s.boolean("spec.paused"); !isNull {
-				out.Paused = b
-			}
-		case "suspend":
-			suspended, _, err = s.boolean("spec.suspend")
-		case "template":
-			out.RawTemplate, err = s.span()
-		case "jobTemplate":
-			jobTemplate, err = s.span()
-		case "workloadRef":
-			err = s.decode("spec.workloadRef", &out.WorkloadRef)
-		default:
-			err = s.skip()
-		}
-		return err
-	}
-	err := s.document(func() error {
-		return s.object("the workload", func(key []byte) error {
-			switch string(key) {
-			case "metadata":
-				return s.object("metadata", metadata)
-			case "spec":
-				return s.object("spec", spec)
-			}
-			return s.skip()
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("decoding the workload: %w", err)
-	}
-	out.Annotations = override.annotations()
-	out.Suspended = suspended
-	if kind != kindRollout || out.WorkloadRef != nil && out.WorkloadRef.Name == "" {
-		out.WorkloadRef = nil
-	}
-	switch kind {
-	case kindJob:
-		if owners != nil {
-			if ref := cronJobOwner(*owners); ref != nil {
-				out.CronJob, out.CronJobUID = ref.Name, string(ref.UID)
-			} else if ref := scaledJobOwner(*owners); ref != nil {
-				out.ScaledJob, out.ScaledJobUID = ref.Name, string(ref.UID)
-			}
-		}
-	case kindCronJob:
-		out.RawTemplate = nil
-		out.RawJobTemplate = jobTemplate
-		if len(jobTemplate) > 0 {
-			var jt jobTemplateJSON
-			if err := kjson.UnmarshalCaseSensitivePreserveInts(jobTemplate, &jt); err != nil {
-				return nil, fmt.Errorf("decoding the CronJob's job template: %w", err)
-			}
-			out.Annotations = jt.Metadata.Annotations.annotations()
-			out.RawTemplate = jt.Spec.Template
-		}
-	}
-	return out, nil
-}
-
-// overrideAnnotation reads the override annotation of the annotations at
-// path into a; null leaves a as it is, as a struct's null does.
-func (s *jsonScanner) overrideAnnotation(path string, a *overrideAnnotationJSON) error {
-	return s.object(path, func(key []byte) error {
-		if string(key) != OverrideAnnotation {
-			return s.skip()
-		}
-		v, isNull, err := s.str("the " + OverrideAnnotation + " annotation")
-		switch {
-		case err != nil:
-		case isNull:
-			a.Override = nil
-		default:
-			a.Override = &v
-		}
-		return err
-	})
-}
-
-// cronJobOwner returns a Job's owning CronJob reference (the controller
-// reference when there is one), or nil.
-func cronJobOwner(refs []metav1.OwnerReference) *metav1.OwnerReference {
-	return ownerOf(refs, kindCronJob, batchv1.GroupName)
-}
-
-// scaledJobOwner returns a Job's owning KEDA ScaledJob reference: KEDA's
-// generateJobs sets it as the controller reference
-// (controllerutil.SetControllerReference), or nil.
-func scaledJobOwner(refs []metav1.OwnerReference) *metav1.OwnerReference {
-	return ownerOf(refs, "ScaledJob", "keda.sh")
-}
-
-// ownerOf returns the ownerReference of kind in API group (the controller
-// reference when there is one), or nil.
-func ownerOf(refs []metav1.OwnerReference, kind, group string) *metav1.OwnerReference {
-	var found *metav1.OwnerReference
-	for i := range refs {
-		r := &refs[i]
-		if r.Kind != kind || !strings.HasPrefix(r.APIVersion, group+"/") {
-			continue
-		}
-		if r.Controller != nil && *r.Controller {
-			return r
-		}
-		if found == nil {
-			found = r
-		}
-	}
-	return found
 }

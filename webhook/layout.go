@@ -11,7 +11,48 @@ type denial struct {
 	header   string
 	policies []policyParts // the refusing policies, in order
 	moreLine func(n int) string
-	override []string
+	override []line
+}
+
+// lineKind says how the layout shows a line of a way out or of the
+// override.
+type lineKind int
+
+const (
+	// prose is wrapped at words to maxLine when the message is rendered,
+	// never cut.
+	prose lineKind = iota
+	// command is shown whole, indented by two spaces, never wrapped or
+	// cut: people copy it.
+	command
+)
+
+// line is one line of a way out or of the override, carried with its kind
+// until the message is rendered (denial.lines), which decides by the kind.
+type line struct {
+	text string // a command's is indented already
+	kind lineKind
+}
+
+func proseLine(s string) line { return line{text: s, kind: prose} }
+
+// proseLines is a text of one prose line.
+func proseLines(s string) []line { return []line{proseLine(s)} }
+
+func commandLine(s string) line { return line{text: "  " + s, kind: command} }
+
+// emitLines calls emit with each line of ls as the message shows it: a
+// command as is, prose wrapped at words.
+func emitLines(ls []line, emit func(string)) {
+	for _, l := range ls {
+		if l.kind == command {
+			emit(l.text)
+			continue
+		}
+		for _, wl := range wrapFinding(l.text, maxLine) {
+			emit(wl)
+		}
+	}
 }
 
 // wayChoice is how a listed policy says its way out.
@@ -141,15 +182,7 @@ func (m *denial) lines(ls []listedPolicy, emit func(string)) {
 		case wayWithCheck:
 			way = pp.way
 		}
-		for _, l := range way {
-			if strings.HasPrefix(l, "  ") { // a command or a wrapped line: as is
-				emit(l)
-				continue
-			}
-			for _, wl := range wrapFinding(l, maxLine) { // prose: wrapped, never cut
-				emit(wl)
-			}
-		}
+		emitLines(way, emit)
 		for _, l := range pp.refused {
 			emit(l)
 		}
@@ -157,9 +190,7 @@ func (m *denial) lines(ls []listedPolicy, emit func(string)) {
 	if more := len(m.policies) - len(ls); more > 0 {
 		emit(m.moreLine(more))
 	}
-	for _, l := range m.override {
-		emit(l)
-	}
+	emitLines(m.override, emit)
 }
 
 func (m *denial) size(ls []listedPolicy) int {
@@ -226,7 +257,7 @@ func (m *denial) renderFirst(limit int) string {
 		}
 		if b.Len()+sep+len(l)+len(tail) > limit {
 			if b.Len() == 0 {
-				return clip(l, limit)
+				return proof.Truncate(l, limit)
 			}
 			b.WriteString("\n" + rest(len(all)-i))
 			return b.String()

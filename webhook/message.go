@@ -80,20 +80,21 @@ func (t target) related() *corev1.ObjectReference {
 // CREATE stored nothing, so no kubectl command can annotate the object:
 // the annotation goes into the manifest, which is applied again. A run of
 // a CronJob is the exception: the CronJob exists and is patched.
-func (t target) overrideLines(ids string) []string {
+func (t target) overrideLines(ids string) []line {
 	cronJob := t.CronJob
 	if t.Kind == kindCronJob && t.Rollout != rolloutCreate {
 		cronJob = t.Name
 	}
+	knowingly := proseLine("Or roll out knowingly:")
 	switch {
 	case cronJob != "":
-		return []string{"Or roll out knowingly:", "  kubectl patch cronjob " + cronJob + " -n " + t.Namespace +
-			` --type merge -p '{"spec":{"jobTemplate":{"metadata":{"annotations":{"` + OverrideAnnotation + `":"` + ids + `"}}}}}'`}
+		return []line{knowingly, commandLine("kubectl patch cronjob " + cronJob + " -n " + t.Namespace +
+			` --type merge -p '{"spec":{"jobTemplate":{"metadata":{"annotations":{"` + OverrideAnnotation + `":"` + ids + `"}}}}}'`)}
 	case t.ScaledJob != "":
 		// KEDA's generateJobs copies the ScaledJob's own
 		// metadata.annotations onto every Job it creates.
-		return []string{"Or roll out knowingly:", "  kubectl annotate --overwrite scaledjob " + t.ScaledJob + " -n " + t.Namespace + " " +
-			OverrideAnnotation + "=" + ids}
+		return []line{knowingly, commandLine("kubectl annotate --overwrite scaledjob " + t.ScaledJob + " -n " + t.Namespace + " " +
+			OverrideAnnotation + "=" + ids)}
 	case t.Rollout == rolloutCreate:
 		where := "metadata.annotations"
 		if t.Kind == kindCronJob {
@@ -101,17 +102,17 @@ func (t target) overrideLines(ids string) []string {
 		}
 		// Quoted: an all-digit or exponent-like ID would otherwise be a
 		// YAML number, which the API server refuses as an annotation.
-		return []string{"Or roll out knowingly: add to the manifest's " + where + ", then apply it again:",
-			"  " + OverrideAnnotation + `: "` + ids + `"`}
+		return []line{proseLine("Or roll out knowingly: add to the manifest's " + where + ", then apply it again:"),
+			commandLine(OverrideAnnotation + `: "` + ids + `"`)}
 	}
-	return []string{"Or roll out knowingly:", "  kubectl annotate --overwrite " + strings.ToLower(t.Kind) + " " + t.Name + " -n " + t.Namespace + " " + OverrideAnnotation + "=" + ids}
+	return []line{knowingly, commandLine("kubectl annotate --overwrite " + strings.ToLower(t.Kind) + " " + t.Name + " -n " + t.Namespace + " " + OverrideAnnotation + "=" + ids)}
 }
 
 // denyMessage says which policies refuse the rollout, why, with the
 // numbers, and the way out, in at most maxMessage bytes (see
 // denial.layout).
 func denyMessage(t target, d *decision, now time.Time) string {
-	m := denial{header: clip("retention-guard refused this rollout ("+string(t.Rollout)+") of "+t.String()+":", maxLine)}
+	m := denial{header: proof.Truncate("retention-guard refused this rollout ("+string(t.Rollout)+") of "+t.String()+":", maxLine)}
 	overridable := true
 	var ids []string
 	for i := range d.Policies {
@@ -150,16 +151,16 @@ type policyParts struct {
 	distinct int
 	moreLine func(n int) string
 	// way out: with the `retention-guard check` hint, without, in words only
-	way, wayNoCheck, wayCompact []string
+	way, wayNoCheck, wayCompact []line
 	refused                     []string
 }
 
 func denialParts(r *policyResult, now time.Time) policyParts {
 	p := r.Policy
 	pp := policyParts{name: p.Name, namespace: p.Namespace,
-		head: []string{clip("policy "+p.Name+" (group "+p.Spec.GroupID+") "+verdictPhrase(r, now), maxLine)}}
+		head: []string{proof.Truncate("policy "+p.Name+" (group "+p.Spec.GroupID+") "+verdictPhrase(r, now), maxLine)}}
 	if s := summaryPhrase(r); s != "" {
-		pp.head = append(pp.head, clip("  "+s, maxLine))
+		pp.head = append(pp.head, proof.Truncate("  "+s, maxLine))
 	}
 	lines, ranks, omitted := findingLines(r)
 	pp.total = len(lines) + omitted
@@ -173,11 +174,11 @@ func denialParts(r *policyResult, now time.Time) policyParts {
 		}
 	}
 	pp.moreLine = func(n int) string {
-		return clip("- and "+strconv.Itoa(n)+" more: kubectl describe crp "+p.Name+" -n "+p.Namespace, maxLine)
+		return proof.Truncate("- and "+strconv.Itoa(n)+" more: kubectl describe crp "+p.Name+" -n "+p.Namespace, maxLine)
 	}
 	pp.way, pp.wayNoCheck, pp.wayCompact = wayOut(r, true, false), wayOut(r, false, false), wayOut(r, false, true)
 	if r.OverrideRefused != "" {
-		pp.refused = []string{clip("Override refused: "+r.OverrideRefused+".", maxLine)}
+		pp.refused = []string{proof.Truncate("Override refused: "+r.OverrideRefused+".", maxLine)}
 	}
 	return pp
 }
@@ -376,7 +377,7 @@ func verdictPhrase(r *policyResult, now time.Time) string {
 		facts = append(facts, "proof "+r.ProofID)
 	}
 	if !r.CheckedAt.IsZero() {
-		c := "checked " + humanDuration(now.Sub(r.CheckedAt.Time)) + " ago"
+		c := "checked " + proof.FormatDurationShort(now.Sub(r.CheckedAt.Time)) + " ago"
 		if r.Live {
 			c = "checked live"
 		}
@@ -425,7 +426,7 @@ func summaryPhrase(r *policyResult) string {
 // show the client nothing. Each is at most maxWarning bytes.
 func warnings(d *decision) []string {
 	var out []string
-	add := func(s string) { out = append(out, clip("retention-guard: "+s, maxWarning)) }
+	add := func(s string) { out = append(out, proof.Truncate("retention-guard: "+s, maxWarning)) }
 	for i := range d.Policies {
 		r := &d.Policies[i]
 		p := r.Policy
@@ -481,7 +482,7 @@ func eventNote(t target, r *policyResult, reason string) string {
 	case EventRolloutAudited:
 		s = fmt.Sprintf("would refuse %s (%s) requested by %s: %s", t, t.Rollout, userName(t.User), resultPhrase(r))
 	}
-	return clip(s, maxEventNote)
+	return proof.Truncate(s, maxEventNote)
 }
 
 func resultPhrase(r *policyResult) string {
@@ -514,17 +515,3 @@ func userName(u string) string {
 	}
 	return u
 }
-
-// clip shortens s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - 3
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -406,16 +406,6 @@ func TestEventNotes(t *testing.T) {
 	}
 }
 
-func TestClip(t *testing.T) {
-	if got := clip("short", 10); got != "short" {
-		t.Errorf("clip kept %q", got)
-	}
-	got := clip(strings.Repeat("é", 10), 9) // 20 bytes; cut must not split a rune
-	if len(got) > 9 || !utf8.ValidString(got) || !strings.HasSuffix(got, "...") {
-		t.Errorf("clip = %q (%d bytes)", got, len(got))
-	}
-}
-
 // The override goes where it counts: on the workload, or on a CronJob's
 // job template for the CronJob and its runs. A refused CREATE stored
 // nothing, so `kubectl annotate` (or `kubectl patch cronjob` of the CronJob
@@ -681,5 +671,32 @@ func TestDenyMessageWayOutOfUndatedCommits(t *testing.T) {
 			}
 			checkMessageShape(t, msg)
 		})
+	}
+}
+
+// Seed 003's way out: the kafka-consumer-groups command a person copies is
+// shown whole however long, and the prose around it is wrapped at words to
+// maxLine. The layout tells them apart by the line's kind, not by its
+// indentation: prose that starts with two spaces is still wrapped.
+func TestWayOutLinesByKind(t *testing.T) {
+	topics := strings.Repeat(" --topic settle-task-of-the-ledger-settlement-domain", 5)
+	cmd := commandLine("kafka-consumer-groups --group ledger-settle-consumer" + topics + " --reset-offsets --to-earliest --execute")
+	var got []string
+	emitLines([]line{proseLine("  Way out: replay or reset the offsets of" + topics + ", then retry, e.g."), cmd},
+		func(l string) { got = append(got, l) })
+	if len(got) < 3 {
+		t.Fatalf("got %d lines, want the prose wrapped and the command: %q", len(got), got)
+	}
+	for _, l := range got[:len(got)-1] {
+		if len(l) > maxLine {
+			t.Errorf("prose line of %d bytes, over %d: %q", len(l), maxLine, l)
+		}
+	}
+	if !strings.HasPrefix(got[0], "Way out: replay") {
+		t.Errorf("first prose line %q: want it wrapped from its first word", got[0])
+	}
+	want := "  kafka-consumer-groups --group ledger-settle-consumer" + topics + " --reset-offsets --to-earliest --execute"
+	if last := got[len(got)-1]; last != want || len(last) <= maxLine {
+		t.Errorf("command line %q (%d bytes): want it whole, indented, over %d bytes", last, len(last), maxLine)
 	}
 }

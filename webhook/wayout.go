@@ -145,38 +145,38 @@ type way struct {
 	describe string // "kubectl describe crp NAME -n NAMESPACE"
 }
 
-// wayText is a remedy's way out: full, as lines (commands indented by two
-// spaces), and in words, as one clause of a sentence.
+// wayText is a remedy's way out: full, as lines (prose and commands), and
+// in words, as one clause of a sentence.
 type wayText struct {
-	full  func(w *way) []string
+	full  func(w *way) []line
 	words func(w *way) string
 }
 
 var wayTexts = map[remedy]wayText{
 	remedyCursorGone: {
-		full: func(*way) []string {
-			return wrapFinding("Way out: reconcile the records the business cursor never reached from their source (the topic no longer has them), "+
-				"move the cursor past them, then retry.", maxLine)
+		full: func(*way) []line {
+			return proseLines("Way out: reconcile the records the business cursor never reached from their source (the topic no longer has them), " +
+				"move the cursor past them, then retry.")
 		},
 		words: func(*way) string { return "reconcile from their source the records the cursor never reached" },
 	},
 	remedyCursorBeyond: {
-		full: func(*way) []string {
-			return []string{"Way out: reconcile the business cursor with the topic (it was truncated or recreated), then retry."}
+		full: func(*way) []line {
+			return proseLines("Way out: reconcile the business cursor with the topic (it was truncated or recreated), then retry.")
 		},
 		words: func(*way) string { return "reconcile the cursor with the topic" },
 	},
 	remedyShareGone: {
-		full: func(*way) []string {
-			return wrapFinding("Way out: reconcile from their source the records the share group may never have acknowledged "+
-				"(the topic no longer has them), then retry.", maxLine)
+		full: func(*way) []line {
+			return proseLines("Way out: reconcile from their source the records the share group may never have acknowledged " +
+				"(the topic no longer has them), then retry.")
 		},
 		words: func(*way) string { return "reconcile from their source the records the share group never acknowledged" },
 	},
 	remedyResetOffsets: {
-		full: func(w *way) []string {
-			return []string{"Way out: replay or reset the group's offsets, then retry, e.g.",
-				"  kafka-consumer-groups --bootstrap-server " + w.server + " --group " + w.p.Spec.GroupID + w.topics + " --reset-offsets --to-earliest --execute"}
+		full: func(w *way) []line {
+			return []line{proseLine("Way out: replay or reset the group's offsets, then retry, e.g."),
+				commandLine("kafka-consumer-groups --bootstrap-server " + w.server + " --group " + w.p.Spec.GroupID + w.topics + " --reset-offsets --to-earliest --execute")}
 		},
 		words: func(*way) string {
 			return "replay or reset the group's offsets (kafka-consumer-groups --reset-offsets)"
@@ -185,18 +185,18 @@ var wayTexts = map[remedy]wayText{
 	remedyResetToCursor: {
 		// With a business cursor, earliest is the silent replay seed 003
 		// warns about: the cursor says where to resume.
-		full: func(*way) []string {
-			return wrapFinding("Way out: resume from the business cursor, not from where the group's offsets are: reset the group's offsets "+
-				"to the cursor (kafka-consumer-groups --reset-offsets --to-offset), or set spec.cursor.resumeFrom Cursor if the consumer seeks to it on start; then retry.", maxLine)
+		full: func(*way) []line {
+			return proseLines("Way out: resume from the business cursor, not from where the group's offsets are: reset the group's offsets " +
+				"to the cursor (kafka-consumer-groups --reset-offsets --to-offset), or set spec.cursor.resumeFrom Cursor if the consumer seeks to it on start; then retry.")
 		},
 		words: func(*way) string {
 			return "reset the group's offsets to the business cursor (or resume from it: spec.cursor.resumeFrom Cursor)"
 		},
 	},
 	remedyRecreatedTopic: {
-		full: func(*way) []string {
-			return wrapFinding("Way out: the topic was recreated: reset the group's offsets on it to where the business really is "+
-				"(kafka-consumer-groups --reset-offsets --to-offset), then retry.", maxLine)
+		full: func(*way) []line {
+			return proseLines("Way out: the topic was recreated: reset the group's offsets on it to where the business really is " +
+				"(kafka-consumer-groups --reset-offsets --to-offset), then retry.")
 		},
 		words: func(*way) string {
 			return "reset the group's offsets on the recreated topic to where the business really is"
@@ -206,26 +206,26 @@ var wayTexts = map[remedy]wayText{
 	// epoch (nothing left to validate), and the manager forgets a
 	// divergence once the offset changes.
 	remedyDivergedLog: {
-		full: func(*way) []string {
-			return wrapFinding("Way out: the partition's log diverged below the group's position (truncated, then grown back): "+
-				"decide whether to re-read from where it diverged (the offset named above) or accept the loss, then reset the group's offsets "+
-				"on it (kafka-consumer-groups --reset-offsets --to-offset), then retry.", maxLine)
+		full: func(*way) []line {
+			return proseLines("Way out: the partition's log diverged below the group's position (truncated, then grown back): " +
+				"decide whether to re-read from where it diverged (the offset named above) or accept the loss, then reset the group's offsets " +
+				"on it (kafka-consumer-groups --reset-offsets --to-offset), then retry.")
 		},
 		words: func(*way) string {
 			return "reset the group's offsets on the diverged partition to where the log diverged, or past it to accept the loss"
 		},
 	},
 	remedyRetention: {
-		full: func(w *way) []string {
-			return []string{"Way out: make retention.ms and offsets.retention.minutes cover recoveryWindow " + w.window + " (or shorten it), then retry."}
+		full: func(w *way) []line {
+			return proseLines("Way out: make retention.ms and offsets.retention.minutes cover recoveryWindow " + w.window + " (or shorten it), then retry.")
 		},
 		words: func(w *way) string {
 			return "make retention.ms and offsets.retention.minutes cover recoveryWindow " + w.window
 		},
 	},
 	remedyTombstones: {
-		full: func(w *way) []string {
-			return []string{"Way out: raise delete.retention.ms of the compacted topic to recoveryWindow " + w.window + " or more, then retry."}
+		full: func(w *way) []line {
+			return proseLines("Way out: raise delete.retention.ms of the compacted topic to recoveryWindow " + w.window + " or more, then retry.")
 		},
 		words: func(w *way) string { return "raise delete.retention.ms to " + w.window },
 	},
@@ -233,14 +233,14 @@ var wayTexts = map[remedy]wayText{
 		// Only ways that change the next proof: a commit of the same
 		// offset is dated only where __consumer_offsets is read, a newer
 		// offset by the manager that saw the old one.
-		full: func(w *way) []string {
+		full: func(w *way) []line {
 			if w.exactTimesRead() {
-				return wrapFinding("Way out: commit the group's offsets again as they are (the guard reads the new commit's time "+
-					"from __consumer_offsets) or raise offsets.retention.minutes, then retry.", maxLine)
+				return proseLines("Way out: commit the group's offsets again as they are (the guard reads the new commit's time " +
+					"from __consumer_offsets) or raise offsets.retention.minutes, then retry.")
 			}
 			full, _ := w.exactTimesWay()
-			return wrapFinding("Way out: "+orWays(full, "let the consumer commit newer offsets while the manager "+
-				"watches (it dates a change it saw)")+", then retry.", maxLine)
+			return proseLines("Way out: " + orWays(full, "let the consumer commit newer offsets while the manager "+
+				"watches (it dates a change it saw)") + ", then retry.")
 		},
 		words: func(w *way) string {
 			if w.exactTimesRead() {
@@ -251,16 +251,16 @@ var wayTexts = map[remedy]wayText{
 		},
 	},
 	remedyExplicitExpiry: {
-		full: func(*way) []string {
-			return wrapFinding("Way out: commit the group's offsets again without a retention time (a client on OffsetCommit v5 or later), then retry.", maxLine)
+		full: func(*way) []line {
+			return proseLines("Way out: commit the group's offsets again without a retention time (a client on OffsetCommit v5 or later), then retry.")
 		},
 		words: func(*way) string {
 			return "commit the group's offsets again without a retention time (OffsetCommit v5 or later)"
 		},
 	},
 	remedyHeadroom: {
-		full: func(*way) []string {
-			return []string{"Way out: let the group catch up before retention reaches its position, or raise retention.ms, then retry."}
+		full: func(*way) []line {
+			return proseLines("Way out: let the group catch up before retention reaches its position, or raise retention.ms, then retry.")
 		},
 		words: func(*way) string { return "let the group catch up or raise retention.ms" },
 	},
@@ -269,15 +269,15 @@ var wayTexts = map[remedy]wayText{
 	// yet cleaned (the first cleaning stamps the horizon on the batch,
 	// Kafka's MemoryRecords.filterTo).
 	remedyTombstoneHeadroom: {
-		full: func(*way) []string {
-			return wrapFinding("Way out: let the group catch up past the tombstones it has not read, or raise delete.retention.ms "+
-				"(only tombstones the log cleaner has not yet seen are kept longer), then retry.", maxLine)
+		full: func(*way) []line {
+			return proseLines("Way out: let the group catch up past the tombstones it has not read, or raise delete.retention.ms " +
+				"(only tombstones the log cleaner has not yet seen are kept longer), then retry.")
 		},
 		words: func(*way) string { return "let the group catch up past its tombstones or raise delete.retention.ms" },
 	},
 	remedyEmptyGroup: {
-		full: func(*way) []string {
-			return wrapFinding("Way out: start the consumer (a member stops the clock on the group's offsets) or raise offsets.retention.minutes, then retry.", maxLine)
+		full: func(*way) []line {
+			return proseLines("Way out: start the consumer (a member stops the clock on the group's offsets) or raise offsets.retention.minutes, then retry.")
 		},
 		words: func(*way) string { return "start the consumer or raise offsets.retention.minutes" },
 	},
@@ -287,21 +287,21 @@ var wayTexts = map[remedy]wayText{
 	// group's config; auto.offset.reset=none under spec.consumer, which
 	// throws there instead of skipping).
 	remedyUnreadPartition: {
-		full: func(w *way) []string {
-			return wrapFinding("Way out: commit an offset for each partition without one before the consumers start "+
-				"(kafka-consumer-groups --group "+w.p.Spec.GroupID+" --topic TOPIC:PARTITION --reset-offsets --to-earliest --execute; "+
-				"kafka-share-groups for a share group), or show they start at the log start: "+
-				"share.auto.offset.reset=earliest for a share group, spec.consumer (none) for a consumer group; then retry.", maxLine)
+		full: func(w *way) []line {
+			return proseLines("Way out: commit an offset for each partition without one before the consumers start " +
+				"(kafka-consumer-groups --group " + w.p.Spec.GroupID + " --topic TOPIC:PARTITION --reset-offsets --to-earliest --execute; " +
+				"kafka-share-groups for a share group), or show they start at the log start: " +
+				"share.auto.offset.reset=earliest for a share group, spec.consumer (none) for a consumer group; then retry.")
 		},
 		words: func(*way) string {
 			return "commit an offset for each partition without one (--reset-offsets --to-earliest) or show the consumers start at the log start"
 		},
 	},
 	remedyEmptyGroupUndated: {
-		full: func(w *way) []string {
+		full: func(w *way) []line {
 			full, _ := w.exactTimesWay()
-			return wrapFinding("Way out: "+orWays("start the consumer (a member stops the clock on the group's offsets)", full)+
-				", then retry.", maxLine)
+			return proseLines("Way out: " + orWays("start the consumer (a member stops the clock on the group's offsets)", full) +
+				", then retry.")
 		},
 		words: func(w *way) string {
 			_, words := w.exactTimesWay()
@@ -349,13 +349,40 @@ func orWays(ways ...string) string {
 // proof actually lists (adviceFor): offsets to reset for lost data,
 // retention to raise for a retention setting that fails, the connection,
 // credentials or ACLs for a fact that could not be read. A proof that is
-// only Unknown never gets the retention advice. Commands are indented by
-// two spaces; compact says every way out in one sentence of words.
-func wayOut(r *policyResult, withCheck, compact bool) []string {
-	p := r.Policy
-	var remedies []remedy
-	var access []string // what to check, for the reasons listed
-	var topics []string // failing topics, for the reset command
+// only Unknown never gets the retention advice. compact says every way out
+// in one sentence of words; withCheck adds the `retention-guard check`
+// command that proves it again.
+func wayOut(r *policyResult, withCheck, compact bool) []line {
+	c := chooseRemedies(r)
+	w := newWay(r.Policy, c.topics)
+	var out []line
+	if compact {
+		out = c.inWords(w)
+	} else {
+		out = c.inFull(w)
+		if withCheck && r.kafkaFailing() {
+			out = append(out, checkHint(w)...)
+		}
+	}
+	if fix := consumerFix(r); fix != "" {
+		out = append(out, proseLine(fix))
+	}
+	return out
+}
+
+// remedies are the ways out of a policy's Kafka findings.
+type remedies struct {
+	remedies []remedy // in order
+	access   []string // what to check, for the reasons listed
+	topics   []string // failing topics, for the reset command
+	// blocked: something keeps the proof from being made (it is not
+	// Violated on the facts listed: Unknown, or a reason without a way
+	// out).
+	blocked bool
+}
+
+func chooseRemedies(r *policyResult) remedies {
+	var c remedies
 	other := false
 	for _, f := range r.Kafka {
 		a, ok := adviceFor[f.Reason]
@@ -363,8 +390,8 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 			other = true
 			continue
 		}
-		if a.check != "" && !slices.Contains(access, a.check) {
-			access = append(access, a.check)
+		if a.check != "" && !slices.Contains(c.access, a.check) {
+			c.access = append(c.access, a.check)
 		}
 		rm := a.remedy
 		switch {
@@ -376,23 +403,26 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 		case a.violatedOnly && r.Verdict != rgv1.VerdictViolated:
 			continue
 		case rm == remedyResetOffsets:
-			if f.Topic != "" && !slices.Contains(topics, f.Topic) && len(topics) < 3 {
-				topics = append(topics, f.Topic)
+			if f.Topic != "" && !slices.Contains(c.topics, f.Topic) && len(c.topics) < 3 {
+				c.topics = append(c.topics, f.Topic)
 			}
-			if p.Spec.Cursor != nil {
+			if r.Policy.Spec.Cursor != nil {
 				rm = remedyResetToCursor
 			}
 		}
-		if !slices.Contains(remedies, rm) {
-			remedies = append(remedies, rm)
+		if !slices.Contains(c.remedies, rm) {
+			c.remedies = append(c.remedies, rm)
 		}
 	}
-	slices.Sort(remedies)
-	// Something keeps the proof from being made when it is not Violated on
-	// the facts listed (Unknown, or a reason without a way out).
-	blocked := r.kafkaFailing() && (len(access) > 0 || other || len(remedies) == 0)
+	slices.Sort(c.remedies)
+	c.blocked = r.kafkaFailing() && (len(c.access) > 0 || other || len(c.remedies) == 0)
+	return c
+}
 
-	w := &way{p: p, window: humanDuration(p.Spec.RecoveryWindow.Duration), describe: "kubectl describe crp " + p.Name + " -n " + p.Namespace}
+// newWay is what the texts of the ways out of p need; topics are the
+// failing topics (none: the policy's first three).
+func newWay(p *rgv1.ConsumerRetentionPolicy, topics []string) *way {
+	w := &way{p: p, window: proof.FormatDurationShort(p.Spec.RecoveryWindow.Duration), describe: "kubectl describe crp " + p.Name + " -n " + p.Namespace}
 	if len(topics) == 0 {
 		topics = p.Spec.Topics[:min(len(p.Spec.Topics), 3)]
 	}
@@ -406,52 +436,63 @@ func wayOut(r *policyResult, withCheck, compact bool) []string {
 		// The servers are the connection's (status.bootstrapServers).
 		w.server = "<" + ref.Kind + "/" + ref.Name + ">"
 	}
+	return w
+}
 
-	var out []string
-	if compact {
-		var ways []string
-		for _, rm := range remedies {
-			ways = append(ways, wayTexts[rm].words(w))
-		}
-		switch {
-		case blocked && len(access) > 0:
-			ways = append(ways, "check "+strings.Join(access, ", "))
-		case blocked:
-			ways = append(ways, "fix what keeps the proof from being made ("+w.describe+")")
-		}
-		if len(ways) > 0 {
-			out = wrapFinding("Way out: "+strings.Join(ways, "; ")+", then retry.", maxLine)
-		}
-		return append(out, consumerFix(r)...)
+// inWords is every way out in one sentence.
+func (c *remedies) inWords(w *way) []line {
+	var ways []string
+	for _, rm := range c.remedies {
+		ways = append(ways, wayTexts[rm].words(w))
 	}
-	for _, rm := range remedies {
+	switch {
+	case c.blocked && len(c.access) > 0:
+		ways = append(ways, "check "+strings.Join(c.access, ", "))
+	case c.blocked:
+		ways = append(ways, "fix what keeps the proof from being made ("+w.describe+")")
+	}
+	if len(ways) == 0 {
+		return nil
+	}
+	return proseLines("Way out: " + strings.Join(ways, "; ") + ", then retry.")
+}
+
+// inFull is each way out in full, with its commands.
+func (c *remedies) inFull(w *way) []line {
+	var out []line
+	for _, rm := range c.remedies {
 		out = append(out, wayTexts[rm].full(w)...)
 	}
 	switch {
-	case blocked && len(access) > 0:
-		out = append(out, "Way out: check "+strings.Join(access, ", ")+", then retry; details: "+w.describe)
-	case blocked:
-		out = append(out, "Way out: fix what keeps the proof from being made ("+w.describe+"), then retry.")
+	case c.blocked && len(c.access) > 0:
+		out = append(out, proseLine("Way out: check "+strings.Join(c.access, ", ")+", then retry; details: "+w.describe))
+	case c.blocked:
+		out = append(out, proseLine("Way out: fix what keeps the proof from being made ("+w.describe+"), then retry."))
 	}
-	if withCheck && r.kafkaFailing() {
-		cursorFlags := ""
-		if c := p.Spec.Cursor; c != nil {
-			cursorFlags = " --cursor-driver " + string(c.SQL.Driver) + " --cursor-dsn-file DSN_FILE"
-			if c.ResumeFrom == rgv1.ResumeFromCursor {
-				cursorFlags += " --resume-from cursor"
-			}
-		}
-		out = append(out, "Prove it now (exit 0 when it holds):",
-			"  retention-guard check --bootstrap-server "+w.server+" --group "+p.Spec.GroupID+
-				w.topics+" --recovery-window "+w.window+cursorFlags)
-	}
-	return append(out, consumerFix(r)...)
+	return out
 }
 
-// consumerFix is the way out of a failing consumer clause.
-func consumerFix(r *policyResult) []string {
+// checkHint is the `retention-guard check` command that proves the policy
+// again.
+func checkHint(w *way) []line {
+	p := w.p
+	cursorFlags := ""
+	if c := p.Spec.Cursor; c != nil {
+		cursorFlags = " --cursor-driver " + string(c.SQL.Driver) + " --cursor-dsn-file DSN_FILE"
+		if c.ResumeFrom == rgv1.ResumeFromCursor {
+			cursorFlags += " --resume-from cursor"
+		}
+	}
+	return []line{proseLine("Prove it now (exit 0 when it holds):"),
+		commandLine("retention-guard check --bootstrap-server " + w.server + " --group " + p.Spec.GroupID +
+			w.topics + " --recovery-window " + w.window + cursorFlags)}
+}
+
+// consumerFix is the way out of a failing consumer clause, "" when it
+// does not fail.
+func consumerFix(r *policyResult) string {
 	if len(r.Consumer) == 0 {
-		return nil
+		return ""
 	}
 	c := r.Policy.Spec.Consumer
 	settings := false
@@ -461,11 +502,11 @@ func consumerFix(r *policyResult) []string {
 		}
 	}
 	if !settings {
-		return []string{"Fix: a Streams group's resets are in its topology: remove spec.consumer from the policy; consumer settings cannot be overridden."}
+		return "Fix: a Streams group's resets are in its topology: remove spec.consumer from the policy; consumer settings cannot be overridden."
 	}
 	fix := "Fix: set " + c.OffsetResetEnv + "=none (error for librdkafka)"
 	if c.AutoCommitEnv != "" {
 		fix += " and " + c.AutoCommitEnv + "=false"
 	}
-	return []string{fix + " in the pod template; consumer settings cannot be overridden."}
+	return fix + " in the pod template; consumer settings cannot be overridden."
 }

@@ -109,7 +109,7 @@ func cronJobMessage(w proof.Warning, offsetsRetentionMinutes *int64) string {
 	retentionPhrase := "offsets.retention.minutes"
 	if offsetsRetentionMinutes != nil && *offsetsRetentionMinutes > 0 {
 		retentionPhrase = "offsets.retention.minutes=" + strconv.FormatInt(*offsetsRetentionMinutes, 10) +
-			" (" + humanDuration(time.Duration(*offsetsRetentionMinutes)*time.Minute) + ")"
+			" (" + proof.FormatDays(time.Duration(*offsetsRetentionMinutes)*time.Minute) + ")"
 	}
 	switch w.Reason {
 	case proof.WarningReasonSuspended:
@@ -118,31 +118,14 @@ func cronJobMessage(w proof.Warning, offsetsRetentionMinutes *int64) string {
 	case proof.WarningReasonScheduleUnreadable:
 		return "CronJob " + w.Subject + ": the schedule cannot be read, so its gaps cannot be foreseen: " + w.Detail
 	case proof.WarningReasonGapReachesOffsetsRetention:
-		return "CronJob " + w.Subject + " runs up to " + humanDuration(w.Span) + " apart, not less than " + retentionPhrase +
+		return "CronJob " + w.Subject + " runs up to " + proof.FormatDays(w.Span) + " apart, not less than " + retentionPhrase +
 			": the group's offsets expire between two runs"
 	case proof.WarningReasonGapReachesRecoveryWindow:
-		return "CronJob " + w.Subject + " runs up to " + humanDuration(w.Span) + " apart, not less than recoveryWindow " +
-			humanDuration(w.Limit) + ": the pause between runs uses up the window"
+		return "CronJob " + w.Subject + " runs up to " + proof.FormatDays(w.Span) + " apart, not less than recoveryWindow " +
+			proof.FormatDays(w.Limit) + ": the pause between runs uses up the window"
 	}
 	return "and " + w.Subject + " more CronJob warnings (retentionguard_cronjob_schedule_gap_seconds has every selected CronJob)"
 }
 
 // maxCronJobWarnings bounds the CronJob warnings in status.proof.warnings.
 const maxCronJobWarnings = 10
-
-// humanDuration renders whole days as "7d", else days and hours ("1d12h"),
-// else Go's form ("90m0s" → "1h30m0s").
-func humanDuration(d time.Duration) string {
-	const day = 24 * time.Hour
-	switch {
-	case d >= day && d%time.Hour == 0:
-		days, hours := d/day, (d%day)/time.Hour
-		if hours == 0 {
-			return strconv.FormatInt(int64(days), 10) + "d"
-		}
-		return strconv.FormatInt(int64(days), 10) + "d" + strconv.FormatInt(int64(hours), 10) + "h"
-	case d%time.Hour == 0:
-		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
-	}
-	return d.String()
-}

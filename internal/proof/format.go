@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // FormatDuration renders a duration for people: whole units without zero
@@ -16,6 +17,52 @@ func FormatDuration(d time.Duration) string {
 	}
 	neg := d < 0
 	return formatSeconds(neg, absSeconds(d))
+}
+
+// FormatDurationShort renders a duration as FormatDuration does but
+// without the days, in a form time.ParseDuration reads back (a command's
+// flag value): "240h", "1h30m", "45s". It rounds to the second, below one
+// second to the millisecond ("250ms"): it renders measured ages and
+// timeouts, where 2m29.7s is 2m30s.
+func FormatDurationShort(d time.Duration) string {
+	if d > -time.Second && d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	d = d.Round(time.Second)
+	b := make([]byte, 0, 16)
+	if d < 0 {
+		b = append(b, '-')
+	}
+	return string(appendHMS(b, absSeconds(d)))
+}
+
+// FormatDays renders a duration in days from one day up, as config
+// values are glossed (formatMillis): "7d", "1d12h", "1h30m", "45s"; below
+// one second, time.Duration's own form.
+func FormatDays(d time.Duration) string {
+	if d > -time.Second && d < time.Second {
+		return d.String()
+	}
+	return formatDays(d < 0, absSeconds(d))
+}
+
+// Truncate shortens s to at most n bytes, cutting on a rune boundary and
+// marking the cut with "..." (within the n bytes); s is returned whole
+// when it fits. With no room for the mark (n < 3), s is cut to n bytes on
+// a rune boundary, unmarked.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	mark := "..."
+	if n < len(mark) {
+		mark = ""
+	}
+	cut := max(n-len(mark), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
 
 // formatMillis renders a millisecond count (retention.ms) in days when it
@@ -122,10 +169,7 @@ func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 // quoteValue renders a raw config value for a message.
 func quoteValue(v string) string {
 	const limit = 64
-	if len(v) > limit {
-		v = v[:limit] + "..."
-	}
-	return strconv.Quote(v)
+	return strconv.Quote(Truncate(v, limit+len("...")))
 }
 
 // plural returns n and the noun, with an "s" unless n is 1.

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // maxWorkloadMessage bounds a GroupWorkload's message.
@@ -34,9 +35,7 @@ func (m GroupMatch) StatusWorkloads(limit int) []rgv1.GroupWorkload {
 		if n := len(wm.Evidence) - 1; n > 0 {
 			gw.Message += fmt.Sprintf(" (and %d more)", n)
 		}
-		if len(gw.Message) > maxWorkloadMessage {
-			gw.Message = gw.Message[:maxWorkloadMessage-3] + "..."
-		}
+		gw.Message = proof.Truncate(gw.Message, maxWorkloadMessage)
 		out = append(out, gw)
 	}
 	return out
