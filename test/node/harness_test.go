@@ -255,27 +255,6 @@ func poke(ctx context.Context, key client.ObjectKey) {
 	_ = admin().Patch(ctx, p, patch)
 }
 
-// waitPolicy polls the policy (poking it every 2s) until ok holds.
-func waitPolicy(t *testing.T, key client.ObjectKey, timeout time.Duration, what string, ok func(*rgv1.ConsumerRetentionPolicy) bool) *rgv1.ConsumerRetentionPolicy {
-	t.Helper()
-	p := &rgv1.ConsumerRetentionPolicy{}
-	lastPoke := time.Time{}
-	waitFor(t, fmt.Sprintf("policy %s %s", key, what), timeout, func() error {
-		if err := admin().Get(suite, key, p); err != nil {
-			return err
-		}
-		if ok(p) {
-			return nil
-		}
-		if time.Since(lastPoke) > 2*time.Second {
-			poke(suite, key)
-			lastPoke = time.Now()
-		}
-		return errors.New(describe(p))
-	})
-	return p
-}
-
 func verdict(p *rgv1.ConsumerRetentionPolicy) string {
 	if p.Status.Proof == nil {
 		return ""
@@ -291,15 +270,6 @@ func readyReason(p *rgv1.ConsumerRetentionPolicy) string {
 }
 
 func proven(p *rgv1.ConsumerRetentionPolicy) bool { return verdict(p) == "Proven" }
-
-func describe(p *rgv1.ConsumerRetentionPolicy) string {
-	var b strings.Builder
-	b.WriteString("verdict=" + verdict(p))
-	for _, c := range p.Status.Conditions {
-		b.WriteString("; " + c.Type + "=" + string(c.Status) + " " + c.Reason + ": " + c.Message)
-	}
-	return b.String()
-}
 
 // consumerDeployment is a Deployment of test/consumer for group on topic.
 func consumerDeployment(ns, name, group, topic, reset string, autoCommit bool, replicas int32) *appsv1.Deployment {

@@ -4,7 +4,8 @@
 // policy's status and describing it, scaling and rolling out Deployments
 // (with the API server's warnings kept), and reading the webhook's
 // denials. Every function takes the client, config or context it uses;
-// the suites keep only thin wrappers over their own stack.
+// Kubectl binds them to a stack's admin client, which the suites use
+// directly (stack.Stack.Admin).
 package e2eutil
 
 import (
