@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -305,21 +304,7 @@ func TestCheckUnreachableBrokerIsUnknown(t *testing.T) {
 		t.Fatalf("exit %d verdict %s reasons %v, want 2 Unknown BrokerUnreachable\n%s", code, res.Verdict, reasons(res), stderr)
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { conn.Close() }) // hold it open, say nothing
-		}
-	}()
-	code, res, stderr = checkJSONRun(t, "--bootstrap-server", ln.Addr().String(), "--group", "g",
+	code, res, stderr = checkJSONRun(t, "--bootstrap-server", kafkatest.SilentBroker(t), "--group", "g",
 		"--topic", "t", "--recovery-window", "72h", "--timeout", "2s")
 	if code != ExitUnknown || res.Verdict != "Unknown" || !hasReason(res, "BrokerUnreachable") {
 		t.Fatalf("silent broker: exit %d verdict %s reasons %v, want 2 Unknown BrokerUnreachable\n%s", code, res.Verdict, reasons(res), stderr)

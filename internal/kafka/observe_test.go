@@ -252,27 +252,14 @@ func TestObserveBrokerUnreachable(t *testing.T) {
 // when the context's deadline passes, not later.
 func TestObserveBrokerSilent(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { conn.Close() }) // hold it open, say nothing
-		}
-	}()
+	silent := kafkatest.SilentBroker(t)
 
 	// The observer's own timeouts are far longer than the deadline.
 	o := NewObserver(WithTimeouts(time.Minute, time.Minute, time.Minute))
 	t.Cleanup(o.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	obs := o.Observe(ctx, Connection{BootstrapServers: []string{ln.Addr().String()}}, []Target{{Group: "g", Topics: []string{"a"}}})
+	obs := o.Observe(ctx, Connection{BootstrapServers: []string{silent}}, []Target{{Group: "g", Topics: []string{"a"}}})
 	// Cut by the context (its deadline named), not by the observer's own
 	// minute-long timeouts.
 	f := requireFailure(t, obs[0], proof.ReasonBrokerUnreachable, "Metadata", "")

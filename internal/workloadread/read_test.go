@@ -1,13 +1,11 @@
 package workloadread
 
 import (
-	"context"
 	"net/netip"
 	"os"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,20 +22,13 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env)) }
 
-func ctxFor(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // seed000 creates seed 000's consumer as a cluster runs it: namespace ns,
 // the fanout Deployment reading its offset reset from the ConfigMap
 // fanout-kafka, its ReplicaSet and a running pod at 10.0.0.7; beside it a
 // writer Deployment whose pod is at 10.0.0.8.
 func seed000(t *testing.T, ns string) {
 	t.Helper()
-	c, ctx := env.Client, ctxFor(t)
+	c, ctx := env.Client, t.Context()
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	must(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fanout-kafka"},
 		Data: map[string]string{"AUTO_OFFSET_RESET": "earliest"}}))
@@ -92,7 +83,7 @@ func TestSeed000MemberAddressLeadsToTheFanoutDeployment(t *testing.T) {
 	r := &Reader{Reader: env.Client, Namespaces: []string{ns}}
 	var snap workloads.Snapshot
 	member := netip.MustParseAddr("10.0.0.7")
-	must(t, r.PodsAt(ctxFor(t), []netip.Addr{member, netip.MustParseAddr("10.0.0.99"), member}, &snap))
+	must(t, r.PodsAt(t.Context(), []netip.Addr{member, netip.MustParseAddr("10.0.0.99"), member}, &snap))
 	if len(snap.Pods) != 1 || snap.Pods[0].Name != "fanout-5d8f-x1" || !slices.Contains(snap.Pods[0].IPs, member) {
 		t.Fatalf("pods at 10.0.0.7: %+v, want fanout-5d8f-x1 only", snap.Pods)
 	}
@@ -100,11 +91,11 @@ func TestSeed000MemberAddressLeadsToTheFanoutDeployment(t *testing.T) {
 		snap.Owned[0].Owner.Kind != workloads.Deployment || snap.Owned[0].Owner.Name != "fanout" {
 		t.Fatalf("owners read: %+v, want ReplicaSet fanout-5d8f owned by Deployment fanout", snap.Owned)
 	}
-	must(t, r.OwningWorkloads(ctxFor(t), &snap))
+	must(t, r.OwningWorkloads(t.Context(), &snap))
 	if got := refs(snap.Workloads); !slices.Equal(got, []string{ns + "/Deployment/fanout"}) {
 		t.Fatalf("owning workloads %v, want the fanout Deployment only", got)
 	}
-	must(t, r.DeclaredConsumers(ctxFor(t), &snap))
+	must(t, r.DeclaredConsumers(t.Context(), &snap))
 	if len(snap.Scalers) != 0 {
 		t.Errorf("scalers %+v without KEDA installed", snap.Scalers)
 	}
@@ -122,8 +113,8 @@ func TestSeed000ScanReadsEveryWorkload(t *testing.T) {
 	seed000(t, ns)
 	r := &Reader{Reader: env.Client, Namespaces: []string{ns}}
 	var snap workloads.Snapshot
-	must(t, r.AllPods(ctxFor(t), &snap))
-	must(t, r.Workloads(ctxFor(t), &snap))
+	must(t, r.AllPods(t.Context(), &snap))
+	must(t, r.Workloads(t.Context(), &snap))
 	var pods []string
 	for _, p := range snap.Pods {
 		pods = append(pods, p.Name)
@@ -154,7 +145,7 @@ func TestForbiddenListNamesThePermissions(t *testing.T) {
 	must(t, err)
 	r := &Reader{Reader: c, Namespaces: []string{ns}}
 	var snap workloads.Snapshot
-	err = r.AllPods(ctxFor(t), &snap)
+	err = r.AllPods(t.Context(), &snap)
 	if err == nil {
 		t.Fatal("listing pods without grants succeeded")
 	}

@@ -298,13 +298,10 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	ctx := e2eutil.Ctx(t)
 	const ns, topic, group = "fanout", "outbox", "fanout"
 	stk.Admin().Namespace(t, ns)
-	e2eutil.Must(t, kafka.CreateTopic(ctx, topic, 1, map[string]string{"retention.ms": strconv.FormatInt((7 * 24 * time.Hour).Milliseconds(), 10)}))
 	// Offsets 0..29 written today and read; 30..74 a backfill of the
-	// outbox carrying its rows' original times; 75..99 today's.
-	e2eutil.Must(t, kafka.Produce(ctx, topic, 1, 30))
-	e2eutil.Must(t, kafka.ProduceAt(ctx, topic, 0, 45, time.Now().Add(-5*24*time.Hour)))
-	e2eutil.Must(t, kafka.Produce(ctx, topic, 1, 25))
-	e2eutil.Must(t, kafka.Commit(ctx, group, topic, map[int32]int64{0: 30}))
+	// outbox carrying its rows' original times (5 days ago); 75..99
+	// today's; retention 7 days.
+	e2eutil.Must(t, kafka.Seed000Outbox(ctx, topic, group))
 	headroomSince := time.Now()
 	p := policy(t, ns, group, group, topic, "fanout")
 	key := client.ObjectKeyFromObject(p)

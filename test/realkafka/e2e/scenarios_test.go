@@ -125,11 +125,10 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	ctx := e2eutil.Ctx(t)
 	const ns, topic, group = "fanout", "outbox", "fanout"
 	stk.Admin().Namespace(t, ns)
-	e2eutil.Must(t, kafka.CreateTopic(ctx, topic, 1, map[string]string{"retention.ms": strconv.FormatInt((7 * 24 * time.Hour).Milliseconds(), 10)}))
-	e2eutil.Must(t, kafka.Produce(ctx, topic, 1, 30))
-	e2eutil.Must(t, kafka.ProduceAt(ctx, topic, 0, 45, time.Now().Add(-5*24*time.Hour)))
-	e2eutil.Must(t, kafka.Produce(ctx, topic, 1, 25))
-	e2eutil.Must(t, kafka.Commit(ctx, group, topic, map[int32]int64{0: 30}))
+	// Offsets 0..29 written today and read; 30..74 a backfill of the
+	// outbox carrying its rows' original times (5 days ago); 75..99
+	// today's; retention 7 days.
+	e2eutil.Must(t, kafka.Seed000Outbox(ctx, topic, group))
 	p := policy(t, ns, group, topic, "fanout", stk.BrokerAddr, 72*time.Hour)
 	key := client.ObjectKeyFromObject(p)
 	p = stk.Admin().WaitPolicy(t, key, 30*time.Second, "Violated by the headroom only", func(p *rgv1.ConsumerRetentionPolicy) bool {
