@@ -68,7 +68,7 @@ func TestSeed003BatchConsumerWhoseOffsetsExpired(t *testing.T) {
 	expireGroupOffsets(t, group, topic)
 
 	p := e2eutil.WaitPolicy(t, admin(), key, time.Minute, "Violated with NoCommittedOffset", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && readyReason(p) == "NoCommittedOffset"
+		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "NoCommittedOffset"
 	})
 	start := time.Now()
 	out, err := kubectl(ctx, "scale", "deployment/"+app, "--namespace", ns, "--replicas=1")

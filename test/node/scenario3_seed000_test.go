@@ -39,7 +39,7 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	// Down past retention: records 0..74 deleted, 30..74 never read.
 	must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{0: 75}))
 	p := e2eutil.WaitPolicy(t, admin(), key, time.Minute, "Violated with CommittedOffsetExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && readyReason(p) == "CommittedOffsetExpired"
+		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "CommittedOffsetExpired"
 	})
 	if p.Status.Proof.ExpiredRecords != 45 {
 		t.Errorf("expiredRecords = %d, want 45 (offsets 30..74)", p.Status.Proof.ExpiredRecords)
@@ -71,7 +71,7 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	_, err = kubectl(ctx, "patch", "consumerretentionpolicy", app, "--namespace", ns, "--type=merge", "--patch", `{"spec":{"enforcement":"Deny"}}`)
 	must(t, err)
 	e2eutil.WaitPolicy(t, admin(), key, time.Minute, "Violated with 50 expired records under Deny", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && p.Status.Proof.ExpiredRecords == 50 && p.Status.ObservedGeneration == p.Generation
+		return e2eutil.Verdict(p) == "Violated" && p.Status.Proof.ExpiredRecords == 50 && p.Status.ObservedGeneration == p.Generation
 	})
 	out, err = kubectl(ctx, "scale", "deployment/"+app, "--namespace", ns, "--replicas=1")
 	deniedByWebhook(t, out, err)

@@ -59,7 +59,7 @@ func TestCronJobRunRefusedThenAdmitted(t *testing.T) {
 	// Retention passes the committed offset before the first run.
 	must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{0: 20}))
 	e2eutil.WaitPolicy(t, admin(), key, time.Minute, "Violated with CommittedOffsetExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && readyReason(p) == "CommittedOffsetExpired"
+		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "CommittedOffsetExpired"
 	})
 	ev := waitEvent(t, ns, "CronJob", app, "FailedCreate")
 	t.Logf("the CronJob controller's event: %s %s: %s", ev.Type, ev.Reason, ev.Message)

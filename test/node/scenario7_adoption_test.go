@@ -279,7 +279,7 @@ func TestAdoptionScanMapsGroupsToWorkloads(t *testing.T) {
 		}
 	}
 	e2eutil.WaitPolicy(t, admin(), client.ObjectKeyFromObject(&payments), time.Minute, "Violated with 50 expired records", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && p.Status.Proof.ExpiredRecords == 50
+		return e2eutil.Verdict(p) == "Violated" && p.Status.Proof.ExpiredRecords == 50
 	})
 	out, err = kubectl(ctx, "scale", "rollout/payments", "--namespace", shop, "--replicas=1")
 	deniedByWebhook(t, out, err)
