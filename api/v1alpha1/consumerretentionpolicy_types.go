@@ -11,7 +11,15 @@ type Enforcement string
 
 const (
 	// EnforcementDeny refuses rollouts of matching workloads while the proof
-	// is Violated or Unknown (fail closed).
+	// is Violated or Unknown (fail closed) or the consumer clause fails,
+	// unless the workload's override annotation names the proofID. One
+	// exception: a proof failing only by risks (every violation, the
+	// omitted ones counted too, is RecoveryHeadroomShorterThanWindow,
+	// TombstoneHeadroomShorterThanWindow,
+	// EmptyGroupOffsetsExpireBeforeWindow or
+	// EmptyGroupOffsetsMayExpireBeforeWindow: nothing lost yet) with no
+	// consumer clause finding lets the rollout through with a warning, since
+	// starting or fixing the consumer is the way out.
 	EnforcementDeny Enforcement = "Deny"
 	// EnforcementWarn allows the rollout and returns a warning the client
 	// shows to the person deploying.
@@ -121,9 +129,13 @@ type ConsumerRetentionPolicySpec struct {
 	Selector metav1.LabelSelector `json:"selector"`
 
 	// enforcement is what the admission webhook does with a rollout of a
-	// matching workload while the proof is Violated or Unknown: Deny
-	// refuses it (the default), Warn allows it with a warning shown to the
-	// client, Audit allows it and records an event and a metric.
+	// matching workload while the proof is Violated or Unknown (or the
+	// consumer clause fails): Deny refuses it (the default), except when
+	// the proof fails only by risks (the unread records or the offsets
+	// expire before the window ends, none lost yet) and the consumer clause
+	// passes, which is allowed with a warning; Warn allows it with a
+	// warning shown to the client, Audit allows it and records an event and
+	// a metric.
 	// +optional
 	// +kubebuilder:default=Deny
 	Enforcement Enforcement `json:"enforcement,omitempty"`
@@ -541,7 +553,9 @@ type ProofStatus struct {
 	// +optional
 	GroupState string `json:"groupState,omitempty"`
 
-	// groupProtocol is classic, consumer (KIP-848) or streams.
+	// groupProtocol is classic, consumer (KIP-848), streams (KIP-1071) or
+	// share (KIP-932: a share group, judged on its share-partition start
+	// offset); empty when the group was not found.
 	// +optional
 	GroupProtocol string `json:"groupProtocol,omitempty"`
 

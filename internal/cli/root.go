@@ -1,5 +1,8 @@
 // Package cli is retention-guard's command line: a cobra root with the
-// check and version subcommands, which need no Kubernetes. The manager
+// version, check, scan and helm-test subcommands. check and scan judge
+// consumer groups from Kafka alone (scan maps groups to workloads only when
+// given a kubeconfig); helm-test proves, from a pod of an installed guard,
+// that the webhook refuses and answers (the chart's test hook). The manager
 // command is wired in by the composition root (package main at the top of
 // the repository), which imports the controllers and the webhook this
 // package must not depend on.

@@ -215,7 +215,8 @@ func TestObserveUnknownTopic(t *testing.T) {
 	}
 }
 
-// A closed port: BrokerUnreachable, within the context deadline.
+// A closed port: BrokerUnreachable at once, before the context's deadline
+// (a refused connection is not waited out).
 func TestObserveBrokerUnreachable(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -228,12 +229,10 @@ func TestObserveBrokerUnreachable(t *testing.T) {
 	o, _ := newTestObserver(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	start := time.Now()
 	obs := o.Observe(ctx, Connection{BootstrapServers: []string{addr}},
 		[]Target{{Group: "g1", Topics: []string{"a"}}, {Group: "g2", Topics: []string{"b"}}})
-	took := time.Since(start)
-	if took > 2500*time.Millisecond {
-		t.Errorf("took %s, beyond the 2s deadline", took)
+	if ctx.Err() != nil {
+		t.Errorf("Observe returned only after its deadline passed (%v): a refused connection must fail at once", ctx.Err())
 	}
 	for i, ob := range obs {
 		f := requireFailure(t, ob, proof.ReasonBrokerUnreachable, "Metadata", "")
@@ -253,31 +252,16 @@ func TestObserveBrokerUnreachable(t *testing.T) {
 // when the context's deadline passes, not later.
 func TestObserveBrokerSilent(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { conn.Close() }) // hold it open, say nothing
-		}
-	}()
+	silent := kafkatest.SilentBroker(t)
 
 	// The observer's own timeouts are far longer than the deadline.
 	o := NewObserver(WithTimeouts(time.Minute, time.Minute, time.Minute))
 	t.Cleanup(o.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	start := time.Now()
-	obs := o.Observe(ctx, Connection{BootstrapServers: []string{ln.Addr().String()}}, []Target{{Group: "g", Topics: []string{"a"}}})
-	if took := time.Since(start); took > 1500*time.Millisecond {
-		t.Errorf("took %s with a 500ms deadline", took)
-	}
+	obs := o.Observe(ctx, Connection{BootstrapServers: []string{silent}}, []Target{{Group: "g", Topics: []string{"a"}}})
+	// Cut by the context (its deadline named), not by the observer's own
+	// minute-long timeouts.
 	f := requireFailure(t, obs[0], proof.ReasonBrokerUnreachable, "Metadata", "")
 	if !strings.Contains(f.Message, "deadline") {
 		t.Errorf("message %q should say the deadline passed", f.Message)

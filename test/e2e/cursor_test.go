@@ -38,7 +38,7 @@ func cursorPolicy(t *testing.T, ns, name, group, topic, app string, resume rgv1.
 				Driver: rgv1.CursorDriverPostgres, SecretRef: rgv1.SecretKeyReference{Name: "settle-db", Key: "dsn"}}},
 		},
 	}
-	must(t, admin().Create(bg(t), p))
+	e2eutil.Must(t, stk.Env.Client.Create(e2eutil.Ctx(t), p))
 	return p
 }
 
@@ -51,39 +51,39 @@ func cursorPolicy(t *testing.T, ns, name, group, topic, app string, resume rgv1.
 // whose group ran ahead of its cursor is refused with GroupAheadOfCursor.
 // The connection string's password appears nowhere.
 func TestSeed003BusinessCursor(t *testing.T) {
-	ctx := bg(t)
+	ctx := e2eutil.Ctx(t)
 	db := pg.Get(t)
 	const ns, topic, group = "settlement-cursor", "settle-ledger", "ledger-settle-cursor"
-	namespace(t, ns)
-	must(t, kafka.CreateTopic(ctx, topic, 3, map[string]string{"retention.ms": "2592000000"}))
-	must(t, kafka.Produce(ctx, topic, 3, 200))
+	stk.Admin().Namespace(t, ns)
+	e2eutil.Must(t, kafka.CreateTopic(ctx, topic, 3, map[string]string{"retention.ms": "2592000000"}))
+	e2eutil.Must(t, kafka.Produce(ctx, topic, 3, 200))
 	// The last run processed everything, wrote its cursor in the same
 	// transaction as the settlement, and committed.
-	must(t, db.CursorTable(ctx, "consumer_cursor"))
+	e2eutil.Must(t, db.CursorTable(ctx, "consumer_cursor"))
 	for p := range int32(3) {
-		must(t, db.WriteCursor(ctx, "consumer_cursor", group, p, 199))
+		e2eutil.Must(t, db.WriteCursor(ctx, "consumer_cursor", group, p, 199))
 	}
-	must(t, kafka.CommitAsMember(ctx, group, topic, map[int32]int64{0: 200, 1: 200, 2: 200}))
-	must(t, admin().Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settle-db"},
+	e2eutil.Must(t, kafka.CommitAsMember(ctx, group, topic, map[int32]int64{0: 200, 1: 200, 2: 200}))
+	e2eutil.Must(t, stk.Env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settle-db"},
 		StringData: map[string]string{"dsn": db.AdminDSN()}}))
 
 	// Eight days down: new tasks, retention moves the log start to 150,
 	// the group's offsets expire.
-	must(t, kafka.Produce(ctx, topic, 3, 150))
-	must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{0: 150, 1: 150, 2: 150}))
-	must(t, kafka.SetBrokerConfig(ctx, "offset.retention.ms", "500"))
+	e2eutil.Must(t, kafka.Produce(ctx, topic, 3, 150))
+	e2eutil.Must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{0: 150, 1: 150, 2: 150}))
+	e2eutil.Must(t, kafka.SetBrokerConfig(ctx, "offset.retention.ms", "500"))
 	restored := false
 	restore := func() {
 		if !restored {
 			restored = true
-			must(t, kafka.SetBrokerConfig(context.Background(), "offset.retention.ms", brokerConfigs["offset.retention.ms"]))
+			e2eutil.Must(t, kafka.SetBrokerConfig(context.Background(), "offset.retention.ms", brokerConfigs["offset.retention.ms"]))
 		}
 	}
 	defer restore()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		committed, err := kafka.Committed(ctx, group, topic)
-		must(t, err)
+		e2eutil.Must(t, err)
 		if len(committed) == 0 {
 			break
 		}
@@ -97,55 +97,55 @@ func TestSeed003BusinessCursor(t *testing.T) {
 	p := cursorPolicy(t, ns, "settle", group, topic, "settle", rgv1.ResumeFromCursor)
 	key := client.ObjectKeyFromObject(p)
 	deployment(t, ns, "settle", "settle", 0)
-	p = waitPolicy(t, key, 30*time.Second, "Proven from the cursor", e2eutil.Proven)
+	p = stk.Admin().WaitPolicy(t, key, 30*time.Second, "Proven from the cursor", e2eutil.Proven)
 	if c := p.Status.Proof.Cursor; c == nil || c.ResumeFrom != rgv1.ResumeFromCursor {
 		t.Errorf("status.proof.cursor = %+v", c)
 	}
 	e2eutil.Contains(t, "the Ready message", e2eutil.Ready(p).Message, "resume from its business cursor without losing a record")
 	e2eutil.Contains(t, "the OffsetsInRange condition", e2eutil.Describe(p), "OffsetsInRange=False NoCommittedOffset: not deciding")
-	must(t, scale(t, ns, "settle", 1)) // the nightly run resumes from its cursor
-	must(t, scale(t, ns, "settle", 0))
+	e2eutil.Must(t, stk.Admin().Scale(t, ns, "settle", 1)) // the nightly run resumes from its cursor
+	e2eutil.Must(t, stk.Admin().Scale(t, ns, "settle", 0))
 
 	// Partition 2's cursor falls behind: the run stopped at offset 159 and
 	// retention moved the log start to 170.
-	must(t, db.WriteCursor(ctx, "consumer_cursor", group, 2, 159))
-	must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{2: 170}))
-	p = waitPolicy(t, key, 30*time.Second, "Violated with CursorExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
+	e2eutil.Must(t, db.WriteCursor(ctx, "consumer_cursor", group, 2, 159))
+	e2eutil.Must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{2: 170}))
+	p = stk.Admin().WaitPolicy(t, key, 30*time.Second, "Violated with CursorExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
 		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "CursorExpired"
 	})
 	if p.Status.Proof.ExpiredRecords != 10 {
 		t.Errorf("expiredRecords %d, want 10 (log start 170 - cursor 160): %s", p.Status.Proof.ExpiredRecords, e2eutil.Describe(p))
 	}
-	msg := e2eutil.Denied(t, scale(t, ns, "settle", 1))
+	msg := e2eutil.Denied(t, stk.Admin().Scale(t, ns, "settle", 1))
 	t.Logf("denial:\n%s", msg)
 	e2eutil.Contains(t, "the denial", msg,
 		"CursorExpired: cursor 160 is below log start 170 on "+topic+"[2]: 10 records were never processed and are gone — reconcile them from the source")
-	waitEvent(t, p, "Warning", "CursorExpired")
+	stk.Admin().WaitEvent(t, p, "Warning", "CursorExpired")
 
 	// The auto-committing twin: enable.auto.commit=true committed what it
 	// fetched (the log end, 350), while the business processed partition
 	// 1 only up to 299.
 	const twin = "ledger-settle-auto"
 	for part, last := range map[int32]int64{0: 349, 1: 299, 2: 349} {
-		must(t, db.WriteCursor(ctx, "consumer_cursor", twin, part, last))
+		e2eutil.Must(t, db.WriteCursor(ctx, "consumer_cursor", twin, part, last))
 	}
-	must(t, kafka.CommitAsMember(ctx, twin, topic, map[int32]int64{0: 350, 1: 350, 2: 350}))
+	e2eutil.Must(t, kafka.CommitAsMember(ctx, twin, topic, map[int32]int64{0: 350, 1: 350, 2: 350}))
 	tp := cursorPolicy(t, ns, "settle-auto", twin, topic, "settle-auto", "")
 	tkey := client.ObjectKeyFromObject(tp)
 	deployment(t, ns, "settle-auto", "settle-auto", 0)
-	tp = waitPolicy(t, tkey, 30*time.Second, "Violated with GroupAheadOfCursor", func(p *rgv1.ConsumerRetentionPolicy) bool {
+	tp = stk.Admin().WaitPolicy(t, tkey, 30*time.Second, "Violated with GroupAheadOfCursor", func(p *rgv1.ConsumerRetentionPolicy) bool {
 		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "GroupAheadOfCursor"
 	})
 	if c := tp.Status.Proof.Cursor; c == nil || c.AheadRecords != 50 || c.ResumeFrom != rgv1.ResumeFromGroupOffsets {
 		t.Errorf("status.proof.cursor = %+v, want 50 records ahead, resumeFrom GroupOffsets", c)
 	}
-	msg = e2eutil.Denied(t, scale(t, ns, "settle-auto", 1))
+	msg = e2eutil.Denied(t, stk.Admin().Scale(t, ns, "settle-auto", 1))
 	t.Logf("denial:\n%s", msg)
 	e2eutil.Contains(t, "the denial", msg, "GroupAheadOfCursor: committed offset 350 is ahead of cursor 300 on "+topic+"[1]",
 		"skips 50 records the business")
 
 	log, err := os.ReadFile(stk.Manager.LogPath)
-	must(t, err)
+	e2eutil.Must(t, err)
 	if strings.Contains(string(log), cursortest.Password) {
 		t.Errorf("the cursor database's password appears in the manager's log")
 	}

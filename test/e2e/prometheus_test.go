@@ -12,6 +12,8 @@ import (
 
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+
+	"github.com/retentionguard/retention-guard/test/e2e/e2eutil"
 )
 
 // The stack's Prometheus evaluates the chart's rules with `for` and the
@@ -72,8 +74,8 @@ func matches(a promv1.Alert, name string, labels map[string]string) bool {
 
 func activeAlerts(t *testing.T) []promv1.Alert {
 	t.Helper()
-	res, err := prom().Alerts(bg(t))
-	must(t, err)
+	res, err := prom().Alerts(e2eutil.Ctx(t))
+	e2eutil.Must(t, err)
 	return res.Alerts
 }
 
@@ -131,7 +133,7 @@ func alertStates(t *testing.T, name string, labels map[string]string, since time
 		for k, v := range labels {
 			l[k] = v
 		}
-		v, _, err := prom().QueryRange(bg(t), alertKey("ALERTS", l), promv1.Range{Start: since, End: time.Now(), Step: 250 * time.Millisecond})
+		v, _, err := prom().QueryRange(e2eutil.Ctx(t), alertKey("ALERTS", l), promv1.Range{Start: since, End: time.Now(), Step: 250 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,13 +20,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/testenv"
+	"github.com/retentionguard/retention-guard/test/e2e/e2eutil"
 )
 
 // The release under test: the chart's defaults except the image.
@@ -255,51 +255,9 @@ func poke(ctx context.Context, key client.ObjectKey) {
 	_ = admin().Patch(ctx, p, patch)
 }
 
-// waitPolicy polls the policy (poking it every 2s) until ok holds.
-func waitPolicy(t *testing.T, key client.ObjectKey, timeout time.Duration, what string, ok func(*rgv1.ConsumerRetentionPolicy) bool) *rgv1.ConsumerRetentionPolicy {
-	t.Helper()
-	p := &rgv1.ConsumerRetentionPolicy{}
-	lastPoke := time.Time{}
-	waitFor(t, fmt.Sprintf("policy %s %s", key, what), timeout, func() error {
-		if err := admin().Get(suite, key, p); err != nil {
-			return err
-		}
-		if ok(p) {
-			return nil
-		}
-		if time.Since(lastPoke) > 2*time.Second {
-			poke(suite, key)
-			lastPoke = time.Now()
-		}
-		return errors.New(describe(p))
-	})
-	return p
-}
-
-func verdict(p *rgv1.ConsumerRetentionPolicy) string {
-	if p.Status.Proof == nil {
-		return ""
-	}
-	return string(p.Status.Proof.Verdict)
-}
-
-func readyReason(p *rgv1.ConsumerRetentionPolicy) string {
-	if c := meta.FindStatusCondition(p.Status.Conditions, "Ready"); c != nil {
-		return c.Reason
-	}
-	return ""
-}
-
-func proven(p *rgv1.ConsumerRetentionPolicy) bool { return verdict(p) == "Proven" }
-
-func describe(p *rgv1.ConsumerRetentionPolicy) string {
-	var b strings.Builder
-	b.WriteString("verdict=" + verdict(p))
-	for _, c := range p.Status.Conditions {
-		b.WriteString("; " + c.Type + "=" + string(c.Status) + " " + c.Reason + ": " + c.Message)
-	}
-	return b.String()
-}
+// proven: the verdict alone (Ready and the generation are checked where
+// they matter).
+func proven(p *rgv1.ConsumerRetentionPolicy) bool { return e2eutil.Verdict(p) == "Proven" }
 
 // consumerDeployment is a Deployment of test/consumer for group on topic.
 func consumerDeployment(ns, name, group, topic, reset string, autoCommit bool, replicas int32) *appsv1.Deployment {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/test/e2e/e2eutil"
 )
 
 // Scenario 2 — seed 003 for real: a settlement batch consumer
@@ -38,9 +39,9 @@ func TestSeed003BatchConsumerWhoseOffsetsExpired(t *testing.T) {
 
 	created := time.Now()
 	key := createPolicy(t, ns, app, group, topic, app, policyOpts{})
-	waitPolicy(t, key, time.Minute, "with a first proof", func(p *rgv1.ConsumerRetentionPolicy) bool { return p.Status.Proof != nil })
+	e2eutil.WaitPolicy(t, admin(), key, time.Minute, "with a first proof", func(p *rgv1.ConsumerRetentionPolicy) bool { return p.Status.Proof != nil })
 	report.add("policy created → first proof in status", time.Since(created))
-	waitPolicy(t, key, time.Minute, "Proven", proven)
+	e2eutil.WaitPolicy(t, admin(), key, time.Minute, "Proven", proven)
 	waitGuarded(t, ns)
 
 	// A normal run: it reads everything and auto-commits.
@@ -66,8 +67,8 @@ func TestSeed003BatchConsumerWhoseOffsetsExpired(t *testing.T) {
 	must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{0: 70, 1: 70, 2: 70}))
 	expireGroupOffsets(t, group, topic)
 
-	p := waitPolicy(t, key, time.Minute, "Violated with NoCommittedOffset", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && readyReason(p) == "NoCommittedOffset"
+	p := e2eutil.WaitPolicy(t, admin(), key, time.Minute, "Violated with NoCommittedOffset", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "NoCommittedOffset"
 	})
 	start := time.Now()
 	out, err := kubectl(ctx, "scale", "deployment/"+app, "--namespace", ns, "--replicas=1")
@@ -89,7 +90,7 @@ func TestSeed003BatchConsumerWhoseOffsetsExpired(t *testing.T) {
 	// Recovery: the team restores the position it had settled up to (its
 	// own records say 100); records 100..249 are still retained.
 	must(t, kafka.Commit(ctx, group, topic, map[int32]int64{0: 100, 1: 100, 2: 100}))
-	waitPolicy(t, key, time.Minute, "Proven after the recovery", proven)
+	e2eutil.WaitPolicy(t, admin(), key, time.Minute, "Proven after the recovery", proven)
 	if _, err := kubectl(ctx, "scale", "deployment/"+app, "--namespace", ns, "--replicas=1"); err != nil {
 		t.Fatalf("the same scale after the recovery: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/test/e2e/e2eutil"
 )
 
 // Scenario 3 — seed 000 for real: the fan-out consumer
@@ -31,14 +32,14 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	must(t, kafka.Produce(ctx, topic, 1, 100))
 	must(t, kafka.Commit(ctx, group, topic, map[int32]int64{0: 30}))
 	key := createPolicy(t, ns, app, group, topic, app, policyOpts{enforcement: "Audit"})
-	waitPolicy(t, key, time.Minute, "Proven", proven)
+	e2eutil.WaitPolicy(t, admin(), key, time.Minute, "Proven", proven)
 	waitGuarded(t, ns)
 	must(t, admin().Create(ctx, consumerDeployment(ns, app, group, topic, "earliest", true, 0)))
 
 	// Down past retention: records 0..74 deleted, 30..74 never read.
 	must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{0: 75}))
-	p := waitPolicy(t, key, time.Minute, "Violated with CommittedOffsetExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && readyReason(p) == "CommittedOffsetExpired"
+	p := e2eutil.WaitPolicy(t, admin(), key, time.Minute, "Violated with CommittedOffsetExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "CommittedOffsetExpired"
 	})
 	if p.Status.Proof.ExpiredRecords != 45 {
 		t.Errorf("expiredRecords = %d, want 45 (offsets 30..74)", p.Status.Proof.ExpiredRecords)
@@ -69,8 +70,8 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 	must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{0: 150}))
 	_, err = kubectl(ctx, "patch", "consumerretentionpolicy", app, "--namespace", ns, "--type=merge", "--patch", `{"spec":{"enforcement":"Deny"}}`)
 	must(t, err)
-	waitPolicy(t, key, time.Minute, "Violated with 50 expired records under Deny", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && p.Status.Proof.ExpiredRecords == 50 && p.Status.ObservedGeneration == p.Generation
+	e2eutil.WaitPolicy(t, admin(), key, time.Minute, "Violated with 50 expired records under Deny", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return e2eutil.Verdict(p) == "Violated" && p.Status.Proof.ExpiredRecords == 50 && p.Status.ObservedGeneration == p.Generation
 	})
 	out, err = kubectl(ctx, "scale", "deployment/"+app, "--namespace", ns, "--replicas=1")
 	deniedByWebhook(t, out, err)

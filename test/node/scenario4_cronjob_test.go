@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/test/e2e/e2eutil"
 )
 
 // Scenario 4: a CronJob's run is refused while its group's proof fails and
@@ -30,7 +31,7 @@ func TestCronJobRunRefusedThenAdmitted(t *testing.T) {
 	must(t, kafka.Produce(ctx, topic, 1, 50))
 	must(t, kafka.Commit(ctx, group, topic, map[int32]int64{0: 10}))
 	key := createPolicy(t, ns, app, group, topic, app, policyOpts{})
-	waitPolicy(t, key, time.Minute, "Proven", proven)
+	e2eutil.WaitPolicy(t, admin(), key, time.Minute, "Proven", proven)
 	waitGuarded(t, ns)
 
 	container := consumerContainer(group, topic, "none", false)
@@ -57,8 +58,8 @@ func TestCronJobRunRefusedThenAdmitted(t *testing.T) {
 
 	// Retention passes the committed offset before the first run.
 	must(t, kafka.DeleteRecords(ctx, topic, map[int32]int64{0: 20}))
-	waitPolicy(t, key, time.Minute, "Violated with CommittedOffsetExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && readyReason(p) == "CommittedOffsetExpired"
+	e2eutil.WaitPolicy(t, admin(), key, time.Minute, "Violated with CommittedOffsetExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "CommittedOffsetExpired"
 	})
 	ev := waitEvent(t, ns, "CronJob", app, "FailedCreate")
 	t.Logf("the CronJob controller's event: %s %s: %s", ev.Type, ev.Reason, ev.Message)
@@ -73,7 +74,7 @@ func TestCronJobRunRefusedThenAdmitted(t *testing.T) {
 	// instead of after its backoff; it is not a rollout, so not guarded.)
 	_, err := kafka.ResetToLogStart(ctx, group, topic)
 	must(t, err)
-	waitPolicy(t, key, time.Minute, "Proven after the reset", proven)
+	e2eutil.WaitPolicy(t, admin(), key, time.Minute, "Proven after the reset", proven)
 	_, err = kubectl(ctx, "annotate", "cronjob/"+app, "--namespace", ns, "--overwrite", "test.retentionguard.io/retry="+strconv.FormatInt(time.Now().Unix(), 10))
 	must(t, err)
 	var job batchv1.Job

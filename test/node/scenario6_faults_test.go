@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/test/e2e/e2eutil"
 )
 
 // Scenario 6: faults a platform team lives through, each with admissions
@@ -33,7 +34,7 @@ func healthyOrders(t *testing.T) client.ObjectKey {
 	key := client.ObjectKey{Namespace: ordersNS, Name: ordersApp}
 	var p rgv1.ConsumerRetentionPolicy
 	if err := admin().Get(suite, key, &p); err == nil {
-		waitPolicy(t, key, time.Minute, "Proven", proven)
+		e2eutil.WaitPolicy(t, admin(), key, time.Minute, "Proven", proven)
 		waitGuarded(t, ordersNS)
 		return key
 	}
@@ -43,7 +44,7 @@ func healthyOrders(t *testing.T) client.ObjectKey {
 	must(t, kafka.Produce(ctx, "orders", 2, 10))
 	must(t, kafka.Commit(ctx, "orders", "orders", map[int32]int64{0: 10, 1: 10}))
 	createPolicy(t, ordersNS, ordersApp, "orders", "orders", ordersApp, policyOpts{})
-	waitPolicy(t, key, time.Minute, "Proven", proven)
+	e2eutil.WaitPolicy(t, admin(), key, time.Minute, "Proven", proven)
 	waitGuarded(t, ordersNS)
 	return key
 }
@@ -181,7 +182,7 @@ func TestFaultLeaderPodDeleted(t *testing.T) {
 	// the same — the heartbeat Lease the status names, renewed by it to an
 	// observation made after the delete (status is written only when the
 	// proof changes).
-	waitPolicy(t, key, 2*time.Minute, "proven again after the new leader took over", func(p *rgv1.ConsumerRetentionPolicy) bool {
+	e2eutil.WaitPolicy(t, admin(), key, 2*time.Minute, "proven again after the new leader took over", func(p *rgv1.ConsumerRetentionPolicy) bool {
 		if !proven(p) {
 			return false
 		}

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/test/e2e/e2eutil"
 )
 
 // Scenario 7 — adoption in a day, on a real cluster: a platform team
@@ -238,7 +239,7 @@ func TestAdoptionScanMapsGroupsToWorkloads(t *testing.T) {
 	t.Logf("kubectl apply: %s", strings.TrimSpace(out))
 	for _, p := range policies {
 		key := client.ObjectKeyFromObject(&p)
-		got := waitPolicy(t, key, 2*time.Minute, "Proven with no consumer outside its selector", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		got := e2eutil.WaitPolicy(t, admin(), key, 2*time.Minute, "Proven with no consumer outside its selector", func(p *rgv1.ConsumerRetentionPolicy) bool {
 			return proven(p) && p.Status.ObservedGeneration == p.Generation
 		})
 		for _, w := range got.Status.Proof.ConfigWarnings {
@@ -277,8 +278,8 @@ func TestAdoptionScanMapsGroupsToWorkloads(t *testing.T) {
 			payments = p
 		}
 	}
-	waitPolicy(t, client.ObjectKeyFromObject(&payments), time.Minute, "Violated with 50 expired records", func(p *rgv1.ConsumerRetentionPolicy) bool {
-		return verdict(p) == "Violated" && p.Status.Proof.ExpiredRecords == 50
+	e2eutil.WaitPolicy(t, admin(), client.ObjectKeyFromObject(&payments), time.Minute, "Violated with 50 expired records", func(p *rgv1.ConsumerRetentionPolicy) bool {
+		return e2eutil.Verdict(p) == "Violated" && p.Status.Proof.ExpiredRecords == 50
 	})
 	out, err = kubectl(ctx, "scale", "rollout/payments", "--namespace", shop, "--replicas=1")
 	deniedByWebhook(t, out, err)

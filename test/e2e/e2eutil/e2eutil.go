@@ -1,10 +1,12 @@
 // Package e2eutil is what a person with kubectl does and sees, for the
 // end-to-end suites that run the shared stack (test/e2e on kfake,
-// test/realkafka/e2e on a real Apache Kafka broker): waiting for a
+// test/realkafka/e2e on a real Apache Kafka broker) and the real-node
+// tier (test/node waits for policies with WaitPolicy): waiting for a
 // policy's status and describing it, scaling and rolling out Deployments
 // (with the API server's warnings kept), and reading the webhook's
 // denials. Every function takes the client, config or context it uses;
-// the suites keep only thin wrappers over their own stack.
+// Kubectl binds them to a stack's admin client, which the suites use
+// directly (stack.Stack.Admin).
 package e2eutil
 
 import (

@@ -237,3 +237,25 @@ func (k *Kafka) ResetToLogStart(ctx context.Context, group, topic string) (map[i
 	}
 	return starts, k.Commit(ctx, group, topic, starts)
 }
+
+// Seed000Outbox writes seed 000's outbox as both end-to-end suites replay
+// it: topic on one partition with 7 days of retention, offsets 0..29
+// written now and committed by group (30), 30..74 a backfill stamped 5
+// days ago (the record at the committed offset has 2 days of headroom),
+// 75..99 written now.
+func (k *Kafka) Seed000Outbox(ctx context.Context, topic, group string) error {
+	retention := strconv.FormatInt((7 * 24 * time.Hour).Milliseconds(), 10)
+	if err := k.CreateTopic(ctx, topic, 1, map[string]string{"retention.ms": retention}); err != nil {
+		return err
+	}
+	if err := k.Produce(ctx, topic, 1, 30); err != nil {
+		return err
+	}
+	if err := k.ProduceAt(ctx, topic, 0, 45, time.Now().Add(-5*24*time.Hour)); err != nil {
+		return err
+	}
+	if err := k.Produce(ctx, topic, 1, 25); err != nil {
+		return err
+	}
+	return k.Commit(ctx, group, topic, map[int32]int64{0: 30})
+}

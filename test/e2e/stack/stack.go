@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/retentionguard/retention-guard/internal/testenv"
+	"github.com/retentionguard/retention-guard/test/e2e/e2eutil"
 )
 
 // Options configure a stack.
@@ -126,6 +127,11 @@ type Stack struct {
 	log        io.Writer
 	removeDir  bool
 	ServiceAcc string
+}
+
+// Admin is the control plane's admin, as a person with kubectl acts.
+func (s *Stack) Admin() e2eutil.Kubectl {
+	return e2eutil.Kubectl{Client: s.Env.Client, Config: s.Env.Config}
 }
 
 func (s *Stack) logf(format string, args ...any) {

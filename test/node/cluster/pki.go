@@ -8,11 +8,13 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
+
+	"github.com/retentionguard/retention-guard/internal/testca"
 )
 
 // pki is the node's certificate authority and the files issued from it,
@@ -21,43 +23,28 @@ import (
 // bootstrap RBAC policy and the Node authorizer know.
 type pki struct {
 	dir    string
-	ca     *x509.Certificate
-	caKey  *ecdsa.PrivateKey
+	ca     *testca.CA
 	CAFile string
-	serial int64
 }
 
 func newPKI(dir string) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testca.New("retention-guard node CA", 7*24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "retention-guard node CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(7 * 24 * time.Hour),
-		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
+	p := &pki{dir: dir, ca: ca, CAFile: filepath.Join(dir, "ca.crt")}
+	if err := os.WriteFile(p.CAFile, ca.PEM, 0o644); err != nil {
+		return nil, err
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	// ca.key: the controller-manager's --cluster-signing-key-file.
+	keyPEM, err := ca.KeyPEM()
 	if err != nil {
 		return nil, err
 	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	p := &pki{dir: dir, ca: ca, caKey: key, CAFile: filepath.Join(dir, "ca.crt"), serial: 1}
-	if err := writePEM(p.CAFile, "CERTIFICATE", der, 0o644); err != nil {
-		return nil, err
-	}
-	if err := writeKey(filepath.Join(dir, "ca.key"), key); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "ca.key"), keyPEM, 0o600); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -70,42 +57,35 @@ type issued struct {
 
 // client issues a client certificate for user cn in groups orgs.
 func (p *pki) client(name, cn string, orgs ...string) (issued, error) {
-	return p.issue(name, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: cn, Organization: orgs},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	return p.issue(name, testca.Cert{
+		Subject: pkix.Name{CommonName: cn, Organization: orgs},
+		Usage:   []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	})
 }
 
 // serving issues a serving certificate for the given names and addresses.
 func (p *pki) serving(name, cn string, dns []string, ips []net.IP) (issued, error) {
-	return p.issue(name, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: cn},
-		DNSNames:    dns,
-		IPAddresses: ips,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	hosts := slices.Clone(dns)
+	for _, ip := range ips {
+		hosts = append(hosts, ip.String())
+	}
+	return p.issue(name, testca.Cert{
+		Subject: pkix.Name{CommonName: cn},
+		Hosts:   hosts,
+		Usage:   []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
 }
 
-func (p *pki) issue(name string, tmpl *x509.Certificate) (issued, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return issued{}, err
-	}
-	p.serial++
-	now := time.Now()
-	tmpl.SerialNumber = big.NewInt(p.serial)
-	tmpl.NotBefore = now.Add(-time.Hour)
-	tmpl.NotAfter = now.Add(7 * 24 * time.Hour)
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+func (p *pki) issue(name string, c testca.Cert) (issued, error) {
+	certPEM, keyPEM, err := p.ca.Issue(c)
 	if err != nil {
 		return issued{}, fmt.Errorf("issuing %s: %w", name, err)
 	}
 	out := issued{Cert: filepath.Join(p.dir, name+".crt"), Key: filepath.Join(p.dir, name+".key")}
-	if err := writePEM(out.Cert, "CERTIFICATE", der, 0o644); err != nil {
+	if err := os.WriteFile(out.Cert, certPEM, 0o644); err != nil {
 		return issued{}, err
 	}
-	return out, writeKey(out.Key, key)
+	return out, os.WriteFile(out.Key, keyPEM, 0o600)
 }
 
 // serviceAccountKey writes the key pair the API server signs and verifies

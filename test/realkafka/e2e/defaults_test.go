@@ -27,17 +27,17 @@ func TestAsDeployedHealthyGroupsAdmittedByDefault(t *testing.T) {
 			t.Parallel()
 			b := apachekafka.Start(t, d, apachekafka.AsDeployed())
 			k, err := stack.DialKafka(b.Addrs()...)
-			must(t, err)
+			e2eutil.Must(t, err)
 			defer k.Close()
-			ctx := bg(t)
+			ctx := e2eutil.Ctx(t)
 			ns := "defaults-" + strings.ReplaceAll(d.Line(), ".", "-")
 			const topic = "settle-task"
-			namespace(t, ns)
-			must(t, k.CreateTopic(ctx, topic, 3, nil))
-			must(t, k.Produce(ctx, topic, 3, 100))
-			must(t, k.CommitAsMember(ctx, "settle-batch", topic, map[int32]int64{0: 100, 1: 100, 2: 100}))
-			must(t, k.CommitAsMember(ctx, "settle-lagging", topic, map[int32]int64{0: 50, 1: 50, 2: 50}))
-			must(t, k.Commit(ctx, "outbox-relay", topic, map[int32]int64{0: 100, 1: 100, 2: 100}))
+			stk.Admin().Namespace(t, ns)
+			e2eutil.Must(t, k.CreateTopic(ctx, topic, 3, nil))
+			e2eutil.Must(t, k.Produce(ctx, topic, 3, 100))
+			e2eutil.Must(t, k.CommitAsMember(ctx, "settle-batch", topic, map[int32]int64{0: 100, 1: 100, 2: 100}))
+			e2eutil.Must(t, k.CommitAsMember(ctx, "settle-lagging", topic, map[int32]int64{0: 50, 1: 50, 2: 50}))
+			e2eutil.Must(t, k.Commit(ctx, "outbox-relay", topic, map[int32]int64{0: 100, 1: 100, 2: 100}))
 
 			for _, group := range []string{"settle-batch", "settle-lagging", "outbox-relay"} {
 				// Created without readOffsetsTopic (policy sets no such
@@ -47,7 +47,7 @@ func TestAsDeployedHealthyGroupsAdmittedByDefault(t *testing.T) {
 				if r := p.Spec.Kafka.ReadOffsetsTopic; r == nil || !*r {
 					t.Errorf("%s: the API server stored readOffsetsTopic %v, want its default true", group, r)
 				}
-				got := waitPolicy(t, client.ObjectKeyFromObject(p), 90*time.Second, "Proven on exact times", e2eutil.Proven)
+				got := stk.Admin().WaitPolicy(t, client.ObjectKeyFromObject(p), 90*time.Second, "Proven on exact times", e2eutil.Proven)
 				if ps := got.Status.Proof; ps == nil || ps.OffsetExpiry == nil || !ps.OffsetExpiry.Exact {
 					t.Errorf("%s: Proven, but not on exact times: %s", group, e2eutil.Describe(got))
 				}
@@ -60,11 +60,11 @@ func TestAsDeployedHealthyGroupsAdmittedByDefault(t *testing.T) {
 
 			// The batch consumer starts (a scale from zero: a live check)
 			// and ships a new image: both allowed.
-			must(t, deployment(t, ns, "settle", "settle-batch", 0))
-			if err := scale(t, ns, "settle", 1); err != nil {
+			e2eutil.Must(t, deployment(t, ns, "settle", "settle-batch", 0))
+			if err := stk.Admin().Scale(t, ns, "settle", 1); err != nil {
 				t.Errorf("the start of a Proven group was refused: %v", err)
 			}
-			if err := rollout(t, ns, "settle", "v2"); err != nil {
+			if err := stk.Admin().Rollout(t, ns, "settle", "v2"); err != nil {
 				t.Errorf("the new image of a Proven group was refused: %v", err)
 			}
 		})

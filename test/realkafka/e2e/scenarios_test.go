@@ -33,15 +33,15 @@ func TestSeed003BrokerExpiresTheBatchGroupsOffsets(t *testing.T) {
 	// the Empty group's offsets are on the Empty clock alone.
 	b := apachekafka.Start(t, oldest, apachekafka.AsDeployed(), apachekafka.WithOffsetsRetention(time.Minute))
 	k, err := stack.DialKafka(b.Addrs()...)
-	must(t, err)
+	e2eutil.Must(t, err)
 	defer k.Close()
-	ctx := bg(t)
+	ctx := e2eutil.Ctx(t)
 	const ns, topic, group = "settlement", "settle-task", "ledger-settle-consumer"
-	namespace(t, ns)
-	must(t, k.CreateTopic(ctx, topic, 3, map[string]string{"retention.ms": strconv.FormatInt((30 * 24 * time.Hour).Milliseconds(), 10)}))
-	must(t, k.Produce(ctx, topic, 3, 100))
+	stk.Admin().Namespace(t, ns)
+	e2eutil.Must(t, k.CreateTopic(ctx, topic, 3, map[string]string{"retention.ms": strconv.FormatInt((30 * 24 * time.Hour).Milliseconds(), 10)}))
+	e2eutil.Must(t, k.Produce(ctx, topic, 3, 100))
 	// Yesterday's run read everything and committed.
-	must(t, k.CommitAsMember(ctx, group, topic, map[int32]int64{0: 100, 1: 100, 2: 100}))
+	e2eutil.Must(t, k.CommitAsMember(ctx, group, topic, map[int32]int64{0: 100, 1: 100, 2: 100}))
 	// The harness's brokers serve the consumer protocol (KIP-848), so they
 	// may convert this classic group and expire its offsets per commit
 	// (issue 22): the guard must date the commits, which only
@@ -51,24 +51,24 @@ func TestSeed003BrokerExpiresTheBatchGroupsOffsets(t *testing.T) {
 	// topic by default (issue 32).
 	p := policyWith(t, ns, group, topic, "settle", b.Addrs()[0], 15*time.Second, nil)
 	key := client.ObjectKeyFromObject(p)
-	must(t, deployment(t, ns, "settle", "settle", 0))
+	e2eutil.Must(t, deployment(t, ns, "settle", "settle", 0))
 
-	p = waitPolicy(t, key, 30*time.Second, "Proven", e2eutil.Proven)
+	p = stk.Admin().WaitPolicy(t, key, 30*time.Second, "Proven", e2eutil.Proven)
 	t.Logf("before the outage: %s", e2eutil.Describe(p))
 	if p.Status.Proof.OffsetsRetentionMinutes == nil || *p.Status.Proof.OffsetsRetentionMinutes != 1 {
 		t.Errorf("offsetsRetentionMinutes = %v, want the broker's 1", p.Status.Proof.OffsetsRetentionMinutes)
 	}
-	must(t, scale(t, ns, "settle", 1)) // a normal run: a start, checked live
-	must(t, scale(t, ns, "settle", 0))
+	e2eutil.Must(t, stk.Admin().Scale(t, ns, "settle", 1)) // a normal run: a start, checked live
+	e2eutil.Must(t, stk.Admin().Scale(t, ns, "settle", 0))
 
 	// Down: new tasks arrive, the oldest are deleted (the log start moves
 	// to 40), and the broker deletes the Empty group's offsets.
-	must(t, k.Produce(bg(t), topic, 3, 150))
-	must(t, k.DeleteRecords(bg(t), topic, map[int32]int64{0: 40, 1: 40, 2: 40}))
+	e2eutil.Must(t, k.Produce(e2eutil.Ctx(t), topic, 3, 150))
+	e2eutil.Must(t, k.DeleteRecords(e2eutil.Ctx(t), topic, map[int32]int64{0: 40, 1: 40, 2: 40}))
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		committed, err := k.Committed(bg(t), group, topic)
-		must(t, err)
+		committed, err := k.Committed(e2eutil.Ctx(t), group, topic)
+		e2eutil.Must(t, err)
 		if len(committed) == 0 {
 			break
 		}
@@ -78,7 +78,7 @@ func TestSeed003BrokerExpiresTheBatchGroupsOffsets(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 
-	p = waitPolicy(t, key, 60*time.Second, "Violated with NoCommittedOffset", func(p *rgv1.ConsumerRetentionPolicy) bool {
+	p = stk.Admin().WaitPolicy(t, key, 60*time.Second, "Violated with NoCommittedOffset", func(p *rgv1.ConsumerRetentionPolicy) bool {
 		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "NoCommittedOffset"
 	})
 	if s := p.Status.Proof.PartitionSummary; s.Total != 3 || s.Missing != 3 || s.InRange != 0 {
@@ -87,9 +87,9 @@ func TestSeed003BrokerExpiresTheBatchGroupsOffsets(t *testing.T) {
 	for _, v := range p.Status.Proof.Violations {
 		e2eutil.Contains(t, "violation", v.Reason+" "+v.Message, "NoCommittedOffset", "no committed offset while log start is 40")
 	}
-	t.Logf("event: %s", waitEvent(t, p, "Warning", "NoCommittedOffset"))
+	t.Logf("event: %s", stk.Admin().WaitEvent(t, p, "Warning", "NoCommittedOffset"))
 
-	msg := e2eutil.Denied(t, scale(t, ns, "settle", 1))
+	msg := e2eutil.Denied(t, stk.Admin().Scale(t, ns, "settle", 1))
 	t.Logf("denial:\n%s", msg)
 	e2eutil.Contains(t, "the denial", msg,
 		"Deployment settlement/settle",
@@ -98,14 +98,14 @@ func TestSeed003BrokerExpiresTheBatchGroupsOffsets(t *testing.T) {
 		p.Status.Proof.ProofID)
 
 	// The team replays: reset the group to the log start, then retry.
-	reset, err := k.ResetToLogStart(bg(t), group, topic)
-	must(t, err)
+	reset, err := k.ResetToLogStart(e2eutil.Ctx(t), group, topic)
+	e2eutil.Must(t, err)
 	t.Logf("reset %s to the log start: %v", group, reset)
-	p = waitPolicy(t, key, 30*time.Second, "Proven after the reset", e2eutil.Proven)
+	p = stk.Admin().WaitPolicy(t, key, 30*time.Second, "Proven after the reset", e2eutil.Proven)
 	if p.Status.Proof.PartitionSummary.InRange != 3 {
 		t.Errorf("after the reset: %s", e2eutil.Describe(p))
 	}
-	must(t, scale(t, ns, "settle", 1))
+	e2eutil.Must(t, stk.Admin().Scale(t, ns, "settle", 1))
 }
 
 // Seed 000 on the broker (the newest line, the stack's): a fan-out
@@ -122,17 +122,16 @@ func TestSeed003BrokerExpiresTheBatchGroupsOffsets(t *testing.T) {
 // the new log start on the same broker. After the replay and a reset the
 // consumer starts again.
 func TestSeed000FanoutDownPastRetention(t *testing.T) {
-	ctx := bg(t)
+	ctx := e2eutil.Ctx(t)
 	const ns, topic, group = "fanout", "outbox", "fanout"
-	namespace(t, ns)
-	must(t, kafka.CreateTopic(ctx, topic, 1, map[string]string{"retention.ms": strconv.FormatInt((7 * 24 * time.Hour).Milliseconds(), 10)}))
-	must(t, kafka.Produce(ctx, topic, 1, 30))
-	must(t, kafka.ProduceAt(ctx, topic, 0, 45, time.Now().Add(-5*24*time.Hour)))
-	must(t, kafka.Produce(ctx, topic, 1, 25))
-	must(t, kafka.Commit(ctx, group, topic, map[int32]int64{0: 30}))
+	stk.Admin().Namespace(t, ns)
+	// Offsets 0..29 written today and read; 30..74 a backfill of the
+	// outbox carrying its rows' original times (5 days ago); 75..99
+	// today's; retention 7 days.
+	e2eutil.Must(t, kafka.Seed000Outbox(ctx, topic, group))
 	p := policy(t, ns, group, topic, "fanout", stk.BrokerAddr, 72*time.Hour)
 	key := client.ObjectKeyFromObject(p)
-	p = waitPolicy(t, key, 30*time.Second, "Violated by the headroom only", func(p *rgv1.ConsumerRetentionPolicy) bool {
+	p = stk.Admin().WaitPolicy(t, key, 30*time.Second, "Violated by the headroom only", func(p *rgv1.ConsumerRetentionPolicy) bool {
 		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "RecoveryHeadroomShorterThanWindow" && p.Status.ObservedGeneration == p.Generation
 	})
 	t.Logf("Violated by the headroom %v, proof %s: %s", p.Status.Proof.RecoveryHeadroom, p.Status.Proof.ProofID, e2eutil.Describe(p))
@@ -144,31 +143,31 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 		t.Errorf("want one violation saying the headroom is below the window, nothing expired: %s", e2eutil.Describe(p))
 	}
 	// Its start (checked live) and a release: allowed with the warning.
-	ws, err := withWarnings(t, func(cs kubernetes.Interface) error {
-		_, err := cs.AppsV1().Deployments(ns).Create(bg(t), e2eutil.NewDeployment(ns, "fanout", "fanout", 1), metav1.CreateOptions{})
+	ws, err := stk.Admin().WithWarnings(t, func(cs kubernetes.Interface) error {
+		_, err := cs.AppsV1().Deployments(ns).Create(e2eutil.Ctx(t), e2eutil.NewDeployment(ns, "fanout", "fanout", 1), metav1.CreateOptions{})
 		return err
 	})
 	e2eutil.AllowedAtRisk(t, "the start", ws, err, "fanout", p.Status.Proof.ProofID, "RecoveryHeadroomShorterThanWindow outbox[0]")
-	ws, err = rolloutWarned(t, ns, "fanout", "1.1")
+	ws, err = stk.Admin().RolloutWarned(t, ns, "fanout", "1.1")
 	e2eutil.AllowedAtRisk(t, "the rollout to 1.1", ws, err, "fanout", p.Status.Proof.ProofID, "RecoveryHeadroomShorterThanWindow outbox[0]")
-	waitEvent(t, p, "Warning", "RolloutWarned")
+	stk.Admin().WaitEvent(t, p, "Warning", "RolloutWarned")
 
 	// Down past retention: the oldest 75 records go, 45 of them never
 	// read by the group (offsets 30..74).
-	must(t, kafka.DeleteRecords(bg(t), topic, map[int32]int64{0: 75}))
-	p = waitPolicy(t, key, 30*time.Second, "Violated with CommittedOffsetExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
+	e2eutil.Must(t, kafka.DeleteRecords(e2eutil.Ctx(t), topic, map[int32]int64{0: 75}))
+	p = stk.Admin().WaitPolicy(t, key, 30*time.Second, "Violated with CommittedOffsetExpired", func(p *rgv1.ConsumerRetentionPolicy) bool {
 		return e2eutil.Verdict(p) == "Violated" && e2eutil.Ready(p).Reason == "CommittedOffsetExpired"
 	})
 	if p.Status.Proof.ExpiredRecords != 45 || p.Status.Proof.PartitionSummary.Expired != 1 {
 		t.Errorf("want 45 expired records on 1 partition: expiredRecords=%d, %s", p.Status.Proof.ExpiredRecords, e2eutil.Describe(p))
 	}
-	msg := e2eutil.Denied(t, rollout(t, ns, "fanout", "1.2"))
+	msg := e2eutil.Denied(t, stk.Admin().Rollout(t, ns, "fanout", "1.2"))
 	t.Logf("denial:\n%s", msg)
 	e2eutil.Contains(t, "the denial", msg,
 		"policy fanout (group fanout)",
 		"CommittedOffsetExpired outbox[0]: committed offset 30 is below log start 75: 45 records expired before this group read them")
-	must(t, scale(t, ns, "fanout", 0)) // scaling down is never refused
-	e2eutil.Contains(t, "the denial of a scale from zero", e2eutil.Denied(t, scale(t, ns, "fanout", 1)), "CommittedOffsetExpired outbox[0]")
+	e2eutil.Must(t, stk.Admin().Scale(t, ns, "fanout", 0)) // scaling down is never refused
+	e2eutil.Contains(t, "the denial of a scale from zero", e2eutil.Denied(t, stk.Admin().Scale(t, ns, "fanout", 1)), "CommittedOffsetExpired outbox[0]")
 
 	// What the broker does with the same group for librdkafka: committed
 	// offset 30 is out of range and, with earliest, it jumps to 75.
@@ -188,10 +187,10 @@ func TestSeed000FanoutDownPastRetention(t *testing.T) {
 
 	// The team replays 30..74 from the outbox table, resets the group to
 	// the log start and starts the consumer.
-	reset, err := kafka.ResetToLogStart(bg(t), group, topic)
-	must(t, err)
+	reset, err := kafka.ResetToLogStart(e2eutil.Ctx(t), group, topic)
+	e2eutil.Must(t, err)
 	t.Logf("reset %s to the log start: %v", group, reset)
-	waitPolicy(t, key, 30*time.Second, "Proven after the reset", e2eutil.Proven)
-	must(t, scale(t, ns, "fanout", 1))
-	must(t, rollout(t, ns, "fanout", "1.3"))
+	stk.Admin().WaitPolicy(t, key, 30*time.Second, "Proven after the reset", e2eutil.Proven)
+	e2eutil.Must(t, stk.Admin().Scale(t, ns, "fanout", 1))
+	e2eutil.Must(t, stk.Admin().Rollout(t, ns, "fanout", "1.3"))
 }
