@@ -10,14 +10,6 @@ import (
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // BenchmarkMemoryPerPartition measures what the group memory keeps per
 // partition in make bench-scale's shape: each group on 2 topics of 12
 // partitions (its topic names decoded from its own OffsetFetch answer,
@@ -43,6 +35,8 @@ func BenchmarkMemoryPerPartition(b *testing.B) {
 		}
 		facts[g] = f
 	}
+	var ms runtime.MemStats
+	liveHeap := func() int64 { runtime.GC(); runtime.GC(); runtime.ReadMemStats(&ms); return int64(ms.HeapAlloc) }
 	var perPartition float64
 	for b.Loop() {
 		h0 := liveHeap()
@@ -59,7 +53,7 @@ func BenchmarkMemoryPerPartition(b *testing.B) {
 		}
 		h1 := liveHeap()
 		runtime.KeepAlive(m)
-		perPartition = float64(int64(h1)-int64(h0)) / (groups * topics * partitions)
+		perPartition = float64(h1-h0) / (groups * topics * partitions)
 		for _, f := range facts {
 			for tp := range f.Committed {
 				f.Committed[tp], f.LogEnds[tp] = 100, 120
