@@ -7,6 +7,9 @@
 package groupmemory
 
 import (
+	"cmp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,6 +90,22 @@ type Memory struct {
 
 type memoryKey struct{ cluster, group string }
 
+// The memory is dense: at 20,000 policies it holds 480,000 partitions
+// (docs/benchmarks.md, "Group memory, dense form"), and a map keyed by
+// TopicPartition of entries with five time.Time kept 221.6 B of live
+// heap per partition, group entries included; this form keeps 59.28 B
+// (go test ./internal/groupmemory -run '^$' -bench
+// BenchmarkMemoryPerPartition -benchtime 3x). A partition is 40 B in a
+// slice sorted by partition number, under its topic (one name per
+// topic, topics sorted by name), and its times are references into
+// the group's table of the pass times its partitions still refer to: the
+// partitions of one group are read by the same passes, so the table holds
+// a few times (the passes that read the old offsets and the one that read
+// the latest; at most three a partition) however many partitions there are. A reference gives back
+// the very time.Time that was recorded (wall clock, monotonic reading and
+// location), so every comparison and every time recalled is what it was
+// with the times kept whole; the rare facts (an offset that vanished, a
+// log end that went down) live in a side map, allocated only when seen.
 type groupEntry struct {
 	seenState   bool
 	state       string
@@ -95,27 +114,174 @@ type groupEntry struct {
 	emptySince  time.Time // lower bound; zero unless a transition to Empty was seen
 	emptyBy     time.Time // upper bound: the observation that first saw it Empty after another state
 	lastSeen    time.Time
-	partitions  map[TopicPartition]partitionEntry // by value: 120,000 of them at 5,000 groups
+	// times are the pass times the partitions refer to (timeRef r is
+	// times[r-1], 0 the zero time), compacted after each record to the
+	// ones still referred to.
+	times  []time.Time
+	topics []topicEntry // sorted by name
+	// rare holds a partition's vanished offset and its log end's fall,
+	// only while it has one of them.
+	rare map[TopicPartition]*rareFacts
+}
+
+// timeRef is a time of groupEntry.times: 0 is the zero time (unknown).
+type timeRef uint32
+
+type topicEntry struct {
+	name  string
+	parts []partitionEntry // sorted by partition
 }
 
 type partitionEntry struct {
-	committed      int64
-	committedAfter time.Time // lower bound on the last commit; zero unless a change was seen
-	lastSeen       time.Time // the last observation that read this offset
-	vanished       int64     // the offset seen before it went missing; NoOffset when none
-	vanishedSeen   time.Time // the last observation that read it
-	logEnd         int64     // the last log end read; NoOffset when none
+	committed    int64
+	logEnd       int64 // the last log end read; NoOffset when none
+	partition    int32
+	witnessEpoch int32 // see below
+	// committedAfter: lower bound on the last commit; zero unless a
+	// change was seen.
+	committedAfter timeRef
+	lastSeen       timeRef // the last observation that read this offset
+	// witnessEpoch: the leader epoch of the first observation that read
+	// this committed offset with the log end at or past it (-1: none
+	// yet), at witnessAt (recalled to the millisecond).
+	witnessAt timeRef
+}
+
+// rareFacts are a partition's facts that most partitions never have.
+type rareFacts struct {
+	vanished     int64     // the offset seen before it went missing; NoOffset when none
+	vanishedSeen time.Time // the last observation that read it
 	// diverged: the log end went down (from divergedFrom to divergedTo,
 	// first seen at divergedSeen) since the group last changed its offset.
 	diverged                 bool
 	divergedFrom, divergedTo int64
 	divergedSeen             time.Time
-	// witnessEpoch: the leader epoch of the first observation that read
-	// this committed offset with the log end at or past it (-1: none
-	// yet), at witnessAt (Unix milliseconds: the entry is kept by value,
-	// 120,000 of them at 5,000 groups).
-	witnessEpoch int32
-	witnessAt    int64
+}
+
+func (r *rareFacts) empty() bool { return r.vanished == proof.NoOffset && !r.diverged }
+
+// at is the time r refers to.
+func (e *groupEntry) at(r timeRef) time.Time {
+	if r == 0 {
+		return time.Time{}
+	}
+	return e.times[r-1]
+}
+
+// intern returns a reference to t, adding it to the table when it is not
+// there (the same time.Time, compared whole).
+func (e *groupEntry) intern(t time.Time) timeRef {
+	if t == (time.Time{}) {
+		return 0
+	}
+	for i, u := range e.times {
+		if u == t {
+			return timeRef(i + 1)
+		}
+	}
+	e.times = append(e.times, t)
+	return timeRef(len(e.times))
+}
+
+// compactTimes drops the times no partition refers to any more and
+// renumbers the references.
+func (e *groupEntry) compactTimes() {
+	var buf [8]timeRef
+	remap := buf[:0]
+	if len(e.times) > len(buf) {
+		remap = make([]timeRef, len(e.times))
+	} else {
+		remap = buf[:len(e.times)]
+	}
+	mark := func(r timeRef) {
+		if r != 0 {
+			remap[r-1] = 1
+		}
+	}
+	for _, t := range e.topics {
+		for i := range t.parts {
+			p := &t.parts[i]
+			mark(p.committedAfter)
+			mark(p.lastSeen)
+			mark(p.witnessAt)
+		}
+	}
+	n := 0
+	for i, used := range remap {
+		if used != 0 {
+			e.times[n] = e.times[i]
+			n++
+			remap[i] = timeRef(n)
+		}
+	}
+	if n == len(e.times) {
+		return
+	}
+	clear(e.times[n:])
+	e.times = e.times[:n]
+	re := func(r timeRef) timeRef {
+		if r == 0 {
+			return 0
+		}
+		return remap[r-1]
+	}
+	for _, t := range e.topics {
+		for i := range t.parts {
+			p := &t.parts[i]
+			p.committedAfter, p.lastSeen, p.witnessAt = re(p.committedAfter), re(p.lastSeen), re(p.witnessAt)
+		}
+	}
+}
+
+// find returns tp's entry, nil when the memory has none.
+func (e *groupEntry) find(tp TopicPartition) *partitionEntry {
+	ti, ok := slices.BinarySearchFunc(e.topics, tp.Topic, func(t topicEntry, name string) int { return strings.Compare(t.name, name) })
+	if !ok {
+		return nil
+	}
+	parts := e.topics[ti].parts
+	pi, ok := slices.BinarySearchFunc(parts, tp.Partition, func(p partitionEntry, n int32) int { return cmp.Compare(p.partition, n) })
+	if !ok {
+		return nil
+	}
+	return &parts[pi]
+}
+
+type addedPartition struct {
+	topic string
+	pe    partitionEntry
+}
+
+// insert adds partitions the memory did not have, sorted into their
+// topics (one sort per record, not one insertion per partition).
+func (e *groupEntry) insert(added []addedPartition) {
+	slices.SortFunc(added, func(a, b addedPartition) int {
+		return cmp.Or(strings.Compare(a.topic, b.topic), cmp.Compare(a.pe.partition, b.pe.partition))
+	})
+	known, newTopics := len(e.topics), false
+	for i := 0; i < len(added); {
+		j := i + 1
+		for j < len(added) && added[j].topic == added[i].topic {
+			j++
+		}
+		ti, ok := slices.BinarySearchFunc(e.topics[:known], added[i].topic, func(t topicEntry, name string) int { return strings.Compare(t.name, name) })
+		if !ok {
+			e.topics = append(e.topics, topicEntry{name: added[i].topic})
+			ti, newTopics = len(e.topics)-1, true
+		}
+		t := &e.topics[ti]
+		parts := make([]partitionEntry, len(t.parts), len(t.parts)+j-i)
+		copy(parts, t.parts)
+		for _, a := range added[i:j] {
+			parts = append(parts, a.pe)
+		}
+		slices.SortFunc(parts, func(a, b partitionEntry) int { return cmp.Compare(a.partition, b.partition) })
+		t.parts = parts
+		i = j
+	}
+	if newTopics {
+		slices.SortFunc(e.topics, func(a, b topicEntry) int { return strings.Compare(a.name, b.name) })
+	}
 }
 
 // TopicPartition names one partition of a topic.
@@ -208,7 +374,7 @@ func (m *Memory) Record(cluster, group string, facts Facts, now time.Time) Recal
 		e = nil // past its TTL, not swept yet: forgotten all the same
 	}
 	if e == nil {
-		e = &groupEntry{partitions: make(map[TopicPartition]partitionEntry)}
+		e = &groupEntry{}
 		m.groups[k] = e
 	}
 	if now.After(e.lastSeen) {
@@ -232,59 +398,103 @@ func (m *Memory) Record(cluster, group string, facts Facts, now time.Time) Recal
 
 	recall := Recall{EmptySince: e.emptySince, EmptyBy: e.emptyBy, CommittedAfter: make(map[TopicPartition]time.Time),
 		Vanished: make(map[TopicPartition]Vanished), Diverged: make(map[TopicPartition]Divergence)}
+	rare := func(tp TopicPartition) *rareFacts {
+		r := e.rare[tp]
+		if r == nil {
+			r = &rareFacts{vanished: proof.NoOffset}
+			if e.rare == nil {
+				e.rare = make(map[TopicPartition]*rareFacts)
+			}
+			e.rare[tp] = r
+		}
+		return r
+	}
+	nowRef := e.intern(now)
+	var added []addedPartition
 	for tp, c := range facts.Committed {
-		pe, ok := e.partitions[tp]
+		pe := e.find(tp)
+		var fresh partitionEntry
 		switch {
-		case ok && now.Before(pe.lastSeen):
+		case pe != nil && now.Before(e.at(pe.lastSeen)):
 			continue // older than what was seen: not folded
-		case !ok || now.Sub(pe.lastSeen) > TTL:
-			pe = partitionEntry{committed: c, vanished: proof.NoOffset, logEnd: proof.NoOffset, witnessEpoch: -1} // first sight: unknown
+		case pe == nil || now.Sub(e.at(pe.lastSeen)) > TTL:
+			if pe == nil {
+				pe = &fresh
+			}
+			*pe = partitionEntry{partition: tp.Partition, committed: c, logEnd: proof.NoOffset, witnessEpoch: -1} // first sight: unknown
+			delete(e.rare, tp)
 		case pe.committed != c:
 			// Witnessed a commit: after the last observation that saw
 			// the old offset.
-			pe.committedAfter = time.Time{}
-			pe.vanished, pe.vanishedSeen = proof.NoOffset, time.Time{}
-			// A new offset: committed after the fall, or reset on
-			// purpose (the way out); a fall seen by this same pass is
-			// recorded below.
-			pe.diverged = false
+			pe.committedAfter = 0
+			if r := e.rare[tp]; r != nil {
+				r.vanished, r.vanishedSeen = proof.NoOffset, time.Time{}
+				// A new offset: committed after the fall, or reset on
+				// purpose (the way out); a fall seen by this same pass
+				// is recorded below.
+				r.diverged = false
+			}
 			pe.witnessEpoch, pe.witnessAt = -1, 0
 			if c != proof.NoOffset {
 				pe.committedAfter = pe.lastSeen
 			} else if pe.committed != proof.NoOffset {
-				pe.vanished, pe.vanishedSeen = pe.committed, pe.lastSeen
+				r := rare(tp)
+				r.vanished, r.vanishedSeen = pe.committed, e.at(pe.lastSeen)
 			}
 			pe.committed = c
 		}
 		if end, read := facts.LogEnds[tp]; read && end >= 0 {
 			if pe.logEnd >= 0 && end < pe.logEnd {
 				// Witnessed a truncation.
-				if !pe.diverged {
-					pe.diverged, pe.divergedFrom, pe.divergedTo, pe.divergedSeen = true, pe.logEnd, end, now
+				if r := rare(tp); !r.diverged {
+					r.diverged, r.divergedFrom, r.divergedTo, r.divergedSeen = true, pe.logEnd, end, now
 				} else {
-					pe.divergedFrom, pe.divergedTo = max(pe.divergedFrom, pe.logEnd), min(pe.divergedTo, end)
+					r.divergedFrom, r.divergedTo = max(r.divergedFrom, pe.logEnd), min(r.divergedTo, end)
 				}
 			}
 			pe.logEnd = end
 			if epoch, ok := facts.EndEpochs[tp]; ok && epoch >= 0 && pe.witnessEpoch < 0 && c >= 0 && end >= c {
-				pe.witnessEpoch, pe.witnessAt = epoch, now.UnixMilli()
+				pe.witnessEpoch, pe.witnessAt = epoch, nowRef
 			}
 		}
-		pe.lastSeen = now
-		e.partitions[tp] = pe
+		pe.lastSeen = nowRef
+		if r := e.rare[tp]; r != nil && r.empty() {
+			delete(e.rare, tp)
+		}
+		if pe == &fresh {
+			added = append(added, addedPartition{tp.Topic, fresh})
+		}
 	}
-	for tp, pe := range e.partitions {
-		if c, read := facts.Committed[tp]; read && c != pe.committed {
+	e.insert(added)
+	e.compactTimes()
+	if len(e.rare) == 0 {
+		e.rare = nil
+	}
+
+	for _, t := range e.topics {
+		for i := range t.parts {
+			pe := &t.parts[i]
+			if pe.committedAfter == 0 {
+				continue
+			}
+			tp := TopicPartition{t.name, pe.partition}
+			if c, read := facts.Committed[tp]; read && c != pe.committed {
+				continue // an older pass's offset: the bound is another's
+			}
+			if after := e.at(pe.committedAfter); !after.IsZero() {
+				recall.CommittedAfter[tp] = after
+			}
+		}
+	}
+	for tp, r := range e.rare {
+		if c, read := facts.Committed[tp]; read && c != e.find(tp).committed {
 			continue // an older pass's offset: the bound is another's
 		}
-		if !pe.committedAfter.IsZero() {
-			recall.CommittedAfter[tp] = pe.committedAfter
+		if r.vanished != proof.NoOffset {
+			recall.Vanished[tp] = Vanished{r.vanished, r.vanishedSeen}
 		}
-		if pe.vanished != proof.NoOffset {
-			recall.Vanished[tp] = Vanished{pe.vanished, pe.vanishedSeen}
-		}
-		if pe.diverged {
-			recall.Diverged[tp] = Divergence{From: pe.divergedFrom, To: pe.divergedTo, SeenAt: pe.divergedSeen}
+		if r.diverged {
+			recall.Diverged[tp] = Divergence{From: r.divergedFrom, To: r.divergedTo, SeenAt: r.divergedSeen}
 		}
 	}
 	return recall
@@ -299,11 +509,11 @@ func (m *Memory) Witness(cluster, group string, tp TopicPartition, committed int
 	if e == nil {
 		return Witness{}, false
 	}
-	pe, ok := e.partitions[tp]
-	if !ok || pe.committed != committed || pe.witnessEpoch < 0 {
+	pe := e.find(tp)
+	if pe == nil || pe.committed != committed || pe.witnessEpoch < 0 {
 		return Witness{}, false
 	}
-	return Witness{Epoch: pe.witnessEpoch, SeenAt: time.UnixMilli(pe.witnessAt)}, true
+	return Witness{Epoch: pe.witnessEpoch, SeenAt: time.UnixMilli(e.at(pe.witnessAt).UnixMilli())}, true
 }
 
 // prune drops what has not been observed for TTL. Called with mu held.
@@ -313,10 +523,23 @@ func (m *Memory) prune(now time.Time) {
 			delete(m.groups, k)
 			continue
 		}
-		for tp, pe := range e.partitions {
-			if now.Sub(pe.lastSeen) > TTL {
-				delete(e.partitions, tp)
+		topics := e.topics[:0]
+		for _, t := range e.topics {
+			parts := t.parts[:0]
+			for _, pe := range t.parts {
+				if now.Sub(e.at(pe.lastSeen)) > TTL {
+					delete(e.rare, TopicPartition{t.name, pe.partition})
+					continue
+				}
+				parts = append(parts, pe)
+			}
+			clear(t.parts[len(parts):])
+			if t.parts = parts; len(parts) > 0 {
+				topics = append(topics, t)
 			}
 		}
+		clear(e.topics[len(topics):])
+		e.topics = topics
+		e.compactTimes()
 	}
 }

@@ -101,7 +101,7 @@ func TestGroupMemorySweep(t *testing.T) {
 	if _, ok := m.groups[memoryKey{"k0:9092", "b"}]; ok {
 		t.Error("group b, unobserved for longer than the TTL, is still remembered")
 	}
-	if _, ok := m.groups[memoryKey{"k0:9092", "a"}].partitions[TopicPartition{"orders", 1}]; ok {
+	if m.groups[memoryKey{"k0:9092", "a"}].find(TopicPartition{"orders", 1}) != nil {
 		t.Error("partition orders[1] of group a, unobserved for longer than the TTL, is still remembered")
 	}
 	rec("c", TTL+30*time.Minute)
@@ -265,4 +265,113 @@ func TestGroupMemoryWitnessesTheEpochACommitWasSeenIn(t *testing.T) {
 	if w, ok := witness(13); ok {
 		t.Fatalf("no epoch answered: witness %+v, want none", w)
 	}
+}
+
+// The memory keeps a group's partitions in slices sorted by topic and
+// partition number and its times in a table of the passes its partitions
+// refer to (memory.go, groupEntry). Seed 003's settle-task (24
+// partitions) read by a batch consumer that commits on some partitions
+// only: the edges of that form must not change what is recalled.
+func TestGroupMemoryDenseForm(t *testing.T) {
+	// A time as the observer's clock gives it: with a monotonic reading,
+	// nanoseconds and a location. What is recalled is the very time that
+	// was recorded, not its wall clock to the millisecond.
+	t0 := time.Now().Truncate(time.Millisecond).Add(time.Millisecond - time.Nanosecond)
+	settle := func(p int32) TopicPartition { return TopicPartition{"settle-task", p} }
+
+	t.Run("partitions out of order and far apart", func(t *testing.T) {
+		var m Memory
+		rec := func(at time.Duration, committed map[TopicPartition]int64) Recall {
+			return m.Record("k0:9092", "ledger-settle", Facts{Committed: committed}, t0.Add(at))
+		}
+		rec(0, map[TopicPartition]int64{settle(23): 5, settle(1_000_000): 5, settle(0): 5, {"audit", 3}: 5})
+		// Partitions first seen later land between and around the known ones.
+		rec(time.Minute, map[TopicPartition]int64{settle(23): 6, settle(1_000_000): 6, settle(0): 6, settle(7): 5,
+			settle(-1): 5, {"audit", 3}: 6, {"accounts", 2}: 5, {"zebra", 0}: 5})
+		r := rec(2*time.Minute, map[TopicPartition]int64{settle(23): 6, settle(1_000_000): 6, settle(0): 6, settle(7): 8,
+			settle(-1): 9, {"audit", 3}: 6, {"accounts", 2}: 9, {"zebra", 0}: 9})
+		want := map[TopicPartition]time.Time{settle(23): t0, settle(1_000_000): t0, settle(0): t0, {"audit", 3}: t0,
+			settle(7): t0.Add(time.Minute), settle(-1): t0.Add(time.Minute), {"accounts", 2}: t0.Add(time.Minute), {"zebra", 0}: t0.Add(time.Minute)}
+		if len(r.CommittedAfter) != len(want) {
+			t.Fatalf("committed after %v, want %v", r.CommittedAfter, want)
+		}
+		for tp, at := range want {
+			if got, ok := r.CommittedAfter[tp]; !ok || got != at {
+				t.Errorf("%v committed after %v, want exactly %v", tp, got, at)
+			}
+		}
+	})
+
+	t.Run("a topic no longer observed", func(t *testing.T) {
+		var m Memory
+		rec := func(at time.Duration, committed map[TopicPartition]int64) Recall {
+			return m.Record("k0:9092", "ledger-settle", Facts{Committed: committed}, t0.Add(at))
+		}
+		rec(0, map[TopicPartition]int64{settle(0): 5, {"audit", 0}: 5, {"zebra", 0}: 5})
+		rec(time.Minute, map[TopicPartition]int64{settle(0): 6, {"audit", 0}: 6, {"zebra", 0}: 6})
+		// The group stops consuming audit: swept after the TTL (by the
+		// hourly sweep), the topics around it are still found.
+		rec(TTL, map[TopicPartition]int64{settle(0): 6, {"zebra", 0}: 6})
+		r := rec(TTL+time.Hour+2*time.Minute, map[TopicPartition]int64{settle(0): 7, {"zebra", 0}: 6})
+		e := m.groups[memoryKey{"k0:9092", "ledger-settle"}]
+		if e.find(TopicPartition{"audit", 0}) != nil || len(e.topics) != 2 {
+			t.Fatalf("audit unobserved past the TTL: topics %+v, want it dropped", e.topics)
+		}
+		if got := r.CommittedAfter[settle(0)]; got != t0.Add(TTL) {
+			t.Errorf("settle-task[0] committed after %v, want %v", got, t0.Add(TTL))
+		}
+		if got := r.CommittedAfter[TopicPartition{"zebra", 0}]; got != t0 {
+			t.Errorf("zebra[0] committed after %v, want %v", got, t0)
+		}
+		// Seen again: a first sight, nothing known.
+		r = rec(TTL+time.Hour+3*time.Minute, map[TopicPartition]int64{{"audit", 0}: 9})
+		if _, ok := r.CommittedAfter[TopicPartition{"audit", 0}]; ok {
+			t.Errorf("audit seen again after the sweep: %v, want a first sight", r.CommittedAfter)
+		}
+	})
+
+	t.Run("times kept whole, witness to the millisecond", func(t *testing.T) {
+		var m Memory
+		tp := settle(4)
+		rec := func(at time.Duration, committed int64) Recall {
+			return m.Record("k0:9092", "ledger-settle", Facts{Committed: map[TopicPartition]int64{tp: committed},
+				LogEnds: map[TopicPartition]int64{tp: 20}, EndEpochs: map[TopicPartition]int32{tp: 2}}, t0.Add(at))
+		}
+		rec(0, 10)
+		rec(time.Nanosecond, proof.NoOffset) // one nanosecond later, past the millisecond
+		if r := rec(2*time.Nanosecond, proof.NoOffset); r.Vanished[tp] != (Vanished{10, t0}) {
+			t.Fatalf("vanished %+v, want offset 10 last read at exactly %v", r.Vanished[tp], t0)
+		}
+		r := rec(3*time.Nanosecond, 12)
+		if got := r.CommittedAfter[tp]; got != t0.Add(2*time.Nanosecond) {
+			t.Fatalf("committed after %v, want exactly %v (the nanosecond before)", got, t0.Add(2*time.Nanosecond))
+		}
+		if w, ok := m.Witness("k0:9092", "ledger-settle", tp, 12); !ok || w.Epoch != 2 || !w.SeenAt.Equal(time.UnixMilli(t0.Add(3*time.Nanosecond).UnixMilli())) {
+			t.Fatalf("witness %+v %v, want epoch 2 seen at %v to the millisecond", w, ok, t0.Add(3*time.Nanosecond))
+		}
+	})
+
+	t.Run("the table of times stays small", func(t *testing.T) {
+		var m Memory
+		committed := map[TopicPartition]int64{}
+		for p := range int32(24) {
+			committed[settle(p)] = 0
+		}
+		for pass := range 100 {
+			// The batch consumer commits on half its partitions each pass.
+			for p := range int32(24) {
+				if int(p)%2 == pass%2 {
+					committed[settle(p)]++
+				}
+			}
+			r := m.Record("k0:9092", "ledger-settle", Facts{Committed: committed}, t0.Add(time.Duration(pass)*time.Minute))
+			if pass > 1 && (r.CommittedAfter[settle(0)] != t0.Add(time.Duration(pass-1-(pass%2))*time.Minute) ||
+				r.CommittedAfter[settle(1)] != t0.Add(time.Duration(pass-2+(pass%2))*time.Minute)) {
+				t.Fatalf("pass %d: committed after %v and %v", pass, r.CommittedAfter[settle(0)], r.CommittedAfter[settle(1)])
+			}
+		}
+		if e := m.groups[memoryKey{"k0:9092", "ledger-settle"}]; len(e.times) > 3 {
+			t.Errorf("%d times held for 24 partitions, want the 3 passes they refer to", len(e.times))
+		}
+	})
 }
