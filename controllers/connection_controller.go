@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -64,17 +63,22 @@ type connectionObject interface {
 	client.Object
 	spec() *rgv1.KafkaConnectionSpec
 	status() *rgv1.KafkaConnectionStatus
+	// object is the API object itself (what the client patches and
+	// events name).
+	object() client.Object
 }
 
 type clusterConn struct{ *rgv1.ClusterKafkaConnection }
 
 func (c clusterConn) spec() *rgv1.KafkaConnectionSpec     { return &c.Spec.KafkaConnectionSpec }
 func (c clusterConn) status() *rgv1.KafkaConnectionStatus { return &c.Status }
+func (c clusterConn) object() client.Object               { return c.ClusterKafkaConnection }
 
 type namespacedConn struct{ *rgv1.KafkaConnection }
 
 func (c namespacedConn) spec() *rgv1.KafkaConnectionSpec     { return &c.Spec }
 func (c namespacedConn) status() *rgv1.KafkaConnectionStatus { return &c.Status }
+func (c namespacedConn) object() client.Object               { return c.KafkaConnection }
 
 func (r *KafkaConnectionReconciler) newObject() (connectionObject, client.Object) {
 	if r.Kind == rgv1.KindClusterKafkaConnection {
@@ -168,7 +172,9 @@ func (r *KafkaConnectionReconciler) owner(key types.NamespacedName) coalesce.Con
 	return coalesce.ConnectionOwner{Kind: r.Kind, Namespace: key.Namespace, Name: key.Name}
 }
 
-// Reconcile observes one connection's cluster and patches its status once.
+// Reconcile observes one connection's cluster: gather what the status
+// needs, compute it (computeConnectionStatus, pure), and summarize once in
+// a defer (summarizeAndPatch: the patch, then the result processors).
 func (r *KafkaConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	conn, obj := r.newObject()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -182,28 +188,14 @@ func (r *KafkaConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-	before := obj.DeepCopyObject().(client.Object)
-	var (
-		in      connectionInput
-		outcome connectionOutcome
-		decided bool
-	)
+	summary := connectionSummary{before: obj.DeepCopyObject().(client.Object)}
+	decided := false
 	defer func() {
 		if !decided {
-			return
+			return // a transient error came before any decision: retried with backoff
 		}
-		*conn.status() = outcome.Status
-		if err := r.patchStatus(ctx, before, obj); err != nil {
-			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching status: %w", err)})
-			return
-		}
-		connectionMetricsState.record(r.owner(req.NamespacedName), outcome)
-		ready := meta.FindStatusCondition(outcome.Status.Conditions, proof.ClauseReady)
-		if ready == nil {
-			return
-		}
-		if ev := r.ready.transition(req.NamespacedName, obj.GetUID(), *ready); ev != nil {
-			r.Recorder.Eventf(obj, nil, ev.Type, ev.Reason, EventActionObserve, "%s", ev.Note)
+		if err := r.summarizeAndPatch(ctx, req.NamespacedName, conn, summary); err != nil {
+			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 	}()
 
@@ -211,7 +203,7 @@ func (r *KafkaConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	outcome, decided = computeConnectionStatus(*conn.status(), in), true
+	summary.outcome, decided = computeConnectionStatus(*conn.status(), in), true
 	return result, nil
 }
 

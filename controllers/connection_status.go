@@ -83,6 +83,11 @@ func guardedGroups(lists ...[]*rgv1.ConsumerRetentionPolicy) map[string]bool {
 	return guarded
 }
 
+// computeConnectionStatus returns the connection's next status: a spec
+// problem (Stalled, Ready False with its reason), an observation
+// (observedConnectionStatus), or neither: while the status holds an
+// observation of this generation nothing changes, else the first
+// observation is pending (Reconciling, Ready Unknown).
 func computeConnectionStatus(cur rgv1.KafkaConnectionStatus, in connectionInput) connectionOutcome {
 	st := *cur.DeepCopy()
 	now := metav1.NewTime(in.Now.UTC().Truncate(time.Second))
@@ -101,88 +106,7 @@ func computeConnectionStatus(cur rgv1.KafkaConnectionStatus, in connectionInput)
 		return connectionOutcome{Status: st}
 
 	case in.Cluster != nil:
-		co := in.Cluster
-		st.ObservedGeneration = in.Generation
-		st.BootstrapServers = slices.Clone(in.Servers)
-		at := metav1.NewTime(co.ObservedAt.UTC().Truncate(time.Second))
-		st.LastObservedAt = &at
-		st.Brokers = int32(len(co.Brokers))
-		st.BrokerOffsetsRetention = nil
-		for _, id := range co.Brokers {
-			st.BrokerOffsetsRetention = append(st.BrokerOffsetsRetention,
-				rgv1.BrokerOffsetsRetention{Broker: id, Minutes: proofstatus.ConfigInt(co.BrokerOffsetsRetention[id])})
-		}
-		st.OffsetsRetentionMinutes = proofstatus.ConfigInt(co.OffsetsRetentionMinutes)
-		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
-		meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
-
-		ready := metav1.Condition{Type: proof.ClauseReady, Status: metav1.ConditionTrue, Reason: ReasonConnected}
-		if len(co.Failures) > 0 {
-			f := co.Failures[0]
-			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, f.Reason, f.Message
-			if len(co.Failures) > 1 {
-				ready.Message += fmt.Sprintf(" (and %s)", proof.Plural(int64(len(co.Failures)-1), "more failure"))
-			}
-		} else {
-			ready.Message = fmt.Sprintf("%s answered: %s", strings.Join(in.Servers, ","), proof.Plural(int64(len(co.Brokers)), "broker"))
-			if st.OffsetsRetentionMinutes != nil {
-				ready.Message += fmt.Sprintf(", offsets.retention.minutes %d (%s)", *st.OffsetsRetentionMinutes,
-					proof.FormatDuration(time.Duration(*st.OffsetsRetentionMinutes)*time.Minute))
-			}
-			ready.Message += fmt.Sprintf(", %s", proof.Plural(int64(len(in.Policies)), "policy"))
-		}
-		out := connectionOutcome{Observed: true}
-		if in.Discovery != nil && len(co.Failures) == 0 {
-			guarded := guardedGroups(in.Policies, in.SameCluster)
-			counts := rgv1.GroupVerdictCounts{}
-			members := make(map[string][]proof.GroupMember, len(co.Discovered))
-			for _, d := range co.Discovered {
-				if guarded[d.Group] {
-					continue
-				}
-				members[d.Group] = d.Observation.Group.Members
-				j := proof.JudgeGroup(d.Observation, d.Topics, *in.Discovery, co.ObservedAt)
-				out.Unguarded = append(out.Unguarded, j)
-				switch j.Verdict {
-				case proof.Proven:
-					counts.Proven++
-				case proof.Violated:
-					counts.Violated++
-				default:
-					counts.Unknown++
-				}
-			}
-			proof.SortWorstFirst(out.Unguarded)
-			st.DiscoveredGroups = int32(len(co.Discovered))
-			st.UnguardedGroupCount = int32(len(out.Unguarded))
-			st.UnguardedVerdicts = &counts
-			st.UnguardedGroups = nil
-			for i, j := range out.Unguarded {
-				if i == maxUnguardedGroups {
-					break
-				}
-				g := unguardedGroup(j)
-				if in.Consumers != nil {
-					g.Workloads = in.Consumers.Match(j.Group, members[j.Group]).StatusWorkloads(maxGroupWorkloads)
-				}
-				st.UnguardedGroups = append(st.UnguardedGroups, g)
-			}
-			st.UnresolvedScalers = nil
-			if in.Consumers != nil {
-				st.UnresolvedScalers = unresolvedScalers(in.Consumers.Unresolved())
-			}
-			ready.Message += fmt.Sprintf("; discovery: %s, %d unguarded (%d Violated, %d Unknown)",
-				proof.Plural(int64(len(co.Discovered)), "group"), len(out.Unguarded), counts.Violated, counts.Unknown)
-			if n := len(co.DiscoveryFailures); n > 0 {
-				ready.Message += fmt.Sprintf("; discovery incomplete: %s", co.DiscoveryFailures[0].Message)
-			}
-		} else if in.Discovery == nil {
-			st.DiscoveredGroups, st.UnguardedGroupCount, st.UnguardedVerdicts, st.UnguardedGroups = 0, 0, nil, nil
-			st.UnresolvedScalers = nil
-		}
-		setCondition(&st.Conditions, ready, in.Generation, now)
-		out.Status = st
-		return out
+		return observedConnectionStatus(st, in, now)
 	}
 
 	if st.LastObservedAt != nil && cur.ObservedGeneration == in.Generation &&
@@ -196,6 +120,107 @@ func computeConnectionStatus(cur rgv1.KafkaConnectionStatus, in connectionInput)
 		Reason: ReasonObservationPending, Message: msg}, in.Generation, now)
 	meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
 	return connectionOutcome{Status: st}
+}
+
+// observedConnectionStatus is st after a fresh observation of the cluster:
+// its brokers and offsets retention, Ready (Connected, or the first
+// failure), and with discovery the unguarded groups judged.
+func observedConnectionStatus(st rgv1.KafkaConnectionStatus, in connectionInput, now metav1.Time) connectionOutcome {
+	co := in.Cluster
+	st.ObservedGeneration = in.Generation
+	st.BootstrapServers = slices.Clone(in.Servers)
+	at := metav1.NewTime(co.ObservedAt.UTC().Truncate(time.Second))
+	st.LastObservedAt = &at
+	st.Brokers = int32(len(co.Brokers))
+	st.BrokerOffsetsRetention = nil
+	for _, id := range co.Brokers {
+		st.BrokerOffsetsRetention = append(st.BrokerOffsetsRetention,
+			rgv1.BrokerOffsetsRetention{Broker: id, Minutes: proofstatus.ConfigInt(co.BrokerOffsetsRetention[id])})
+	}
+	st.OffsetsRetentionMinutes = proofstatus.ConfigInt(co.OffsetsRetentionMinutes)
+	meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
+	meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
+
+	ready := metav1.Condition{Type: proof.ClauseReady, Status: metav1.ConditionTrue, Reason: ReasonConnected}
+	if len(co.Failures) > 0 {
+		f := co.Failures[0]
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, f.Reason, f.Message
+		if len(co.Failures) > 1 {
+			ready.Message += fmt.Sprintf(" (and %s)", proof.Plural(int64(len(co.Failures)-1), "more failure"))
+		}
+	} else {
+		ready.Message = fmt.Sprintf("%s answered: %s", strings.Join(in.Servers, ","), proof.Plural(int64(len(co.Brokers)), "broker"))
+		if st.OffsetsRetentionMinutes != nil {
+			ready.Message += fmt.Sprintf(", offsets.retention.minutes %d (%s)", *st.OffsetsRetentionMinutes,
+				proof.FormatDuration(time.Duration(*st.OffsetsRetentionMinutes)*time.Minute))
+		}
+		ready.Message += fmt.Sprintf(", %s", proof.Plural(int64(len(in.Policies)), "policy"))
+	}
+	out := connectionOutcome{Observed: true}
+	switch {
+	case in.Discovery != nil && len(co.Failures) == 0:
+		out.Unguarded = discoveredStatus(&st, in)
+		v := st.UnguardedVerdicts
+		ready.Message += fmt.Sprintf("; discovery: %s, %d unguarded (%d Violated, %d Unknown)",
+			proof.Plural(int64(len(co.Discovered)), "group"), len(out.Unguarded), v.Violated, v.Unknown)
+		if n := len(co.DiscoveryFailures); n > 0 {
+			ready.Message += fmt.Sprintf("; discovery incomplete: %s", co.DiscoveryFailures[0].Message)
+		}
+	case in.Discovery == nil:
+		st.DiscoveredGroups, st.UnguardedGroupCount, st.UnguardedVerdicts, st.UnguardedGroups = 0, 0, nil, nil
+		st.UnresolvedScalers = nil
+	}
+	setCondition(&st.Conditions, ready, in.Generation, now)
+	out.Status = st
+	return out
+}
+
+// discoveredStatus judges the groups discovery found that no policy
+// guards, sets their counts, the first maxUnguardedGroups of them (worst
+// first, with their workloads) and the unresolved KEDA triggers in st, and
+// returns the judgements.
+func discoveredStatus(st *rgv1.KafkaConnectionStatus, in connectionInput) []proof.Judgement {
+	co := in.Cluster
+	guarded := guardedGroups(in.Policies, in.SameCluster)
+	counts := rgv1.GroupVerdictCounts{}
+	members := make(map[string][]proof.GroupMember, len(co.Discovered))
+	var unguarded []proof.Judgement
+	for _, d := range co.Discovered {
+		if guarded[d.Group] {
+			continue
+		}
+		members[d.Group] = d.Observation.Group.Members
+		j := proof.JudgeGroup(d.Observation, d.Topics, *in.Discovery, co.ObservedAt)
+		unguarded = append(unguarded, j)
+		switch j.Verdict {
+		case proof.Proven:
+			counts.Proven++
+		case proof.Violated:
+			counts.Violated++
+		default:
+			counts.Unknown++
+		}
+	}
+	proof.SortWorstFirst(unguarded)
+	st.DiscoveredGroups = int32(len(co.Discovered))
+	st.UnguardedGroupCount = int32(len(unguarded))
+	st.UnguardedVerdicts = &counts
+	st.UnguardedGroups = nil
+	for i, j := range unguarded {
+		if i == maxUnguardedGroups {
+			break
+		}
+		g := unguardedGroup(j)
+		if in.Consumers != nil {
+			g.Workloads = in.Consumers.Match(j.Group, members[j.Group]).StatusWorkloads(maxGroupWorkloads)
+		}
+		st.UnguardedGroups = append(st.UnguardedGroups, g)
+	}
+	st.UnresolvedScalers = nil
+	if in.Consumers != nil {
+		st.UnresolvedScalers = unresolvedScalers(in.Consumers.Unresolved())
+	}
+	return unguarded
 }
 
 func unguardedGroup(j proof.Judgement) rgv1.UnguardedGroup {

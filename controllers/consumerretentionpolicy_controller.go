@@ -34,6 +34,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/heartbeat"
 	"github.com/retentionguard/retention-guard/internal/resolve"
 	"github.com/retentionguard/retention-guard/internal/workloadread"
+	"github.com/retentionguard/retention-guard/internal/writerule"
 )
 
 // ControllerName names the controller, its events' reportingController and
@@ -322,10 +323,12 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if r.first.hold(req.NamespacedName, in.Observation == nil && in.Problem == nil && owesPendingStatus(policy.Status, policy.Generation)) {
+	in.Held = r.first.hold(req.NamespacedName, in.Observation == nil && in.Problem == nil && writerule.OwesPending(policy.Status, policy.Generation))
+	outcome := computeStatus(policy.Status, in)
+	if outcome.Decision.Reason == writerule.ReasonPendingHeld {
 		return result, nil // the first proof is on its way: it will be the first write (firstproof.go)
 	}
-	summary.in, summary.outcome, decided = in, computeStatus(policy.Status, in), true
+	summary.in, summary.outcome, decided = in, outcome, true
 	return result, nil
 }
 

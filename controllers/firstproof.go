@@ -5,10 +5,9 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
-	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/writerule"
 )
 
 // A policy's first proof costs one API write (issue 26): many policies
@@ -17,32 +16,29 @@ import (
 // and today's second write per policy doubled the time to prove them all.
 //
 //   - The pending status (Reconciling=True, Ready=Unknown ProofPending) is
-//     written only when the observation has not come pendingGrace after
+//     written only when the observation has not come writerule.PendingGrace after
 //     the first reconcile that waits for it: the Coalescer usually serves
 //     it within a pass (milliseconds to seconds), and the proof is then the
 //     policy's first write. A pass that hangs (a broker that accepts
 //     connections and never answers) still shows Reconciling after
-//     pendingGrace, for kstatus and Argo CD.
+//     the grace, for kstatus and Argo CD. Whether a pending status is owed
+//     and held is the write rule's (writerule.OwesPending, ReasonPendingHeld).
 //   - The Normal Proven event of a routine first proof has its own budget
 //     (firstProofs.events): a person who applies a policy sees it, a burst
 //     of thousands does not send thousands of events. Every event a person
 //     acts on (Violated, Unknown, Recovered, loss) is never shed.
-
-// pendingGrace is how long a policy waits for its first observation of a
-// generation before its pending status is written.
-const pendingGrace = 3 * time.Second
 
 // firstProofs holds back the pending status of policies whose
 // observation is on its way, and budgets first-proof events.
 type firstProofs struct {
 	mu sync.Mutex
 	// waiting: the policies whose pending status is held; true once
-	// pendingGrace has passed (the next reconcile writes it).
+	// writerule.PendingGrace has passed (the next reconcile writes it).
 	waiting map[types.NamespacedName]bool
 	// enqueue reconciles a policy (the reconciler's work queue); nil: the
 	// pending status is never held.
 	enqueue func(types.NamespacedName)
-	grace   time.Duration // pendingGrace; tests shorten it
+	grace   time.Duration // writerule.PendingGrace; tests shorten it
 	// events is the budget of routine first-proof events: 100 at once,
 	// then 10 per second.
 	events *rate.Limiter
@@ -81,7 +77,7 @@ func (f *firstProofs) hold(key types.NamespacedName, pending bool) bool {
 	f.waiting[key] = false
 	grace := f.grace
 	if grace <= 0 {
-		grace = pendingGrace
+		grace = writerule.PendingGrace
 	}
 	enqueue := f.enqueue
 	time.AfterFunc(grace, func() {
@@ -96,14 +92,6 @@ func (f *firstProofs) hold(key types.NamespacedName, pending bool) bool {
 		}
 	})
 	return true
-}
-
-// owesPendingStatus says whether a reconcile without an observation would
-// write the pending status: the status holds no proof of this generation
-// (computeStatus), or it is Stalled. A periodic check waiting for its pass
-// writes nothing, and is not held.
-func owesPendingStatus(cur rgv1.ConsumerRetentionPolicyStatus, generation int64) bool {
-	return cur.Proof == nil || cur.ObservedGeneration != generation || meta.IsStatusConditionTrue(cur.Conditions, ConditionStalled)
 }
 
 // forget drops a deleted policy's hold.

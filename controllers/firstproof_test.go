@@ -6,12 +6,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
-	"github.com/retentionguard/retention-guard/internal/resolve"
 )
 
 // Seed 000 (fan-out) installed across a fleet: many policies proven at
@@ -89,17 +86,4 @@ func TestFirstProofHoldsThePendingStatus(t *testing.T) {
 	g.Expect(f.hold(key, true)).To(BeFalse(), "past the grace the pending status is written")
 	f.forget(key)
 	g.Expect(f.hold(key, true)).To(BeTrue())
-}
-
-// Only a status that would get the pending conditions is held: a periodic
-// check waiting for its pass writes nothing either way.
-func TestOwesPendingStatus(t *testing.T) {
-	g := NewWithT(t)
-	proven := rgv1.ConsumerRetentionPolicyStatus{ObservedGeneration: 2, Proof: &rgv1.ProofStatus{Verdict: rgv1.VerdictProven}}
-	g.Expect(owesPendingStatus(rgv1.ConsumerRetentionPolicyStatus{}, 1)).To(BeTrue(), "a new policy")
-	g.Expect(owesPendingStatus(proven, 3)).To(BeTrue(), "a new generation")
-	g.Expect(owesPendingStatus(proven, 2)).To(BeFalse(), "a periodic check")
-	stalled := *proven.DeepCopy()
-	stalled.Conditions = []metav1.Condition{{Type: ConditionStalled, Status: metav1.ConditionTrue, Reason: resolve.ReasonSecretKeyMissing}}
-	g.Expect(owesPendingStatus(stalled, 2)).To(BeTrue(), "a spec problem just fixed")
 }

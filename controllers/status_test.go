@@ -16,6 +16,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/heartbeat"
 	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/resolve"
+	"github.com/retentionguard/retention-guard/internal/writerule"
 )
 
 // The status setters are pure: these tables need no cluster.
@@ -357,10 +358,11 @@ func TestTruncateKeepsUTF8(t *testing.T) {
 	g.Expect(truncate("short", 10)).To(Equal("short"))
 }
 
-// With a heartbeat Lease, a check that finds the same facts leaves the
-// status as it is (no write); durations measured from now are rewritten
-// only once they drift by 1% (at least a minute); any other change is
-// written at once. Without one, every check moves checkedAt.
+// computeStatus applies the write rule (internal/writerule, whose table
+// TestWriteOrKeep covers each of its rows) to real proofs: with a heartbeat
+// Lease, a check that finds the same facts leaves the status as it is (no
+// write); a headroom that drifts by more than 1% is written, and so is a
+// violation. Seed 000: the fan-out's lagging partition, then its loss.
 func TestUnchangedProofIsNotWrittenAgain(t *testing.T) {
 	hb := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: heartbeat.LeaseName([]string{"kafka:9092"}, time.Minute)}
 	// A lagging partition: its headroom is the record's timestamp plus
@@ -375,57 +377,34 @@ func TestUnchangedProofIsNotWrittenAgain(t *testing.T) {
 		o.Topics[0].Partitions[1].CommittedTimestamp = statusNow.Add(-time.Hour)
 		return &o
 	}
-	check := func(cur rgv1.ConsumerRetentionPolicyStatus, at time.Time, committed int64, ref *rgv1.HeartbeatReference) rgv1.ConsumerRetentionPolicyStatus {
-		return computeStatus(cur, statusInput{Generation: 1, Policy: testPolicy(), Now: at, Observation: obsAt(at, committed), Heartbeat: ref}).Status
+	check := func(cur rgv1.ConsumerRetentionPolicyStatus, at time.Time, committed int64) statusOutcome {
+		return computeStatus(cur, statusInput{Generation: 1, Policy: testPolicy(), Now: at, Observation: obsAt(at, committed),
+			Heartbeat: hb, Interval: time.Minute})
 	}
-	first := check(rgv1.ConsumerRetentionPolicyStatus{}, statusNow, 4, hb)
+	first := check(rgv1.ConsumerRetentionPolicyStatus{}, statusNow, 4)
 	g := NewWithT(t)
-	g.Expect(first.Heartbeat).To(Equal(hb))
-	g.Expect(first.Proof.RecoveryHeadroom.Duration).To(Equal(7*24*time.Hour - time.Hour))
+	g.Expect(first.Decision).To(Equal(writerule.Decision{Write: true, Reason: writerule.ReasonNewVerdict}))
+	g.Expect(first.Status.Heartbeat).To(Equal(hb))
+	g.Expect(first.Status.Proof.RecoveryHeadroom.Duration).To(Equal(7*24*time.Hour - time.Hour))
 
 	// A minute later the headroom is a minute shorter: within 1% of 6d23h.
-	g.Expect(check(first, statusNow.Add(time.Minute), 4, hb)).To(Equal(first), "one interval later, the same facts")
+	same := check(first.Status, statusNow.Add(time.Minute), 4)
+	g.Expect(same.Status).To(Equal(first.Status), "one interval later, the same facts")
+	g.Expect(same.Decision.Reason).To(Equal(writerule.ReasonSameFacts))
 	// After two hours it has moved by more than 1% (1h40m): rewritten.
-	later := check(first, statusNow.Add(2*time.Hour), 4, hb)
-	g.Expect(later.Proof.CheckedAt.Time).To(Equal(statusNow.Add(2 * time.Hour)))
-	g.Expect(later.Proof.RecoveryHeadroom.Duration).To(Equal(7*24*time.Hour - 3*time.Hour))
+	later := check(first.Status, statusNow.Add(2*time.Hour), 4)
+	g.Expect(later.Decision.Reason).To(Equal(writerule.ReasonFactsChanged))
+	g.Expect(later.Status.Proof.CheckedAt.Time).To(Equal(statusNow.Add(2 * time.Hour)))
+	g.Expect(later.Status.Proof.RecoveryHeadroom.Duration).To(Equal(7*24*time.Hour - 3*time.Hour))
 	// A live consumer's committed offset moves within range: no fact in
 	// status changes (the summary counts partitions in range; the lag in
 	// OffsetsInRange's message is a live figure, as of checkedAt).
-	g.Expect(check(first, statusNow.Add(time.Minute), 6, hb)).To(Equal(first), "a committed offset that moves within range")
+	g.Expect(check(first.Status, statusNow.Add(time.Minute), 6).Status).To(Equal(first.Status), "a committed offset that moves within range")
 	// A violation is: written at once, with the new checkedAt.
-	lost := check(first, statusNow.Add(time.Minute), 1, hb)
-	g.Expect(lost.Proof.Verdict).NotTo(Equal(first.Proof.Verdict))
-	g.Expect(lost.Proof.CheckedAt.Time).To(Equal(statusNow.Add(time.Minute)))
-	// Naming another heartbeat (another cluster or interval) is a change.
-	other := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: heartbeat.LeaseName([]string{"kafka:9092"}, time.Hour)}
-	g.Expect(check(first, statusNow.Add(time.Minute), 4, other).Heartbeat).To(Equal(other))
-	// The same facts an hour later (ten intervals, at least an hour) are
-	// written all the same, so that the Proof Age column stays true.
-	same := check(first, statusNow.Add(59*time.Minute), 6, hb)
-	g.Expect(same).To(Equal(first), "59 minutes later, the same facts")
-	refreshed := check(first, statusNow.Add(time.Hour), 6, hb)
-	g.Expect(refreshed.Proof.CheckedAt.Time).To(Equal(statusNow.Add(time.Hour)), "an hour later: refreshed")
-	g.Expect(statusRefreshEvery(time.Minute)).To(Equal(time.Hour))
-	g.Expect(statusRefreshEvery(time.Hour)).To(Equal(10 * time.Hour))
-	// Without a heartbeat every check is written.
-	noHB := check(rgv1.ConsumerRetentionPolicyStatus{}, statusNow, 4, nil)
-	again := check(noHB, statusNow.Add(time.Minute), 4, nil)
-	g.Expect(again.Proof.CheckedAt.Time).To(Equal(statusNow.Add(time.Minute)))
-	g.Expect(again.Heartbeat).To(BeNil())
-}
-
-func TestDurationTolerance(t *testing.T) {
-	g := NewWithT(t)
-	d := func(v time.Duration) *metav1.Duration { return &metav1.Duration{Duration: v} }
-	g.Expect(closeDurations(nil, nil)).To(BeTrue())
-	g.Expect(closeDurations(d(time.Hour), nil)).To(BeFalse())
-	g.Expect(closeDurations(nil, d(time.Hour))).To(BeFalse())
-	g.Expect(closeDurations(d(10*time.Minute), d(9*time.Minute))).To(BeTrue(), "at least a minute")
-	g.Expect(closeDurations(d(10*time.Minute), d(8*time.Minute))).To(BeFalse())
-	g.Expect(closeDurations(d(100*time.Hour), d(99*time.Hour))).To(BeTrue(), "1%")
-	g.Expect(closeDurations(d(100*time.Hour), d(98*time.Hour))).To(BeFalse())
-	g.Expect(closeDurations(d(-100*time.Hour), d(-99*time.Hour))).To(BeTrue(), "past due by as much")
+	lost := check(first.Status, statusNow.Add(time.Minute), 1)
+	g.Expect(lost.Decision.Reason).To(Equal(writerule.ReasonNewVerdict))
+	g.Expect(lost.Status.Proof.Verdict).NotTo(Equal(first.Status.Proof.Verdict))
+	g.Expect(lost.Status.Proof.CheckedAt.Time).To(Equal(statusNow.Add(time.Minute)))
 }
 
 // Seed 000's stopped fan-out consumer, two days of headroom left on a
@@ -469,7 +448,7 @@ func TestWarningComparedByItsFacts(t *testing.T) {
 	g.Expect(*moved.Proof.WarningFacts[0].Offset).To(Equal(int64(5)))
 	g.Expect(moved.Proof.Warnings[0]).To(ContainSubstring("committed offset 5"))
 
-	// Drifting past durationTolerance (1% of 2d, 28m48s) is written too.
+	// Drifting past writerule.Tolerance (1% of 2d, 28m48s) is written too.
 	far := check(first, statusNow.Add(30*time.Minute), 4).Status
 	g.Expect(far.Proof.CheckedAt.Time).To(Equal(statusNow.Add(30 * time.Minute)))
 }
