@@ -230,3 +230,16 @@ func ConfigInt(v proof.ConfigValue) *int64 {
 	}
 	return &n
 }
+
+// Truncate shortens s to at most n bytes without splitting a UTF-8
+// sequence, marking the cut with "...".
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "..."
+}
