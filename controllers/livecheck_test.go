@@ -14,7 +14,6 @@ import (
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/gather"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
-	"github.com/retentionguard/retention-guard/internal/testenv"
 )
 
 // A live check (the webhook's, when a policy's status proof is not fresh)
@@ -77,15 +76,7 @@ func TestLiveCheckWarnsAboutCronJobsAsTheStatusDoes(t *testing.T) {
 // with the canary unguarded and no word of it. The live check shares the
 // reconciler's Gatherer, as the manager wires it.
 func TestLiveCheckWarnsOfUnselectedConsumerAsTheStatusDoes(t *testing.T) {
-	c := kafkatest.NewCluster(t)
-	c.CreateTopic(t, "outbox", 1, nil)
-	c.Produce(t, "outbox", 10)
-	c.RunConsumer(t, "fanout-live", "outbox", map[int32]int64{0: 5})
-	h := startManager(t, harnessOptions{workloads: true})
-	createDeployment(t, h.ns, "fanout")
-	if _, err := testenv.RunDeploymentPod(testCtx(t), env.Client, createDeployment(t, h.ns, "fanout-canary"), "55c4", "127.0.0.1"); err != nil {
-		t.Fatal(err)
-	}
+	c, h := startFanoutWithCanary(t, "fanout-live")
 	createPolicy(t, h.ns, "fanout", "fanout-live", []string{"outbox"}, policyOptions{servers: c.Addrs})
 
 	const unselected = "Deployment/fanout-canary consumes the group (member client kgo at 127.0.0.1 is pod fanout-canary-55c4-x1) " +

@@ -63,7 +63,8 @@ type statusInput struct {
 	// warningFacts their facts.
 	ConsumerGaps []gather.UnselectedConsumer
 	// ScaledToZero are the workloads the policy selects that KEDA holds
-	// at zero while the group has no member (gathered with the gaps):
+	// at zero while the group has no member (gathered with the
+	// unselected consumers):
 	// status.proof.warnings say so, with when the offsets may expire.
 	ScaledToZero []assemble.ScaledToZero
 }

@@ -32,10 +32,14 @@ const unselectedRecheck = 10 * time.Minute
 // unselectedMemo keeps each policy's last unselected-consumer check, so
 // the pods at its group's member hosts are looked up again only when the
 // members or the selector change, or unselectedRecheck has passed: a few
-// uncached reads per change, not per check.
+// uncached reads per change, not per check. The reconciler forgets a
+// deleted policy; entries past unselectedRecheck are dropped once per
+// unselectedRecheck (put), so a replica that only live-checks, and never
+// hears of deletions, holds no more than the policies it checked lately.
 type unselectedMemo struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]unselectedEntry
+	mu     sync.Mutex
+	m      map[types.NamespacedName]unselectedEntry
+	purged time.Time
 }
 
 type unselectedEntry struct {
@@ -95,6 +99,14 @@ func (g *unselectedMemo) put(key types.NamespacedName, k string, now time.Time, 
 	defer g.mu.Unlock()
 	if g.m == nil {
 		g.m = make(map[types.NamespacedName]unselectedEntry)
+	}
+	if now.Sub(g.purged) >= unselectedRecheck {
+		for k, e := range g.m {
+			if now.Sub(e.at) >= unselectedRecheck {
+				delete(g.m, k)
+			}
+		}
+		g.purged = now
 	}
 	g.m[key] = unselectedEntry{key: k, at: now, unselected: unselected, held: held}
 }
