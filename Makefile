@@ -49,12 +49,13 @@ envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBE
 	@dir=$$(hack/build-control-plane.sh); echo "KUBEBUILDER_ASSETS=$$dir"
 
 # The packages whose code runs concurrently (observation passes sharing a
-# cluster's state, the coalescer, the reconcilers, the webhook's handler
-# and readiness wiring, the manager) run under the race detector in
+# cluster's state, the coalescer, the reconcilers and the gatherer they
+# share with the live check, the webhook's handler and readiness wiring,
+# the manager) run under the race detector in
 # test-go: a data race there is Go's fatal "concurrent map read and map
 # write", webhook and reconciler down together. The rest runs without it
 # (the cost: docs/benchmarks.md).
-RACE_GREP := -e '/retention-guard$$' -e '/internal/kafka$$' -e '/internal/coalesce$$' -e '/internal/heartbeat$$' -e '/controllers$$' -e '/webhook$$'
+RACE_GREP := -e '/retention-guard$$' -e '/internal/kafka$$' -e '/internal/coalesce$$' -e '/internal/heartbeat$$' -e '/internal/gather$$' -e '/controllers$$' -e '/webhook$$'
 
 .PHONY: test-go
 test-go: ## Go tests against the real control plane from envtest-assets (all but the end-to-end ones; the alert tests need promtool: make deps); the concurrent packages with -race.

@@ -18,6 +18,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/certs"
 	"github.com/retentionguard/retention-guard/internal/coalesce"
 	"github.com/retentionguard/retention-guard/internal/cursor"
+	"github.com/retentionguard/retention-guard/internal/gather"
 	"github.com/retentionguard/retention-guard/internal/heartbeat"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/resolve"
@@ -27,13 +28,15 @@ import (
 )
 
 // kafkaSide is what reaches outside the cluster: the Kafka observer, the
-// coalescer sharing its observations, the business cursor reader, and the
-// resolver that turns policies and connections into dialable connections.
+// coalescer sharing its observations, the business cursor reader, the
+// resolver that turns policies and connections into dialable connections,
+// and the gatherer the policy reconciler and the webhook's live check share.
 type kafkaSide struct {
 	observer  *kafka.Observer
 	coalescer *coalesce.Coalescer
 	cursors   *cursor.Reader
 	resolver  *resolve.ConnectionResolver
+	gatherer  *gather.Gatherer
 }
 
 func (k *kafkaSide) close() {
@@ -72,7 +75,17 @@ func setupKafka(mgr ctrl.Manager, o *managerOptions) (*kafkaSide, error) {
 		Cursors:          cursors,
 		CursorHosts:      o.cursorHosts,
 	}
-	return &kafkaSide{observer: observer, coalescer: coalescer, cursors: cursors, resolver: resolver}, nil
+	gatherer := &gather.Gatherer{
+		Resolver:  resolver,
+		Coalescer: coalescer,
+		// CronJobs are listed from the cache (setupWebhooks starts its
+		// informer on every replica).
+		CronJobs: mgr.GetClient(),
+		// Every policy's unselected-consumer check reads KEDA's objects:
+		// one listing a minute serves them all.
+		Workloads: &workloadread.Reader{Reader: mgr.GetAPIReader(), Namespaces: o.watchNamespaces, ScalersTTL: time.Minute},
+	}
+	return &kafkaSide{observer: observer, coalescer: coalescer, cursors: cursors, resolver: resolver, gatherer: gatherer}, nil
 }
 
 // setupReconcilers sets up the policy reconciler (with its heartbeats,
@@ -80,17 +93,13 @@ func setupKafka(mgr ctrl.Manager, o *managerOptions) (*kafkaSide, error) {
 // connection kind.
 func setupReconcilers(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, k *kafkaSide) error {
 	reconciler := &controllers.ConsumerRetentionPolicyReconciler{
-		Client: mgr.GetClient(),
-		// Every policy's gap check reads KEDA's objects: one listing a
-		// minute serves them all.
-		Workloads: &workloadread.Reader{Reader: mgr.GetAPIReader(), Namespaces: mc.watchNamespaces, ScalersTTL: time.Minute},
-		Resolver:  k.resolver,
-		Coalescer: k.coalescer,
-		Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
+		Client:   mgr.GetClient(),
+		Gatherer: k.gatherer,
+		Recorder: mgr.GetEventRecorder(controllers.ControllerName),
 	}
 	if mc.heartbeatNamespace != "" {
 		// Statuses are written when proofs change; the leader's heartbeat
-		// Leases confirm them in between (controllers/heartbeat.go).
+		// Leases confirm them in between (internal/heartbeat).
 		reconciler.Heartbeats = &heartbeat.Leases{Client: mgr.GetClient(), Namespace: mc.heartbeatNamespace,
 			Logger: ctrl.Log.WithName("heartbeat")}
 		if err := mgr.Add(reconciler.Heartbeats); err != nil {
@@ -149,7 +158,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, o *
 	if _, err := mgr.GetCache().GetInformer(ctx, &batchv1.CronJob{}, cache.BlockUntilSynced(false)); err != nil {
 		return nil, fmt.Errorf("setting up the webhook: informer for CronJobs: %w", err)
 	}
-	live := &controllers.LiveChecker{Resolver: k.resolver, Coalescer: k.coalescer, CronJobs: mgr.GetClient()}
+	live := &gather.LiveChecker{Gatherer: k.gatherer}
 	ready, err := setupWebhook(ctx, mgr, mc.webhookServer, o, live, heartbeats)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the webhook: %w", err)

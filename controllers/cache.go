@@ -59,7 +59,7 @@ func stripPolicy(in any) (any, error) {
 // reduceCronJob keeps what the reconciler and the live check read of a
 // CronJob: its identity, generation (the watch's predicate), schedule,
 // time zone, suspension, starting deadline and the pod labels of its job
-// template (policiesForCronJob, selectedCronJobs).
+// template (policiesForCronJob, internal/gather's selectedCronJobs).
 func reduceCronJob(in any) (any, error) {
 	cj, ok := in.(*batchv1.CronJob)
 	if !ok {

@@ -299,7 +299,7 @@ func (r *KafkaConnectionReconciler) consumers(ctx context.Context, guarded map[s
 	var hosts []netip.Addr
 	for _, d := range co.Discovered {
 		if !guarded[d.Group] {
-			hosts = append(hosts, memberHosts(d.Observation.Group.Members)...)
+			hosts = append(hosts, workloads.MemberHosts(d.Observation.Group.Members)...)
 		}
 	}
 	var snap workloads.Snapshot

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // Events of connections: one per change of Ready, never one per check.
@@ -56,9 +58,9 @@ func (l *lastReady) transition(key types.NamespacedName, uid types.UID, ready me
 		if seen && prev.status == metav1.ConditionTrue {
 			return nil
 		}
-		return &eventSpec{Type: corev1.EventTypeNormal, Reason: EventReasonConnected, Note: truncate(ready.Message, maxEventNote)}
+		return &eventSpec{Type: corev1.EventTypeNormal, Reason: EventReasonConnected, Note: proof.Truncate(ready.Message, maxEventNote)}
 	}
-	return &eventSpec{Type: corev1.EventTypeWarning, Reason: ready.Reason, Note: truncate(ready.Message, maxEventNote)}
+	return &eventSpec{Type: corev1.EventTypeWarning, Reason: ready.Reason, Note: proof.Truncate(ready.Message, maxEventNote)}
 }
 
 func (l *lastReady) forget(key types.NamespacedName) {

@@ -129,8 +129,9 @@ func TestConnectionDiscoveryNamesKEDAConsumer(t *testing.T) {
 }
 
 // A policy whose selector misses the consumer a KEDA trigger declares for
-// its group warns of the gap although no member runs (seed 003: parked
-// at zero); a policy that selects it has no such warning.
+// its group warns of that unselected consumer although no member runs
+// (seed 003: parked at zero); a policy that selects it has no such
+// warning.
 func TestPolicyWarnsOfUnselectedKEDAConsumer(t *testing.T) {
 	installKEDACRDs(t)
 	c := kafkatest.NewCluster(t)
@@ -142,14 +143,14 @@ func TestPolicyWarnsOfUnselectedKEDAConsumer(t *testing.T) {
 	createPolicy(t, h.ns, "settle-old", "keda-gap", []string{"settle-task"}, policyOptions{servers: c.Addrs})
 	createPolicy(t, h.ns, "settle", "keda-gap", []string{"settle-task"}, policyOptions{servers: c.Addrs})
 
-	gap := "Deployment/settle consumes the group (ScaledObject settle scales it on the group's lag (trigger kafka, topics settle-task)) " +
+	unselected := "Deployment/settle consumes the group (ScaledObject settle scales it on the group's lag (trigger kafka, topics settle-task)) " +
 		"but spec.selector does not select its pod template: its rollouts are not guarded; widen the selector"
 	g := NewWithT(t)
 	g.Eventually(func(g Gomega) []string {
 		p := getPolicy(g, h.ns, "settle-old")
 		g.Expect(p.Status.Proof).NotTo(BeNil())
 		return p.Status.Proof.ConfigWarnings
-	}, 30*time.Second, 100*time.Millisecond).Should(ContainElement(gap))
+	}, 30*time.Second, 100*time.Millisecond).Should(ContainElement(unselected))
 	g.Eventually(func(g Gomega) *rgv1.ProofStatus {
 		return getPolicy(g, h.ns, "settle").Status.Proof
 	}, 30*time.Second, 100*time.Millisecond).ShouldNot(BeNil())
@@ -158,7 +159,7 @@ func TestPolicyWarnsOfUnselectedKEDAConsumer(t *testing.T) {
 	}
 }
 
-// Every policy's gap check reads KEDA's objects cluster-wide; the
+// Every policy's unselected-consumer check reads KEDA's objects cluster-wide; the
 // manager's reader shares one listing for ScalersTTL, so the number of
 // policies does not multiply the lists (issue 34's 20,000 policies would
 // otherwise list twice each per recheck). A ScaledObject created within

@@ -256,7 +256,7 @@ func unresolvedScalers(us []workloads.Unresolved) []rgv1.UnresolvedScaler {
 			continue
 		}
 		out = append(out, rgv1.UnresolvedScaler{Kind: string(u.Scaler.Kind), Namespace: u.Scaler.Namespace, Name: u.Scaler.Name,
-			Trigger: truncate(u.Trigger, 300), Message: truncate(u.Reason, 1024)})
+			Trigger: proof.Truncate(u.Trigger, 300), Message: proof.Truncate(u.Reason, 1024)})
 	}
 	slices.SortFunc(out, func(a, b rgv1.UnresolvedScaler) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Kind, b.Kind),

@@ -101,31 +101,24 @@ func createDeployment(t *testing.T, ns, name string) *appsv1.Deployment {
 }
 
 // A policy whose selector misses a workload that a live member of its
-// group runs in warns of the gap (status.proof.configWarnings): seed
-// 000's fan-out shipped a canary Deployment under another app label, and
-// the policy written for app=fanout does not guard it. A policy that
-// selects the canary has no such warning.
+// group runs in warns of that unselected consumer
+// (status.proof.configWarnings): seed 000's fan-out shipped a canary
+// Deployment under another app label, and the policy written for
+// app=fanout does not guard it. A policy that selects the canary has no
+// such warning.
 func TestPolicyWarnsOfUnselectedConsumer(t *testing.T) {
-	c := kafkatest.NewCluster(t)
-	c.CreateTopic(t, "outbox", 1, nil)
-	c.Produce(t, "outbox", 10)
-	c.RunConsumer(t, "fanout-gap", "outbox", map[int32]int64{0: 5})
-	h := startManager(t, harnessOptions{workloads: true})
-	createDeployment(t, h.ns, "fanout")
-	if _, err := testenv.RunDeploymentPod(testCtx(t), env.Client, createDeployment(t, h.ns, "fanout-canary"), "55c4", "127.0.0.1"); err != nil {
-		t.Fatal(err)
-	}
+	c, h := startFanoutWithCanary(t, "fanout-gap")
 	createPolicy(t, h.ns, "fanout", "fanout-gap", []string{"outbox"}, policyOptions{servers: c.Addrs})
 	createPolicy(t, h.ns, "fanout-canary", "fanout-gap", []string{"outbox"}, policyOptions{servers: c.Addrs})
 
-	gap := "Deployment/fanout-canary consumes the group (member client kgo at 127.0.0.1 is pod fanout-canary-55c4-x1) " +
+	unselected := "Deployment/fanout-canary consumes the group (member client kgo at 127.0.0.1 is pod fanout-canary-55c4-x1) " +
 		"but spec.selector does not select its pod template: its rollouts are not guarded; widen the selector"
 	g := NewWithT(t)
 	g.Eventually(func(g Gomega) []string {
 		p := getPolicy(g, h.ns, "fanout")
 		g.Expect(p.Status.Proof).NotTo(BeNil())
 		return p.Status.Proof.ConfigWarnings
-	}, 30*time.Second, 100*time.Millisecond).Should(ContainElement(gap))
+	}, 30*time.Second, 100*time.Millisecond).Should(ContainElement(unselected))
 	g.Eventually(func(g Gomega) *rgv1.ProofStatus {
 		return getPolicy(g, h.ns, "fanout-canary").Status.Proof
 	}, 30*time.Second, 100*time.Millisecond).ShouldNot(BeNil())
@@ -134,4 +127,21 @@ func TestPolicyWarnsOfUnselectedConsumer(t *testing.T) {
 		g.Expect(w).NotTo(ContainSubstring("consumes the group"), "the policy selects its consumer")
 	}
 	g.Expect(p.Status.Proof.Verdict).To(Equal(rgv1.Verdict("Proven")))
+}
+
+// startFanoutWithCanary is seed 000's fan-out: a live member of group on
+// outbox runs in the pod of Deployment fanout-canary (at 127.0.0.1), beside
+// Deployment fanout, with a manager that maps members to workloads.
+func startFanoutWithCanary(t *testing.T, group string) (*kafkatest.Cluster, *harness) {
+	t.Helper()
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "outbox", 1, nil)
+	c.Produce(t, "outbox", 10)
+	c.RunConsumer(t, group, "outbox", map[int32]int64{0: 5})
+	h := startManager(t, harnessOptions{workloads: true})
+	createDeployment(t, h.ns, "fanout")
+	if _, err := testenv.RunDeploymentPod(testCtx(t), env.Client, createDeployment(t, h.ns, "fanout-canary"), "55c4", "127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	return c, h
 }

@@ -3,23 +3,17 @@ package controllers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,10 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
-	"github.com/retentionguard/retention-guard/internal/coalesce"
+	"github.com/retentionguard/retention-guard/internal/gather"
 	"github.com/retentionguard/retention-guard/internal/heartbeat"
-	"github.com/retentionguard/retention-guard/internal/resolve"
-	"github.com/retentionguard/retention-guard/internal/workloadread"
+	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/writerule"
 )
 
@@ -45,17 +39,17 @@ const ControllerName = "retention-guard"
 // proof current: resolve the connection, observe Kafka through the
 // Coalescer, prove with internal/proof, and patch the status once.
 //
-// Reconciles never wait on Kafka. A policy whose observation is older than
+// What the proof needs is gathered by the Gatherer it shares with the
+// webhook's live check (internal/gather). Reconciles never wait on Kafka. A policy whose observation is older than
 // maxObservationAge asks the Coalescer for a new one and is requeued when
 // that pass completes; meanwhile its status keeps the last proof
 // (or says Reconciling while the first proof is pending).
 type ConsumerRetentionPolicyReconciler struct {
 	// Client is the manager's cached client.
 	Client client.Client
-	// Resolver turns spec.kafka into a connection.
-	Resolver *resolve.ConnectionResolver
-	// Coalescer shares observations among policies of one cluster.
-	Coalescer *coalesce.Coalescer
+	// Gatherer gathers what a policy's proof needs (its Resolver, its
+	// Coalescer); the webhook's live check uses the same one.
+	Gatherer *gather.Gatherer
 	// Recorder records events.k8s.io events on verdict transitions.
 	Recorder events.EventRecorder
 	// Heartbeats confirms unchanged proofs between status writes; nil:
@@ -63,14 +57,9 @@ type ConsumerRetentionPolicyReconciler struct {
 	Heartbeats *heartbeat.Leases
 	// MaxConcurrentReconciles defaults to 4 (reconciles do no Kafka I/O).
 	MaxConcurrentReconciles int
-	// Workloads, when set, finds the workloads the group's live members
-	// run in that the policy's selector misses (gaps.go).
-	Workloads *workloadread.Reader
 
-	verdicts  lastVerdicts
-	gaps      scheduleGapCache
-	rechecks  rechecks
-	gapChecks gapMemo
+	verdicts lastVerdicts
+	rechecks rechecks
 	// first keeps a first proof to one write (firstproof.go).
 	first firstProofs
 
@@ -92,11 +81,11 @@ func (r *ConsumerRetentionPolicyReconciler) SetupWithManager(ctx context.Context
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
 	}
-	if r.Resolver == nil {
-		return errors.New("the reconciler needs a ConnectionResolver")
+	if r.Gatherer == nil || r.Gatherer.Resolver == nil {
+		return errors.New("the reconciler needs a Gatherer with a ConnectionResolver")
 	}
-	if r.Coalescer == nil {
-		return errors.New("the reconciler needs a Coalescer")
+	if r.Gatherer.Coalescer == nil {
+		return errors.New("the reconciler needs a Gatherer with a Coalescer")
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder(ControllerName)
@@ -113,7 +102,7 @@ func (r *ConsumerRetentionPolicyReconciler) SetupWithManager(ctx context.Context
 
 	notifications := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		enqueue := func(owner types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: owner}) }
-		r.Coalescer.SetNotify(enqueue)
+		r.Gatherer.Coalescer.SetNotify(enqueue)
 		r.first.setEnqueue(enqueue)
 		return nil
 	})
@@ -162,7 +151,7 @@ func (r *ConsumerRetentionPolicyReconciler) policiesForSecret(ctx context.Contex
 	for _, kc := range kcs.Items {
 		keys = append(keys, connectionKey(rgv1.KindKafkaConnection, kc.Namespace, kc.Name))
 	}
-	if ns := r.Resolver.ManagerNamespace; ns != "" && s.GetNamespace() == ns {
+	if ns := r.Gatherer.Resolver.ManagerNamespace; ns != "" && s.GetNamespace() == ns {
 		var ckcs rgv1.ClusterKafkaConnectionList
 		if err := r.Client.List(ctx, &ckcs, client.MatchingFields{connectionSecretIndex: s.GetName()}); err != nil {
 			log.Error(err, "listing the ClusterKafkaConnections that reference a Secret", "secret", s.GetName())
@@ -172,7 +161,7 @@ func (r *ConsumerRetentionPolicyReconciler) policiesForSecret(ctx context.Contex
 		}
 	}
 	if len(reqs) == 0 && len(keys) == 0 {
-		r.Resolver.Forget(client.ObjectKeyFromObject(s))
+		r.Gatherer.Resolver.Forget(client.ObjectKeyFromObject(s))
 	}
 	for _, k := range keys {
 		reqs = append(reqs, r.policiesOf(ctx, k)...)
@@ -241,52 +230,11 @@ func (r *ConsumerRetentionPolicyReconciler) policiesForCronJob(ctx context.Conte
 	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		if selects(&list.Items[i], cj) {
+		if gather.Selects(&list.Items[i], cj) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
 	return reqs
-}
-
-// selects: the policy's selector matches the pod labels of the CronJob's
-// job template. An empty or invalid selector selects nothing (as in the
-// webhook).
-func selects(p *rgv1.ConsumerRetentionPolicy, cj *batchv1.CronJob) bool {
-	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.Selector)
-	if err != nil || sel.Empty() {
-		return false
-	}
-	return sel.Matches(labels.Set(cj.Spec.JobTemplate.Spec.Template.Labels))
-}
-
-// selectedCronJobs returns the CronJobs in the policy's namespace it
-// selects, with their schedules' longest gaps from now (through gaps),
-// sorted by name: what the reconciler and the live check gather for
-// assemble.Input.CronJobs.
-func selectedCronJobs(ctx context.Context, reader client.Reader, gaps *scheduleGapCache, p *rgv1.ConsumerRetentionPolicy, now time.Time) ([]cronJobSchedule, error) {
-	var list batchv1.CronJobList
-	// Read-only: no copies of the cached CronJobs (one list per policy per
-	// check).
-	if err := reader.List(ctx, &list, client.InNamespace(p.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing CronJobs: %w", err)
-	}
-	var out []cronJobSchedule
-	for i := range list.Items {
-		cj := &list.Items[i]
-		if !selects(p, cj) {
-			continue
-		}
-		c := cronJobSchedule{Name: cj.Name, Schedule: cj.Spec.Schedule, Suspended: ptr.Deref(cj.Spec.Suspend, false)}
-		if cj.Spec.TimeZone != nil {
-			c.TimeZone = *cj.Spec.TimeZone
-		}
-		if !c.Suspended {
-			c.Gap, c.Err = gaps.gap(cj.Spec.Schedule, cj.Spec.TimeZone, cj.Spec.StartingDeadlineSeconds, now)
-		}
-		out = append(out, c)
-	}
-	slices.SortFunc(out, func(a, b cronJobSchedule) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
 }
 
 // Reconcile proves one policy: gather what the proof needs, compute the
@@ -332,65 +280,64 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 	return result, nil
 }
 
-// gather learns what the status needs: a spec problem, or a fresh
-// observation of the policy's target (or neither, while one is pending).
+// gather learns what the status needs (the Gatherer: a spec problem, or a
+// fresh observation of the policy's target, or neither while one is
+// pending) and keeps this reconciler's own books: the requestedAt
+// annotation it answers and when to check again.
 func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *rgv1.ConsumerRetentionPolicy) (statusInput, ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(policy)
-	in := statusInput{
-		Generation: policy.Generation,
-		Policy:     proofPolicy(policy),
-		Now:        r.now(),
-	}
+	now := r.now()
 	pending := pendingRecheck(policy.Annotations, policy.Status.LastHandledRequestedAt)
-	var (
-		res     resolve.Resolved
-		err     error
-		problem = selectorProblem(policy)
-	)
-	if problem == nil {
-		res, err = r.Resolver.Resolve(ctx, policy)
-	}
 	interval := r.interval(policy)
+	var age time.Duration
+	// The reconciler's way to an observation: ask the Coalescer, never
+	// wait on Kafka.
+	observe := func(_ context.Context, conn kafka.Connection, target kafka.Target) (proof.Observation, bool, error) {
+		var notBefore time.Time
+		if pending != "" {
+			// retentionguard.io/requestedAt: only a pass that starts now
+			// answers it, not the cached one.
+			notBefore = r.rechecks.since(policyRecheckKey(key), pending, now)
+		}
+		obs, a, fresh := r.Gatherer.Coalescer.RequestSince(key, conn, target, maxObservationAge(interval), notBefore)
+		age = a
+		return obs, fresh, nil
+	}
+	f, err := r.Gatherer.Gather(ctx, policy, now, observe)
+	in := statusInput{
+		Generation:    policy.Generation,
+		Policy:        f.Policy,
+		Now:           f.Now,
+		Problem:       f.Problem,
+		Observation:   f.Observation,
+		CronJobs:      f.CronJobs,
+		CursorProblem: f.CursorProblem,
+		ConsumerGaps:  f.Unselected,
+		ScaledToZero:  f.ScaledToZero,
+	}
 	switch {
-	case problem != nil || errors.As(err, &problem):
+	case f.Problem != nil:
 		// Nothing to observe until a person fixes it; Secret, connection,
 		// namespace and policy watches bring the policy back.
-		r.Coalescer.Unregister(key)
-		in.Problem = problem
+		r.Gatherer.Coalescer.Unregister(key)
 		in.HandledRequestedAt = pending
 		return in, ctrl.Result{}, nil
-	case err != nil:
-		return in, ctrl.Result{}, err
-	}
-
-	conn := res.Connection
-	in.Interval, in.Servers = interval, conn.BootstrapServers
-	if r.Heartbeats != nil {
-		in.Heartbeat = r.Heartbeats.Reference(conn.BootstrapServers, interval)
-	}
-	target := policyTarget(policy)
-	target.Cursor, in.CursorProblem = res.Cursor, res.CursorProblem
-	var notBefore time.Time
-	if pending != "" {
-		// retentionguard.io/requestedAt: only a pass that starts now
-		// answers it, not the cached one.
-		notBefore = r.rechecks.since(policyRecheckKey(key), pending, in.Now)
-	}
-	obs, age, fresh := r.Coalescer.RequestSince(key, conn, target, maxObservationAge(interval), notBefore)
-	if fresh && pending != "" {
+	case f.Observation != nil && pending != "":
 		in.HandledRequestedAt = pending
 		r.rechecks.forget(policyRecheckKey(key))
 	}
-	if !fresh {
+	if err != nil {
+		return in, ctrl.Result{}, err
+	}
+	in.Interval, in.Servers = interval, f.Servers
+	if r.Heartbeats != nil {
+		in.Heartbeat = r.Heartbeats.Reference(f.Servers, interval)
+	}
+	if f.Observation == nil {
 		// The Coalescer requeues the policy as soon as the pass that serves
 		// it completes; this requeue is only a safety net.
 		return in, ctrl.Result{RequeueAfter: jitter(interval)}, nil
 	}
-	in.Observation = &obs
-	if in.CronJobs, err = selectedCronJobs(ctx, r.Client, &r.gaps, policy, in.Now); err != nil {
-		return in, ctrl.Result{}, err
-	}
-	in.ConsumerGaps, in.ScaledToZero = r.consumerGaps(ctx, policy, &obs, conn.BootstrapServers, in.Now)
 	return in, ctrl.Result{RequeueAfter: nextCheck(interval, age)}, nil
 }
 
@@ -459,12 +406,12 @@ func patchStatus(ctx context.Context, c client.Client, before, after client.Obje
 // the Coalescer, its metric series, its last verdict and its heartbeat
 // confirmation.
 func (r *ConsumerRetentionPolicyReconciler) forget(key types.NamespacedName) {
-	r.Coalescer.Unregister(key)
+	r.Gatherer.Coalescer.Unregister(key)
 	r.rechecks.forget(policyRecheckKey(key))
 	r.first.forget(key)
 	metricsState.forget(key)
 	r.verdicts.forget(key)
-	r.gapChecks.forget(key)
+	r.Gatherer.Forget(key)
 	if r.Heartbeats != nil {
 		r.Heartbeats.Forget(key)
 	}

@@ -57,17 +57,17 @@ func verdictEvent(prev rgv1.Verdict, ready metav1.Condition, res *proof.Result) 
 	case rgv1.VerdictProven:
 		if prev == "" {
 			return &eventSpec{Type: corev1.EventTypeNormal, Reason: EventReasonProven,
-				Note: truncate("proof holds ("+was+"): "+ready.Message, maxEventNote)}
+				Note: proof.Truncate("proof holds ("+was+"): "+ready.Message, maxEventNote)}
 		}
 		return &eventSpec{Type: corev1.EventTypeNormal, Reason: EventReasonRecovered,
-			Note: truncate("recovered, the proof holds again ("+was+"): "+ready.Message, maxEventNote)}
+			Note: proof.Truncate("recovered, the proof holds again ("+was+"): "+ready.Message, maxEventNote)}
 
 	case rgv1.VerdictViolated:
 		return violatedEvent(was, ready, res)
 
 	default:
 		return &eventSpec{Type: corev1.EventTypeWarning, Reason: ready.Reason,
-			Note: truncate("proof unknown ("+was+"): "+ready.Message, maxEventNote)}
+			Note: proof.Truncate("proof unknown ("+was+"): "+ready.Message, maxEventNote)}
 	}
 }
 
@@ -77,7 +77,7 @@ func violatedEvent(was string, ready metav1.Condition, res *proof.Result) *event
 	first := decidingViolation(ready, res.Violations)
 	if first < 0 {
 		return &eventSpec{Type: corev1.EventTypeWarning, Reason: ready.Reason,
-			Note: truncate("proof violated ("+was+"): "+ready.Message+"; proofID "+res.ProofID, maxEventNote)}
+			Note: proof.Truncate("proof violated ("+was+"): "+ready.Message+"; proofID "+res.ProofID, maxEventNote)}
 	}
 	v := res.Violations[first]
 	note := "proof violated (" + was + "): " + v.Message
@@ -88,7 +88,7 @@ func violatedEvent(was string, ready metav1.Condition, res *proof.Result) *event
 		note += "; " + proof.Plural(res.ExpiredRecords, "record") + " expired in total"
 	}
 	note += "; proofID " + res.ProofID
-	return &eventSpec{Type: corev1.EventTypeWarning, Reason: v.Reason, Note: truncate(note, maxEventNote)}
+	return &eventSpec{Type: corev1.EventTypeWarning, Reason: v.Reason, Note: proof.Truncate(note, maxEventNote)}
 }
 
 // lossEvent marks loss that happens while a policy is already Violated by

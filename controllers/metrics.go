@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/assemble"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
@@ -177,7 +178,7 @@ func (m *policyMetrics) seriesLocked(policy types.NamespacedName) *policySeries 
 // recordSchedules sets the gap series of the CronJobs the policy selects;
 // those it no longer selects, suspended ones and unreadable schedules
 // have none.
-func (m *policyMetrics) recordSchedules(policy types.NamespacedName, cjs []cronJobSchedule) {
+func (m *policyMetrics) recordSchedules(policy types.NamespacedName, cjs []assemble.CronJob) {
 	var gaps []labeledValue
 	for _, c := range cjs {
 		if c.Suspended || c.Err != nil {

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/gather"
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
@@ -39,19 +40,19 @@ func TestInvalidSelectorStallsThePolicy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			pol := policyWithSelector(tc.selector)
-			problem := selectorProblem(pol)
+			problem := gather.SelectorProblem(pol)
 			g.Expect(problem).NotTo(BeNil())
-			g.Expect(problem.Reason).To(Equal(ReasonInvalidSelector))
+			g.Expect(problem.Reason).To(Equal(gather.ReasonInvalidSelector))
 			g.Expect(problem.Message).To(ContainSubstring(tc.names))
 
 			out := computeStatus(pol.Status, statusInput{Generation: 1, Policy: testPolicy(), Now: statusNow, Problem: problem})
 			ready := condition(out.Status, proof.ClauseReady)
 			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(ready.Reason).To(Equal(ReasonInvalidSelector))
+			g.Expect(ready.Reason).To(Equal(gather.ReasonInvalidSelector))
 			g.Expect(ready.Message).To(ContainSubstring("spec.selector"))
 			stalled := condition(out.Status, ConditionStalled)
 			g.Expect(stalled).NotTo(BeNil())
-			g.Expect(stalled.Reason).To(Equal(ReasonInvalidSelector))
+			g.Expect(stalled.Reason).To(Equal(gather.ReasonInvalidSelector))
 			pol.Status = out.Status
 			g.Expect(kstatusOfObject(g, pol, "ConsumerRetentionPolicy").Status).To(Equal(status.FailedStatus))
 		})
@@ -61,7 +62,7 @@ func TestInvalidSelectorStallsThePolicy(t *testing.T) {
 		expr("app", metav1.LabelSelectorOpNotIn, "canary"),
 		expr("consumer", metav1.LabelSelectorOpDoesNotExist),
 	} {
-		if problem := selectorProblem(policyWithSelector(sel)); problem != nil {
+		if problem := gather.SelectorProblem(policyWithSelector(sel)); problem != nil {
 			t.Errorf("selector %v: %v", sel, problem)
 		}
 	}

@@ -10,9 +10,8 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/assemble"
-	"github.com/retentionguard/retention-guard/internal/kafka"
+	"github.com/retentionguard/retention-guard/internal/gather"
 	"github.com/retentionguard/retention-guard/internal/proof"
-	"github.com/retentionguard/retention-guard/internal/proofstatus"
 	"github.com/retentionguard/retention-guard/internal/writerule"
 )
 
@@ -21,12 +20,8 @@ import (
 // machineset_controller_status.go: the reconciler gathers, these decide,
 // and the reconciler patches once.
 
-const (
-	// maxWarningLength bounds one status.proof warning.
-	maxWarningLength = 256
-	// maxConditionMessage stays well under metav1.Condition's 32768.
-	maxConditionMessage = 4096
-)
+// maxConditionMessage stays well under metav1.Condition's 32768.
+const maxConditionMessage = 4096
 
 // statusInput is what one reconcile learned. Exactly one of Problem and
 // Observation is set, or neither while the proof is pending.
@@ -44,7 +39,7 @@ type statusInput struct {
 	Observation *proof.Observation
 	// CronJobs are the CronJobs the policy selects, with their schedules'
 	// longest gaps (gathered with an observation).
-	CronJobs []cronJobSchedule
+	CronJobs []assemble.CronJob
 	// Heartbeat is the Lease that confirms the proof between writes (see
 	// Heartbeats); nil when there is none, and the status is then written
 	// on every check (checkedAt moves).
@@ -61,13 +56,14 @@ type statusInput struct {
 	// HandledRequestedAt is the retentionguard.io/requestedAt value this
 	// reconcile answers (with a fresh observation or a spec problem).
 	HandledRequestedAt string
-	// ConsumerGaps say which workloads the group's live members run in
-	// that the policy does not guard (gathered with an observation);
-	// status.proof.configWarnings carries their prose and warningFacts
-	// their facts.
-	ConsumerGaps []consumerGap
+	// ConsumerGaps are the unselected consumers: the workloads the group's
+	// live members run in that the policy does not guard (gathered with an
+	// observation); status.proof.configWarnings carries their prose and
+	// warningFacts their facts.
+	ConsumerGaps []gather.UnselectedConsumer
 	// ScaledToZero are the workloads the policy selects that KEDA holds
-	// at zero while the group has no member (gathered with the gaps):
+	// at zero while the group has no member (gathered with the
+	// unselected consumers):
 	// status.proof.warnings say so, with when the offsets may expire.
 	ScaledToZero []assemble.ScaledToZero
 	// Held: the first-proof hold is on (firstProofs.hold): a pending
@@ -112,17 +108,7 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 	now := metav1.NewTime(in.Now.UTC().Truncate(time.Second))
 	switch {
 	case in.Problem != nil:
-		obs := proof.Observation{
-			ObservedAt: in.Now,
-			Group:      proof.GroupObservation{ID: in.Policy.GroupID},
-			Failures: []proof.Failure{{
-				Reason:    in.Problem.Reason,
-				Partition: -1,
-				Message:   in.Problem.Message,
-			}},
-		}
-		out := assemble.Proof(assemble.Input{Policy: in.Policy, Observation: obs, Now: in.Now})
-		res := out.Result
+		res, ps := gather.ProblemProof(in.Policy, in.Problem, in.Now)
 		// The proof's own Ready (Unknown) is replaced by Ready=False: set
 		// only the clauses, so Ready's transition time moves only when its
 		// status really changes.
@@ -140,7 +126,7 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 		}, in.Generation, now)
 		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
 		st.ObservedGeneration = in.Generation
-		st.Proof = proofStatus(out.Observation, res)
+		st.Proof = ps
 		st.Heartbeat = nil
 		if in.HandledRequestedAt != "" {
 			st.LastHandledRequestedAt = in.HandledRequestedAt
@@ -148,9 +134,8 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 		return decided(cur, st, in, writerule.SpecProblem, &res)
 
 	case in.Observation != nil:
-		out := assemble.Proof(assemble.Input{Policy: in.Policy, Observation: *in.Observation, CronJobs: in.CronJobs,
-			ScaledToZero: in.ScaledToZero, Prior: priorProof(cur, in.Generation), Now: in.Observation.ObservedAt})
-		res := out.Result
+		res, ps := gather.ObservedProof(assemble.Input{Policy: in.Policy, Observation: *in.Observation, CronJobs: in.CronJobs,
+			ScaledToZero: in.ScaledToZero, Prior: gather.PriorProof(cur, in.Generation), Now: in.Observation.ObservedAt}, in.ConsumerGaps)
 		setClauseConditions(&st.Conditions, res.Conditions, in.Generation, now)
 		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
 		if in.Policy.Cursor == nil {
@@ -164,12 +149,7 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 			meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
 		}
 		st.ObservedGeneration = in.Generation
-		st.Proof = proofStatus(out.Observation, res)
-		st.Proof.ScaledToZero = out.ScaledToZero
-		for _, w := range in.ConsumerGaps {
-			st.Proof.ConfigWarnings = append(st.Proof.ConfigWarnings, truncate(w.Message, maxWarningLength*2))
-			st.Proof.WarningFacts = append(st.Proof.WarningFacts, w.Fact)
-		}
+		st.Proof = ps
 		if in.HandledRequestedAt != "" {
 			st.LastHandledRequestedAt = in.HandledRequestedAt
 		}
@@ -224,63 +204,8 @@ func setCondition(conds *[]metav1.Condition, c metav1.Condition, generation int6
 	default:
 		c.Status = metav1.ConditionUnknown
 	}
-	c.Message = truncate(c.Message, maxConditionMessage)
+	c.Message = proof.Truncate(c.Message, maxConditionMessage)
 	c.ObservedGeneration = generation
 	c.LastTransitionTime = now
 	meta.SetStatusCondition(conds, c)
-}
-
-// proofStatus renders an assembled proof and the observation it was judged
-// on (assemble.Outcome) as status.proof — for the status and for a live
-// check alike — in the shape `retention-guard check --output json` shares
-// (internal/proofstatus), with warnings kept short.
-func proofStatus(obs proof.Observation, res proof.Result) *rgv1.ProofStatus {
-	ps := proofstatus.From(res, obs)
-	for i, w := range ps.Warnings {
-		ps.Warnings[i] = truncate(w, maxWarningLength)
-	}
-	for i, w := range ps.ConfigWarnings {
-		ps.ConfigWarnings[i] = truncate(w, maxWarningLength*2)
-	}
-	return ps
-}
-
-// truncate shortens s to at most n bytes without splitting a UTF-8
-// sequence, marking the cut with "...".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - 3
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "..."
-}
-
-// policyTarget is what the observer reads for a policy (its business
-// cursor, when it has one, is resolved by the caller: resolve.Resolved.Cursor).
-func policyTarget(p *rgv1.ConsumerRetentionPolicy) kafka.Target {
-	return kafka.Target{Group: p.Spec.GroupID, Topics: p.Spec.Topics, ReadOffsetsTopic: p.Spec.Kafka.ReadsOffsetsTopic(),
-		RecoveryWindow: p.Spec.RecoveryWindow.Duration}
-}
-
-// proofPolicy is the spec as internal/proof sees it.
-func proofPolicy(p *rgv1.ConsumerRetentionPolicy) proof.Policy {
-	pol := proof.Policy{
-		UID:                       string(p.UID),
-		GroupID:                   p.Spec.GroupID,
-		Topics:                    slices.Clone(p.Spec.Topics),
-		RecoveryWindow:            p.Spec.RecoveryWindow.Duration,
-		AllowInfiniteRetention:    p.Spec.AllowInfiniteRetention,
-		AllowSizeBoundedRetention: p.Spec.AllowSizeBoundedRetention,
-		ResetFailsLoudly:          p.Spec.Consumer != nil,
-	}
-	if c := p.Spec.Cursor; c != nil {
-		pol.Cursor = &proof.CursorPolicy{ResumeFrom: string(c.ResumeFrom)}
-		if pol.Cursor.ResumeFrom == "" {
-			pol.Cursor.ResumeFrom = proof.ResumeFromGroupOffsets
-		}
-	}
-	return pol
 }

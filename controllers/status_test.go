@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/gather"
 	"github.com/retentionguard/retention-guard/internal/heartbeat"
 	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/resolve"
@@ -325,8 +325,8 @@ func TestProofStatusRoundsDurationsAndShortensWarnings(t *testing.T) {
 	g.Expect(res.Warnings).NotTo(BeEmpty(), "headroom below the window is a warning")
 	// The headroom warning fits as it is; one longer than the bound must
 	// be shortened.
-	res.Warnings = append(res.Warnings, proof.Warning{Type: proof.WarningRecoveryHeadroom, Message: strings.Repeat("x", 2*maxWarningLength)})
-	ps := proofStatus(obs, res)
+	res.Warnings = append(res.Warnings, proof.Warning{Type: proof.WarningRecoveryHeadroom, Message: strings.Repeat("x", 2*gather.MaxWarningLength)})
+	ps := gather.ProofStatus(obs, res)
 	g.Expect(ps.RecoveryHeadroom.Duration).To(Equal(time.Second), "rounded to seconds")
 	// Configuration advice (the topic takes CreateTime timestamps of any
 	// age) goes to configWarnings, the risks to warnings.
@@ -341,21 +341,11 @@ func TestProofStatusRoundsDurationsAndShortensWarnings(t *testing.T) {
 	g.Expect(ps.ConfigWarnings).To(ContainElement(ContainSubstring("accepts record timestamps of any age")))
 	g.Expect(ps.Warnings[0]).To(Equal(res.Warnings[0].Message), "a short warning is kept whole")
 	long := ps.Warnings[len(ps.Warnings)-1]
-	g.Expect(len(long)).To(BeNumerically("<=", maxWarningLength))
+	g.Expect(len(long)).To(BeNumerically("<=", gather.MaxWarningLength))
 	g.Expect(long).To(HaveSuffix("..."))
 	// Issue 22 item 6: the headroom below the window comes with its
 	// violation: the verdict agrees with the warning.
 	g.Expect(ps.Verdict).To(Equal(rgv1.VerdictViolated), "headroom below the window is Violated")
-}
-
-func TestTruncateKeepsUTF8(t *testing.T) {
-	g := NewWithT(t)
-	s := strings.Repeat("é", 200) // 400 bytes
-	out := truncate(s, 101)
-	g.Expect(len(out)).To(BeNumerically("<=", 101))
-	g.Expect(strings.HasSuffix(out, "...")).To(BeTrue())
-	g.Expect([]rune(strings.TrimSuffix(out, "..."))).To(HaveEach('é'), fmt.Sprintf("%q", out))
-	g.Expect(truncate("short", 10)).To(Equal("short"))
 }
 
 // computeStatus applies the write rule (internal/writerule, whose table
@@ -438,7 +428,7 @@ func TestWarningComparedByItsFacts(t *testing.T) {
 
 	// Five minutes later: the rendered warning differs, the status does not.
 	drift := check(first, statusNow.Add(5*time.Minute), 4)
-	fresh := proofStatus(*obsAt(statusNow.Add(5*time.Minute), 4), *drift.Result)
+	fresh := gather.ProofStatus(*obsAt(statusNow.Add(5*time.Minute), 4), *drift.Result)
 	g.Expect(fresh.Warnings[0]).NotTo(Equal(first.Proof.Warnings[0]), "the warning's prose drifted")
 	g.Expect(drift.Status).To(Equal(first), "a warning that only drifts in its duration is not rewritten")
 
@@ -583,34 +573,34 @@ func TestViolationFactsDecideWhetherTheStatusChanged(t *testing.T) {
 }
 
 // Seed 000 (a second consumer of the group deployed beside the guarded
-// one): the gap warning that a live member runs in a workload the
-// selector misses is news on its own. With a heartbeat, an unchanged proof
-// is not rewritten; a gap that appears (or goes) must be, carried as a
-// fact beside its prose, or the policy reads guarded while a consumer's
-// rollouts go unchecked.
-func TestConsumerGapIsAFact(t *testing.T) {
+// one): the warning that a live member runs in a workload the selector
+// misses (an unselected consumer) is news on its own. With a heartbeat, an
+// unchanged proof is not rewritten; an unselected consumer that appears
+// (or goes) must be, carried as a fact beside its prose, or the policy
+// reads guarded while a consumer's rollouts go unchecked.
+func TestUnselectedConsumerIsAFact(t *testing.T) {
 	hb := &rgv1.HeartbeatReference{Namespace: "retention-guard", Name: heartbeat.LeaseName([]string{"kafka:9092"}, time.Minute)}
 	obs := healthyObs()
-	check := func(cur rgv1.ConsumerRetentionPolicyStatus, at time.Time, gaps []consumerGap) rgv1.ConsumerRetentionPolicyStatus {
+	check := func(cur rgv1.ConsumerRetentionPolicyStatus, at time.Time, unselected []gather.UnselectedConsumer) rgv1.ConsumerRetentionPolicyStatus {
 		o := obs
 		o.ObservedAt = at
-		return computeStatus(cur, statusInput{Generation: 1, Policy: testPolicy(), Now: at, Observation: &o, Heartbeat: hb, ConsumerGaps: gaps}).Status
+		return computeStatus(cur, statusInput{Generation: 1, Policy: testPolicy(), Now: at, Observation: &o, Heartbeat: hb, ConsumerGaps: unselected}).Status
 	}
 	g := NewWithT(t)
 	first := check(rgv1.ConsumerRetentionPolicyStatus{}, statusNow, nil)
 	same := check(first, statusNow.Add(time.Minute), nil)
 	g.Expect(same).To(Equal(first), "nothing changed: not rewritten")
 
-	gap := consumerGap{
+	u := gather.UnselectedConsumer{
 		Message: "Deployment shop/fraud-scorer consumes the group (a live member at 10.0.0.7) but spec.selector does not select its pod template",
-		Fact:    rgv1.WarningFact{Type: WarningConsumerWorkload, Reason: WarningReasonNotSelected, Subject: "Deployment shop/fraud-scorer"},
+		Fact:    rgv1.WarningFact{Type: gather.WarningConsumerWorkload, Reason: gather.WarningReasonNotSelected, Subject: "Deployment shop/fraud-scorer"},
 	}
-	found := check(first, statusNow.Add(time.Minute), []consumerGap{gap})
-	g.Expect(found.Proof.CheckedAt.Time).To(Equal(statusNow.Add(time.Minute)), "a new gap is written at once")
-	g.Expect(found.Proof.ConfigWarnings).To(ContainElement(gap.Message))
-	g.Expect(found.Proof.WarningFacts).To(ContainElement(gap.Fact))
+	found := check(first, statusNow.Add(time.Minute), []gather.UnselectedConsumer{u})
+	g.Expect(found.Proof.CheckedAt.Time).To(Equal(statusNow.Add(time.Minute)), "a new unselected consumer is written at once")
+	g.Expect(found.Proof.ConfigWarnings).To(ContainElement(u.Message))
+	g.Expect(found.Proof.WarningFacts).To(ContainElement(u.Fact))
 
 	gone := check(found, statusNow.Add(2*time.Minute), nil)
-	g.Expect(gone.Proof.CheckedAt.Time).To(Equal(statusNow.Add(2*time.Minute)), "a gap that is closed is written at once")
-	g.Expect(gone.Proof.WarningFacts).NotTo(ContainElement(gap.Fact))
+	g.Expect(gone.Proof.CheckedAt.Time).To(Equal(statusNow.Add(2*time.Minute)), "one selected since is written at once")
+	g.Expect(gone.Proof.WarningFacts).NotTo(ContainElement(u.Fact))
 }

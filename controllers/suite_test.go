@@ -36,6 +36,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/coalesce"
 	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/freshness"
+	"github.com/retentionguard/retention-guard/internal/gather"
 	"github.com/retentionguard/retention-guard/internal/heartbeat"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
@@ -235,7 +236,7 @@ type harnessOptions struct {
 	// status (a manager that has no namespace for its Leases).
 	noHeartbeats bool
 	// workloads maps groups to workloads (the connections' unguarded
-	// groups, the policies' gaps), reading only the harness's namespace:
+	// groups, the policies' unselected consumers), reading only the harness's namespace:
 	// kfake sees every test's consumers at 127.0.0.1.
 	workloads bool
 }
@@ -249,8 +250,11 @@ type harness struct {
 	observer  *countingObserver
 	coalescer *coalesce.Coalescer
 	resolver  *resolve.ConnectionResolver
-	logs      *syncBuffer
-	stop      func()
+	// gatherer is the reconciler's, for a live check that shares it as
+	// the manager's does.
+	gatherer *gather.Gatherer
+	logs     *syncBuffer
+	stop     func()
 }
 
 func startManager(t *testing.T, o harnessOptions) *harness {
@@ -317,15 +321,15 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 	resolver := &resolve.ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow,
 		ManagerNamespace: o.managerNamespace, Cursors: cursors, CursorHosts: cursorHosts}
 	h.resolver = resolver
+	h.gatherer = &gather.Gatherer{Resolver: resolver, Coalescer: h.coalescer, CronJobs: mgr.GetClient()}
+	if o.workloads {
+		h.gatherer.Workloads = &workloadread.Reader{Reader: mgr.GetAPIReader(), Namespaces: []string{h.ns}}
+	}
 	r := &ConsumerRetentionPolicyReconciler{
 		Client:           mgr.GetClient(),
-		Resolver:         resolver,
-		Coalescer:        h.coalescer,
+		Gatherer:         h.gatherer,
 		Recorder:         mgr.GetEventRecorder(ControllerName),
 		intervalOverride: o.interval,
-	}
-	if o.workloads {
-		r.Workloads = &workloadread.Reader{Reader: mgr.GetAPIReader(), Namespaces: []string{h.ns}}
 	}
 	if !o.noHeartbeats {
 		// As the manager runs: heartbeat Leases (here in the test's

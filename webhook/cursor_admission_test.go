@@ -10,10 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
-	"github.com/retentionguard/retention-guard/controllers"
 	"github.com/retentionguard/retention-guard/internal/coalesce"
 	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/cursor/cursortest"
+	"github.com/retentionguard/retention-guard/internal/gather"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/kafka/kafkatest"
 	"github.com/retentionguard/retention-guard/internal/resolve"
@@ -72,11 +72,11 @@ func TestStartJudgedLiveWithTheBusinessCursor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := &controllers.LiveChecker{
+	live := &gather.LiveChecker{Gatherer: &gather.Gatherer{
 		Resolver: &resolve.ConnectionResolver{Metadata: s.admin, Secrets: s.admin, Cursors: reader,
 			Allowlist: loopback, CursorHosts: cursorHosts},
 		Coalescer: coalescer,
-	}
+	}}
 	s.live.set(ns, live.Check)
 
 	p := settlePolicy(withConsumer("settle", resetEnv, commitEnv), withCursorSpec(rgv1.ResumeFromCursor))

@@ -12,8 +12,8 @@ import (
 // scheduled runs is downtime the team has planned. When that gap reaches
 // the brokers' offsets.retention.minutes, the group's committed offsets
 // expire between two runs — the daily settlement consumer of seed 003 lost
-// 4,654,259 tasks exactly so. The manager measures the gaps (controllers:
-// longestScheduleGap); CronJobWarnings judges them.
+// 4,654,259 tasks exactly so. The manager measures the gaps
+// (internal/gather: longestScheduleGap); CronJobWarnings judges them.
 
 // ScheduleGap is the longest gap between consecutive scheduled runs.
 type ScheduleGap struct {

@@ -146,26 +146,26 @@ func TestMatchKEDATriggers(t *testing.T) {
 	}
 }
 
-// The declared consumer of a group the policy does not select is a gap,
-// member or not (seed 003: parked at zero, nothing connects).
-func TestGapsDeclared(t *testing.T) {
+// The declared consumer of a group the policy does not select is an
+// unselected consumer, member or not (seed 003: parked at zero, nothing connects).
+func TestUnselectedDeclared(t *testing.T) {
 	settle := map[string]string{"app": "settle"}
 	idx := NewIndex(Snapshot{
 		Workloads: []Workload{deployment("ledger", "settle", 0, settle, container("settle", literal("KAFKA_GROUP_ID", "settle"))),
 			deployment("ledger", "settle-v2", 0, map[string]string{"app": "settle-v2"}, container("settle", literal("KAFKA_GROUP_ID", "settle")))},
 		Scalers: []Scaler{scaledObject("ledger", "settle", "settle", kafkaTrigger("kafka", "consumerGroup", "settle"))},
 	})
-	gaps := idx.Gaps("ledger", labels.SelectorFromSet(map[string]string{"app": "other"}), "settle", nil)
-	if len(gaps) != 1 || gaps[0].Workload != (Ref{Deployment, "ledger", "settle"}) {
-		t.Fatalf("gaps %v, want the declared Deployment/settle only (an environment match is not a gap)", gaps)
+	unselected := idx.Unselected("ledger", labels.SelectorFromSet(map[string]string{"app": "other"}), "settle", nil)
+	if len(unselected) != 1 || unselected[0].Workload != (Ref{Deployment, "ledger", "settle"}) {
+		t.Fatalf("unselected %v, want the declared Deployment/settle only (an environment match is not unselected)", unselected)
 	}
 	want := "Deployment/settle consumes the group (ScaledObject settle scales it on the group's lag (trigger kafka)) but spec.selector " +
 		"does not select its pod template: its rollouts are not guarded; widen the selector"
-	if got := GapMessage(gaps[0], "ledger"); got != want {
+	if got := UnselectedMessage(unselected[0], "ledger"); got != want {
 		t.Errorf("message %q, want %q", got, want)
 	}
-	if gaps := idx.Gaps("ledger", labels.SelectorFromSet(settle), "settle", nil); len(gaps) != 0 {
-		t.Errorf("a policy that selects the declared consumer has gaps %v", gaps)
+	if unselected := idx.Unselected("ledger", labels.SelectorFromSet(settle), "settle", nil); len(unselected) != 0 {
+		t.Errorf("a policy that selects the declared consumer leaves %v unselected", unselected)
 	}
 }
 

@@ -402,11 +402,11 @@ func TestSelections(t *testing.T) {
 }
 
 // A policy whose selector misses a workload a live member runs in leaves
-// a gap (seed 000: the fan-out's canary Deployment carries another app
-// label; the second region's copy runs in another namespace). The
-// selected workload, and a workload matched only by configuration, are no
-// gap.
-func TestGaps(t *testing.T) {
+// it an unselected consumer (seed 000: the fan-out's canary Deployment
+// carries another app label; the second region's copy runs in another
+// namespace). The selected workload, and a workload matched only by
+// configuration, are not unselected consumers.
+func TestUnselected(t *testing.T) {
 	idx := NewIndex(Snapshot{
 		Pods: []Pod{
 			pod("qim", "fanout-1-a", "10.1.0.5", ReplicaSet, "fanout-1"),
@@ -423,8 +423,8 @@ func TestGaps(t *testing.T) {
 	})
 	members := []proof.GroupMember{member("a", "10.1.0.5"), member("b", "10.1.0.6"), member("c", "10.2.0.5")}
 	var got []string
-	for _, m := range idx.Gaps("qim", labels.SelectorFromSet(map[string]string{"app": "fanout"}), "qim-fanout", members) {
-		got = append(got, GapMessage(m, "qim"))
+	for _, m := range idx.Unselected("qim", labels.SelectorFromSet(map[string]string{"app": "fanout"}), "qim-fanout", members) {
+		got = append(got, UnselectedMessage(m, "qim"))
 	}
 	want := []string{
 		"Deployment/fanout-canary consumes the group (member client b at 10.1.0.6 is pod canary-1-a) but spec.selector does not select its pod template: its rollouts are not guarded; widen the selector",
@@ -433,7 +433,7 @@ func TestGaps(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if gaps := idx.Gaps("qim", labels.Everything(), "qim-fanout", members[:2]); len(gaps) != 0 {
-		t.Errorf("a selector that selects every consumer: gaps %v", gaps)
+	if unselected := idx.Unselected("qim", labels.Everything(), "qim-fanout", members[:2]); len(unselected) != 0 {
+		t.Errorf("a selector that selects every consumer: unselected %v", unselected)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -138,14 +139,15 @@ func (idx *Index) alsoSelects(ns string, matchLabels map[string]string, refs []R
 	return out
 }
 
-// Gaps are the workloads a live member of a group runs in (MemberHost
-// evidence, Certain) or a KEDA trigger declares the group's consumer
-// (Declared, a parked one too) that a policy of namespace, selecting pod
-// templates with sel, does not guard: their template is not selected, or
-// they live in another namespace (a policy guards only its own). Their
-// rollouts go unchecked: a gap. A match by a variable's name alone is
-// not surely the group's consumer and is no gap.
-func (idx *Index) Gaps(namespace string, sel labels.Selector, group string, members []proof.GroupMember) []Match {
+// Unselected are the unselected consumers: the workloads a live member of
+// a group runs in (MemberHost evidence, Certain) or a KEDA trigger declares
+// the group's consumer (Declared, a parked one too) that a policy of
+// namespace, selecting pod templates with sel, does not guard: their
+// template is not selected, or they live in another namespace (a policy
+// guards only its own). Their rollouts go unchecked. A match by a
+// variable's name alone is not surely the group's consumer and is not
+// reported.
+func (idx *Index) Unselected(namespace string, sel labels.Selector, group string, members []proof.GroupMember) []Match {
 	var out []Match
 	for _, m := range idx.Match(group, members).Workloads {
 		if m.Confidence < Declared {
@@ -162,8 +164,9 @@ func (idx *Index) Gaps(namespace string, sel labels.Selector, group string, memb
 	return out
 }
 
-// GapMessage says a gap Gaps found for a policy of namespace.
-func GapMessage(m Match, namespace string) string {
+// UnselectedMessage says an unselected consumer Unselected found for a
+// policy of namespace.
+func UnselectedMessage(m Match, namespace string) string {
 	if m.Workload.Namespace != namespace {
 		return fmt.Sprintf("%s in namespace %s consumes the group (%s) but a policy guards only its own namespace: "+
 			"add a policy for the group in %s", m.Workload, m.Workload.Namespace, m.Evidence[0], m.Workload.Namespace)
@@ -224,5 +227,17 @@ func (idx *Index) HeldAtZero(namespace string, sel labels.Selector, group string
 	slices.SortFunc(out, func(a, b ScaledToZero) int {
 		return cmp.Or(strings.Compare(a.Workload.String(), b.Workload.String()), strings.Compare(a.Scaler.String(), b.Scaler.String()))
 	})
+	return out
+}
+
+// MemberHosts are the members' addresses, where the broker reported one:
+// where to look up the pods a group's live members run in.
+func MemberHosts(members []proof.GroupMember) []netip.Addr {
+	var out []netip.Addr
+	for _, m := range members {
+		if m.Host.IsValid() {
+			out = append(out, m.Host)
+		}
+	}
 	return out
 }

@@ -20,6 +20,7 @@ import (
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/controllers"
 	"github.com/retentionguard/retention-guard/internal/coalesce"
+	"github.com/retentionguard/retention-guard/internal/gather"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/kafka/apachekafka"
 	"github.com/retentionguard/retention-guard/internal/resolve"
@@ -72,10 +73,13 @@ func startManager(t *testing.T, allowed []string) *manager {
 		t.Fatal(err)
 	}
 	r := &controllers.ConsumerRetentionPolicyReconciler{
-		Client:    mgr.GetClient(),
-		Resolver:  &resolve.ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow},
-		Coalescer: coalescer,
-		Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
+		Client: mgr.GetClient(),
+		Gatherer: &gather.Gatherer{
+			Resolver:  &resolve.ConnectionResolver{Metadata: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Allowlist: allow},
+			Coalescer: coalescer,
+			CronJobs:  mgr.GetClient(),
+		},
+		Recorder: mgr.GetEventRecorder(controllers.ControllerName),
 	}
 	mctx, cancel := context.WithCancel(ctx)
 	if err := r.SetupWithManager(mctx, mgr); err != nil {

@@ -1,14 +1,22 @@
-package controllers
+package gather
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/assemble"
 )
 
@@ -153,10 +161,6 @@ func longestGap(sched cron.Schedule, first, end time.Time) (scheduleGap, error) 
 	return longest, nil
 }
 
-// cronJobSchedule is what the proof needs of one CronJob a policy selects
-// (internal/assemble judges it: CronJobWarnings).
-type cronJobSchedule = assemble.CronJob
-
 // scheduleGapTTL is how long a computed longest gap is reused: the gap over
 // the next year moves little from one hour to the next, and computing it
 // for a dense schedule (every 15 minutes) costs ~10 ms — every check of
@@ -214,4 +218,48 @@ func (c *scheduleGapCache) gap(schedule string, timeZone *string, startingDeadli
 	}
 	c.m[k] = cachedGap{gap: g, err: err, at: now}
 	return g, err
+}
+
+// Selects reports whether the policy's selector matches the pod labels of
+// the CronJob's job template. An empty or invalid selector selects nothing
+// (as in the webhook).
+func Selects(p *rgv1.ConsumerRetentionPolicy, cj *batchv1.CronJob) bool {
+	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.Selector)
+	if err != nil || sel.Empty() {
+		return false
+	}
+	return sel.Matches(labels.Set(cj.Spec.JobTemplate.Spec.Template.Labels))
+}
+
+// selectedCronJobs returns the CronJobs in the policy's namespace it
+// selects, with their schedules' longest gaps from now (through the
+// Gatherer's cache), sorted by name: assemble.Input.CronJobs.
+func (g *Gatherer) selectedCronJobs(ctx context.Context, p *rgv1.ConsumerRetentionPolicy, now time.Time) ([]assemble.CronJob, error) {
+	reader := g.CronJobs
+	if reader == nil {
+		reader = g.Resolver.ObjectReader()
+	}
+	var list batchv1.CronJobList
+	// Read-only: no copies of the cached CronJobs (one list per policy per
+	// check).
+	if err := reader.List(ctx, &list, client.InNamespace(p.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing CronJobs: %w", err)
+	}
+	var out []assemble.CronJob
+	for i := range list.Items {
+		cj := &list.Items[i]
+		if !Selects(p, cj) {
+			continue
+		}
+		c := assemble.CronJob{Name: cj.Name, Schedule: cj.Spec.Schedule, Suspended: ptr.Deref(cj.Spec.Suspend, false)}
+		if cj.Spec.TimeZone != nil {
+			c.TimeZone = *cj.Spec.TimeZone
+		}
+		if !c.Suspended {
+			c.Gap, c.Err = g.schedules.gap(cj.Spec.Schedule, cj.Spec.TimeZone, cj.Spec.StartingDeadlineSeconds, now)
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b assemble.CronJob) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }

@@ -1,4 +1,4 @@
-package controllers
+package gather
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/resolve"
 )
 
 // ReasonInvalidSelector: spec.selector does not parse as a Kubernetes label
@@ -18,17 +19,17 @@ import (
 // this reason until the selector is fixed. Never Ready.
 const ReasonInvalidSelector = "InvalidSelector"
 
-// selectorProblem is the spec problem of a selector that cannot guard
+// SelectorProblem is the spec problem of a selector that cannot guard
 // anything, nil when it parses and selects.
-func selectorProblem(p *rgv1.ConsumerRetentionPolicy) *SpecProblem {
+func SelectorProblem(p *rgv1.ConsumerRetentionPolicy) *resolve.SpecProblem {
 	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.Selector)
 	switch {
 	case err != nil:
-		return &SpecProblem{Reason: ReasonInvalidSelector, Message: fmt.Sprintf(
+		return &resolve.SpecProblem{Reason: ReasonInvalidSelector, Message: fmt.Sprintf(
 			"spec.selector {%s} is not a label selector (%v): it matches no workload, so no rollout of this consumer is guarded; fix the selector",
 			describeSelector(&p.Spec.Selector), err)}
 	case sel.Empty():
-		return &SpecProblem{Reason: ReasonInvalidSelector, Message: "spec.selector is empty: it would match every workload of the namespace; set matchLabels or matchExpressions to the consumer's pod labels"}
+		return &resolve.SpecProblem{Reason: ReasonInvalidSelector, Message: "spec.selector is empty: it would match every workload of the namespace; set matchLabels or matchExpressions to the consumer's pod labels"}
 	}
 	return nil
 }
