@@ -312,7 +312,7 @@ func (r *ConsumerRetentionPolicyReconciler) gather(ctx context.Context, policy *
 		Observation:   f.Observation,
 		CronJobs:      f.CronJobs,
 		CursorProblem: f.CursorProblem,
-		ConsumerGaps:  f.Unselected,
+		Unselected:    f.Unselected,
 		ScaledToZero:  f.ScaledToZero,
 	}
 	switch {

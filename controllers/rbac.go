@@ -1,8 +1,3 @@
-// Package controllers holds the reconcilers, and their wiring, that keep
-// every ConsumerRetentionPolicy's proof current (gather with
-// internal/gather, prove, patch status) and every ClusterKafkaConnection's
-// and KafkaConnection's view of its cluster (brokers, offsets retention,
-// the groups no policy guards).
 package controllers
 
 // The manager's permissions, generated into config/rbac/role.yaml by

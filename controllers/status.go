@@ -56,11 +56,11 @@ type statusInput struct {
 	// HandledRequestedAt is the retentionguard.io/requestedAt value this
 	// reconcile answers (with a fresh observation or a spec problem).
 	HandledRequestedAt string
-	// ConsumerGaps are the unselected consumers: the workloads the group's
+	// Unselected are the unselected consumers: the workloads the group's
 	// live members run in that the policy does not guard (gathered with an
 	// observation); status.proof.configWarnings carries their prose and
 	// warningFacts their facts.
-	ConsumerGaps []gather.UnselectedConsumer
+	Unselected []gather.UnselectedConsumer
 	// ScaledToZero are the workloads the policy selects that KEDA holds
 	// at zero while the group has no member (gathered with the
 	// unselected consumers):
@@ -135,7 +135,7 @@ func computeStatus(cur rgv1.ConsumerRetentionPolicyStatus, in statusInput) statu
 
 	case in.Observation != nil:
 		res, ps := gather.ObservedProof(assemble.Input{Policy: in.Policy, Observation: *in.Observation, CronJobs: in.CronJobs,
-			ScaledToZero: in.ScaledToZero, Prior: gather.PriorProof(cur, in.Generation), Now: in.Observation.ObservedAt}, in.ConsumerGaps)
+			ScaledToZero: in.ScaledToZero, Prior: gather.PriorProof(cur, in.Generation), Now: in.Observation.ObservedAt}, in.Unselected)
 		setClauseConditions(&st.Conditions, res.Conditions, in.Generation, now)
 		meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
 		if in.Policy.Cursor == nil {

@@ -584,7 +584,7 @@ func TestUnselectedConsumerIsAFact(t *testing.T) {
 	check := func(cur rgv1.ConsumerRetentionPolicyStatus, at time.Time, unselected []gather.UnselectedConsumer) rgv1.ConsumerRetentionPolicyStatus {
 		o := obs
 		o.ObservedAt = at
-		return computeStatus(cur, statusInput{Generation: 1, Policy: testPolicy(), Now: at, Observation: &o, Heartbeat: hb, ConsumerGaps: unselected}).Status
+		return computeStatus(cur, statusInput{Generation: 1, Policy: testPolicy(), Now: at, Observation: &o, Heartbeat: hb, Unselected: unselected}).Status
 	}
 	g := NewWithT(t)
 	first := check(rgv1.ConsumerRetentionPolicyStatus{}, statusNow, nil)
