@@ -18,22 +18,24 @@ func checkConsumer(spec *rgv1.ConsumerClientSpec, envs []containerEnv) []finding
 	var out []finding
 	for i := range envs {
 		ce := &envs[i]
-		subject := "container " + ce.Container
+		// Built only when there is a finding (issue 34: nothing is
+		// allocated for a consumer that passes).
+		subject := func() string { return "container " + ce.Container }
 		if ce.Missing {
-			out = append(out, finding{Reason: ReasonConsumerContainerNotFound, Subject: subject,
+			out = append(out, finding{Reason: ReasonConsumerContainerNotFound, Subject: subject(),
 				Message: "spec.consumer.container names it, but the pod template has no such container"})
 			continue
 		}
 		name := spec.OffsetResetEnv
 		switch v := ce.OffsetReset; {
 		case v.Unresolvable != "":
-			out = append(out, finding{Reason: ReasonOffsetResetUnresolvable, Subject: subject, Message: v.Unresolvable})
+			out = append(out, finding{Reason: ReasonOffsetResetUnresolvable, Subject: subject(), Message: v.Unresolvable})
 		case !v.Declared:
-			out = append(out, finding{Reason: ReasonOffsetResetNotDeclared, Subject: subject, Message: fmt.Sprintf(
+			out = append(out, finding{Reason: ReasonOffsetResetNotDeclared, Subject: subject(), Message: fmt.Sprintf(
 				"%s is not set, so the client's default (latest) skips silently; set it to none", name)})
 		default:
 			if reason, why := judgeOffsetReset(v.Value); reason != "" {
-				out = append(out, finding{Reason: reason, Subject: subject, Message: fmt.Sprintf(
+				out = append(out, finding{Reason: reason, Subject: subject(), Message: fmt.Sprintf(
 					"%s=%q (%s): %s", name, v.Value, v.From, why)})
 			}
 		}
@@ -43,12 +45,12 @@ func checkConsumer(spec *rgv1.ConsumerClientSpec, envs []containerEnv) []finding
 		name = spec.AutoCommitEnv
 		switch v := ce.AutoCommit; {
 		case v.Unresolvable != "":
-			out = append(out, finding{Reason: ReasonAutoCommitUnresolvable, Subject: subject, Message: v.Unresolvable})
+			out = append(out, finding{Reason: ReasonAutoCommitUnresolvable, Subject: subject(), Message: v.Unresolvable})
 		case !v.Declared:
-			out = append(out, finding{Reason: ReasonAutoCommitNotDeclared, Subject: subject, Message: fmt.Sprintf(
+			out = append(out, finding{Reason: ReasonAutoCommitNotDeclared, Subject: subject(), Message: fmt.Sprintf(
 				"%s is not set, so the client's default auto commit applies; set it to false", name)})
 		case !strings.EqualFold(strings.TrimSpace(v.Value), "false"):
-			out = append(out, finding{Reason: ReasonAutoCommitEnabled, Subject: subject, Message: fmt.Sprintf(
+			out = append(out, finding{Reason: ReasonAutoCommitEnabled, Subject: subject(), Message: fmt.Sprintf(
 				"%s=%q (%s): commits offsets of unprocessed records; set false", name, v.Value, v.From)})
 		}
 	}

@@ -7,6 +7,7 @@ package webhook
 // (readReferencedTemplate) — and the pod template, decoded on first use.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,6 +68,10 @@ type workload struct {
 	RawTemplate []byte
 	Template    corev1.PodTemplateSpec
 	decoded     bool
+	// rawLabels is the metadata.labels value Template.Labels was decoded
+	// from when that value alone decides them (see decodePodTemplate);
+	// nil otherwise.
+	rawLabels []byte
 }
 
 // template returns the pod template (see Template), decoded on first use
@@ -78,9 +83,11 @@ func (w *workload) template() (*corev1.PodTemplateSpec, error) {
 	if !w.decoded {
 		w.Template = corev1.PodTemplateSpec{}
 		if len(w.RawTemplate) > 0 {
-			if err := decodePodTemplate(w.RawTemplate, &w.Template, false); err != nil {
+			rawLabels, err := decodePodTemplate(w.RawTemplate, &w.Template, templateWhole)
+			if err != nil {
 				return nil, fmt.Errorf("decoding the pod template: %w", err)
 			}
+			w.rawLabels = rawLabels
 		}
 		w.decoded = true
 	}
@@ -89,8 +96,12 @@ func (w *workload) template() (*corev1.PodTemplateSpec, error) {
 
 // labels returns the pod template's labels. An undecoded template is read
 // for its labels alone (the old object's template: what a policy may have
-// selected it by; its containers are never judged).
-func (w *workload) labels() (map[string]string, error) {
+// selected it by; its containers are never judged). beside, when not nil,
+// is the request's other workload with its template decoded: when both
+// templates' labels are decided by the same bytes (the common rollout
+// changes an image, not the labels), its labels are returned, shared, and
+// none are decoded again (issue 34).
+func (w *workload) labels(beside *workload) (map[string]string, error) {
 	if w.decoded || len(w.RawTemplate) == 0 {
 		t, err := w.template()
 		if err != nil {
@@ -98,22 +109,59 @@ func (w *workload) labels() (map[string]string, error) {
 		}
 		return t.Labels, nil
 	}
+	if beside != nil && beside.decoded && beside.rawLabels != nil {
+		// Scanned without decoding; on any error the decoding below
+		// says what it is.
+		if raw, err := decodePodTemplate(w.RawTemplate, nil, templateRawLabels); err == nil && bytes.Equal(raw, beside.rawLabels) {
+			return beside.Template.Labels, nil
+		}
+	}
 	var t corev1.PodTemplateSpec
-	if err := decodePodTemplate(w.RawTemplate, &t, true); err != nil {
+	if _, err := decodePodTemplate(w.RawTemplate, &t, templateLabels); err != nil {
 		return nil, fmt.Errorf("decoding the pod template: %w", err)
 	}
 	return t.Labels, nil
 }
 
-// decodePodTemplate reads a pod template's metadata.labels and, unless
-// labelsOnly, spec.containers[].name, env and envFrom into t.
-func decodePodTemplate(raw []byte, t *corev1.PodTemplateSpec, labelsOnly bool) error {
+// templateRead is what decodePodTemplate reads.
+type templateRead int
+
+const (
+	// templateWhole: the labels and the containers' names and
+	// environment.
+	templateWhole templateRead = iota
+	// templateLabels: the labels alone.
+	templateLabels
+	// templateRawLabels: nothing decoded (t is not used); the labels'
+	// bytes are found.
+	templateRawLabels
+)
+
+// decodePodTemplate reads a pod template's metadata.labels and, for
+// templateWhole, spec.containers[].name, env and envFrom into t (see
+// templateRead). It returns the bytes of the metadata.labels value when
+// they alone decide t's labels — the template has one metadata member and
+// it one labels member (duplicates merge) — else nil: two templates whose
+// such bytes are equal have equal labels.
+func decodePodTemplate(raw []byte, t *corev1.PodTemplateSpec, read templateRead) ([]byte, error) {
 	s := &jsonScanner{data: raw}
+	var rawLabels []byte
+	metadataN, labelsN := 0, 0
 	metadata := func(key []byte) error {
 		if string(key) != "labels" {
 			return s.skip()
 		}
-		return s.stringMap("metadata.labels", "a label in metadata.labels", &t.Labels)
+		labelsN++
+		s.ws()
+		start := s.i
+		var err error
+		if read == templateRawLabels {
+			err = s.skip()
+		} else {
+			err = s.stringMap("metadata.labels", "a label in metadata.labels", &t.Labels)
+		}
+		rawLabels = raw[start:s.i]
+		return err
 	}
 	var c *corev1.Container
 	container := func(key []byte) error {
@@ -128,7 +176,7 @@ func decodePodTemplate(raw []byte, t *corev1.PodTemplateSpec, labelsOnly bool) e
 		return s.skip()
 	}
 	spec := func(key []byte) error {
-		if labelsOnly || string(key) != "containers" {
+		if read != templateWhole || string(key) != "containers" {
 			return s.skip()
 		}
 		cs := t.Spec.Containers
@@ -140,10 +188,11 @@ func decodePodTemplate(raw []byte, t *corev1.PodTemplateSpec, labelsOnly bool) e
 		t.Spec.Containers = endSlice(cs, n, isNull)
 		return err
 	}
-	return s.document(func() error {
+	err := s.document(func() error {
 		return s.object("the pod template", func(key []byte) error {
 			switch string(key) {
 			case "metadata":
+				metadataN++
 				return s.object("metadata", metadata)
 			case "spec":
 				return s.object("spec", spec)
@@ -151,6 +200,10 @@ func decodePodTemplate(raw []byte, t *corev1.PodTemplateSpec, labelsOnly bool) e
 			return s.skip()
 		})
 	})
+	if err != nil || metadataN != 1 || labelsN != 1 {
+		return nil, err
+	}
+	return rawLabels, nil
 }
 
 // env reads a container's env into *env: each variable's name and value;
@@ -173,6 +226,11 @@ func (s *jsonScanner) env(env *[]corev1.EnvVar) error {
 		return err
 	}
 	n, isNull, err := s.array("env", func(i int) error {
+		if cap(vars) == 0 {
+			// A container's environment is rarely one variable: one
+			// allocation for the first few, not one per variable.
+			vars = make([]corev1.EnvVar, 0, 4)
+		}
 		vars = growTo(vars, i)
 		e = &vars[i]
 		return s.object("env[]", member)
@@ -245,7 +303,7 @@ func (h *Handler) readScaled(ctx context.Context, kind, namespace, name string, 
 		if err := h.opts.WorkloadReader.Get(ctx, key, &d); err != nil {
 			return err
 		}
-		cur.Name, cur.Annotations, cur.Paused, cur.Template, cur.decoded = d.Name, d.Annotations, d.Spec.Paused, d.Spec.Template, true
+		cur.Name, cur.Annotations, cur.Paused, cur.Template, cur.decoded, cur.rawLabels = d.Name, d.Annotations, d.Spec.Paused, d.Spec.Template, true, nil
 	case kindRollout:
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(rolloutGVK)
@@ -268,7 +326,7 @@ func (h *Handler) readScaled(ctx context.Context, kind, namespace, name string, 
 		if err := h.opts.WorkloadReader.Get(ctx, key, &s); err != nil {
 			return err
 		}
-		cur.Name, cur.Annotations, cur.Template, cur.decoded = s.Name, s.Annotations, s.Spec.Template, true
+		cur.Name, cur.Annotations, cur.Template, cur.decoded, cur.rawLabels = s.Name, s.Annotations, s.Spec.Template, true, nil
 	}
 	return nil
 }
@@ -288,7 +346,7 @@ func (h *Handler) readReferencedTemplate(ctx context.Context, namespace string, 
 	if err := h.opts.WorkloadReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, &d); err != nil {
 		return err
 	}
-	cur.RawTemplate, cur.Template, cur.decoded = nil, d.Spec.Template, true
+	cur.RawTemplate, cur.Template, cur.decoded, cur.rawLabels = nil, d.Spec.Template, true, nil
 	return nil
 }
 
@@ -368,7 +426,10 @@ func decodeWorkload(kind string, raw []byte) (*workload, error) {
 	if len(raw) == 0 {
 		return nil, errors.New("the request carries no object")
 	}
-	d := &workloadDecoder{s: &jsonScanner{data: raw}, out: &workload{Kind: kind}}
+	// One allocation holds the pass, its scanner and the workload it
+	// returns (issue 34: fewer allocations per admission).
+	d := &workloadDecoder{scanner: jsonScanner{data: raw}, decoded: workload{Kind: kind}}
+	d.s, d.out = &d.scanner, &d.decoded
 	s := d.s
 	err := s.document(func() error {
 		return s.object("the workload", func(key []byte) error {
@@ -388,10 +449,13 @@ func decodeWorkload(kind string, raw []byte) (*workload, error) {
 }
 
 // workloadDecoder is one pass of decodeWorkload: the workload being read
-// and what the pass reads besides, which finish applies by kind.
+// and what the pass reads besides, which finish applies by kind. s and out
+// point at scanner and decoded, allocated with it.
 type workloadDecoder struct {
 	s           *jsonScanner
 	out         *workload
+	scanner     jsonScanner
+	decoded     workload
 	override    overrideAnnotationJSON
 	owners      *[]metav1.OwnerReference // allocated when there are some
 	suspended   bool

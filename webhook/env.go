@@ -50,7 +50,10 @@ type configMapGetter interface {
 type configMapReader struct {
 	reader    client.Reader
 	namespace string
-	memo      map[string]configMapResult
+	// deadline, when set, is the admission request's: reads wait within
+	// it, whatever context get is given.
+	deadline *requestDeadline
+	memo     map[string]configMapResult
 }
 
 type configMapResult struct {
@@ -61,6 +64,9 @@ type configMapResult struct {
 func (r *configMapReader) get(ctx context.Context, name string) (*corev1.ConfigMap, error) {
 	if res, ok := r.memo[name]; ok {
 		return res.cm, res.err
+	}
+	if r.deadline != nil {
+		ctx = r.deadline.context()
 	}
 	cm := &corev1.ConfigMap{}
 	err := r.reader.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: name}, cm)

@@ -110,19 +110,19 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 		return admission.Allowed("not a rollout"), outcomeSkipped
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, h.opts.HandlerTimeout)
-	defer cancel()
+	dl := &requestDeadline{parent: ctx, at: time.Now().Add(h.opts.HandlerTimeout)}
+	defer dl.stop()
 	t := target{Kind: kind, Namespace: req.Namespace, Name: req.Name, Rollout: ro, User: req.UserInfo.Username,
 		CronJob: cur.CronJob, CronJobUID: cur.CronJobUID, ScaledJob: cur.ScaledJob, ScaledJobUID: cur.ScaledJobUID}
 	if t.Name == "" {
 		t.Name = cur.Name // generateName on create
 	}
-	tmpl, oldLabels, what, err := h.podTemplates(ctx, req, t, cur, old)
+	tmpl, oldLabels, what, err := h.podTemplates(dl, req, t, cur, old)
 	if err != nil {
 		return failClosed(t, what, err), outcomeError
 	}
 
-	policies, err := h.namespacePolicies(ctx, req.Namespace)
+	policies, err := h.namespacePolicies(dl, req.Namespace)
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "listing policies", "namespace", req.Namespace)
 		return failClosed(t, "listing the namespace's ConsumerRetentionPolicies", err), outcomeError
@@ -136,7 +136,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 	}
 	slices.SortFunc(matched, func(a, b *rgv1.ConsumerRetentionPolicy) int { return strings.Compare(a.Name, b.Name) })
 
-	evals := h.gather(ctx, req.Namespace, matched, tmpl, startsConsumers(kind, ro))
+	evals := h.gather(dl, req.Namespace, matched, tmpl, startsConsumers(kind, ro))
 	d := decide(evals, cur.Annotations[OverrideAnnotation])
 	dryRun := req.DryRun != nil && *req.DryRun
 	if !dryRun {
@@ -160,10 +160,11 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, kind string
 // referenced Deployment's — and the labels of the old one (what a policy
 // may have selected the workload by). On failure, what says what could
 // not be read.
-func (h *Handler) podTemplates(ctx context.Context, req admission.Request, t target, cur, old *workload) (
+func (h *Handler) podTemplates(dl *requestDeadline, req admission.Request, t target, cur, old *workload) (
 	tmpl *corev1.PodTemplateSpec, oldLabels map[string]string, what string, err error) {
+	ctx := dl.parent // for the logger; reads wait within dl.context()
 	if req.SubResource == "scale" {
-		if err := h.readScaled(ctx, t.Kind, req.Namespace, req.Name, cur); err != nil {
+		if err := h.readScaled(dl.context(), t.Kind, req.Namespace, req.Name, cur); err != nil {
 			logf.FromContext(ctx).Error(err, "reading the scaled workload", "workload", t.String())
 			return nil, nil, "reading the " + t.Kind + " being scaled", err
 		}
@@ -172,7 +173,7 @@ func (h *Handler) podTemplates(ctx context.Context, req admission.Request, t tar
 		// The Rollout's pods come from the referenced Deployment's
 		// template: its labels and environment are what policies select
 		// and judge.
-		if err := h.readReferencedTemplate(ctx, req.Namespace, cur); err != nil {
+		if err := h.readReferencedTemplate(dl.context(), req.Namespace, cur); err != nil {
 			logf.FromContext(ctx).Error(err, "reading the Rollout's spec.workloadRef", "workload", t.String())
 			return nil, nil, "reading the Deployment the Rollout's spec.workloadRef names", err
 		}
@@ -182,7 +183,7 @@ func (h *Handler) podTemplates(ctx context.Context, req admission.Request, t tar
 	}
 	oldLabels = tmpl.Labels
 	if old != nil && req.SubResource == "" && !bytes.Equal(old.RawTemplate, cur.RawTemplate) {
-		if oldLabels, err = old.labels(); err != nil {
+		if oldLabels, err = old.labels(cur); err != nil {
 			return nil, nil, "reading the old pod template", err
 		}
 	}
@@ -192,9 +193,9 @@ func (h *Handler) podTemplates(ctx context.Context, req admission.Request, t tar
 // namespacePolicies returns the namespace's policies, read-only: from the
 // policy informer's namespace index once it has synced (the informer's own
 // objects, no copy), else listed through the reader (the cache, which
-// waits for its sync within ctx: a replica that cannot read its policies
-// refuses, it never judges by a partial list).
-func (h *Handler) namespacePolicies(ctx context.Context, namespace string) ([]*rgv1.ConsumerRetentionPolicy, error) {
+// waits for its sync within the request's deadline: a replica that cannot
+// read its policies refuses, it never judges by a partial list).
+func (h *Handler) namespacePolicies(dl *requestDeadline, namespace string) ([]*rgv1.ConsumerRetentionPolicy, error) {
 	if h.index != nil && h.index.HasSynced() {
 		objs, err := h.index.GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
 		if err != nil {
@@ -211,7 +212,7 @@ func (h *Handler) namespacePolicies(ctx context.Context, namespace string) ([]*r
 		return out, nil
 	}
 	var list rgv1.ConsumerRetentionPolicyList
-	if err := h.policies.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := h.policies.List(dl.context(), &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := make([]*rgv1.ConsumerRetentionPolicy, len(list.Items))
@@ -219,6 +220,36 @@ func (h *Handler) namespacePolicies(ctx context.Context, namespace string) ([]*r
 		out[i] = &list.Items[i]
 	}
 	return out, nil
+}
+
+// requestDeadline is the handler's deadline, Options.HandlerTimeout from
+// when a rollout is judged, made a context only when something waits (the
+// API server, a cache not yet synced, a live check): a rollout judged from
+// the informer's objects alone never waits, and a context with a deadline
+// costs four allocations and a timer per request (issue 34). The deadline
+// is the same instant whenever the context is made. Not for concurrent
+// use: the handling goroutine makes the context before it starts others.
+type requestDeadline struct {
+	parent context.Context
+	at     time.Time
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// context returns the request's context with the deadline, made on first
+// use.
+func (d *requestDeadline) context() context.Context {
+	if d.ctx == nil {
+		d.ctx, d.cancel = context.WithDeadline(d.parent, d.at)
+	}
+	return d.ctx
+}
+
+// stop releases the context's timer, if one was made.
+func (d *requestDeadline) stop() {
+	if d.cancel != nil {
+		d.cancel()
+	}
 }
 
 // failClosed refuses a rollout the handler could not judge.
@@ -233,17 +264,17 @@ func failClosed(t target, what string, err error) admission.Response {
 // skip records; for other rollouts the status proof when fresh, else a
 // live check; all live checks run at once — and resolves the consumer
 // settings the policy names in the pod template.
-func (h *Handler) gather(ctx context.Context, namespace string, policies []*rgv1.ConsumerRetentionPolicy, tmpl *corev1.PodTemplateSpec, start bool) []policyEval {
+func (h *Handler) gather(dl *requestDeadline, namespace string, policies []*rgv1.ConsumerRetentionPolicy, tmpl *corev1.PodTemplateSpec, start bool) []policyEval {
 	now := h.opts.Clock()
 	evals := make([]policyEval, len(policies))
-	cms := &configMapReader{reader: h.opts.ConfigMapReader, namespace: namespace}
-	var wg sync.WaitGroup
+	cms := &configMapReader{reader: h.opts.ConfigMapReader, namespace: namespace, deadline: dl}
+	var wg *sync.WaitGroup // allocated for the first live check: none on the status path
 	for i, p := range policies {
 		e := &evals[i]
 		e.Policy = p
 		fresh, reason, detail := false, ReasonLiveCheckFailed, "a start is judged on a live observation"
 		if !start || h.opts.LiveChecker == nil {
-			fresh, reason, detail = statusProofFreshness(p, h.heartbeat(ctx, p), now)
+			fresh, reason, detail = statusProofFreshness(p, h.heartbeat(dl, p), now)
 		}
 		switch {
 		case fresh:
@@ -251,9 +282,16 @@ func (h *Handler) gather(ctx context.Context, namespace string, policies []*rgv1
 		case h.opts.LiveChecker == nil:
 			e.NoProofReason, e.NoProofDetail = reason, detail+"; no live check is configured"
 		default:
+			if wg == nil {
+				wg = new(sync.WaitGroup)
+			}
 			wg.Add(1)
+			// The closure captures copies: w, not wg (which would move wg
+			// to the heap), and the context made here (requestDeadline is
+			// not for concurrent use).
+			w, ctx := wg, dl.context()
 			go func() {
-				defer wg.Done()
+				defer w.Done()
 				proof, failure := h.liveCheck(ctx, p)
 				if proof == nil {
 					e.NoProofReason, e.NoProofDetail = ReasonLiveCheckFailed, failure+" ("+detail+")"
@@ -263,16 +301,15 @@ func (h *Handler) gather(ctx context.Context, namespace string, policies []*rgv1
 			}()
 		}
 	}
-	// ConfigMap reads go on while live checks run.
-	consumers := make([][]containerEnv, len(policies))
+	// ConfigMap reads go on while live checks run (each eval's Consumer
+	// is written here alone; the live checks write its other fields).
 	for i, p := range policies {
 		if p.Spec.Consumer != nil {
-			consumers[i] = resolveConsumerEnv(ctx, cms, p.Spec.Consumer, tmpl)
+			evals[i].Consumer = resolveConsumerEnv(dl.parent, cms, p.Spec.Consumer, tmpl)
 		}
 	}
-	wg.Wait()
-	for i := range evals {
-		evals[i].Consumer = consumers[i]
+	if wg != nil {
+		wg.Wait()
 	}
 	return evals
 }
@@ -280,13 +317,13 @@ func (h *Handler) gather(ctx context.Context, namespace string, policies []*rgv1
 // heartbeat is the renewTime of the heartbeat Lease the policy's status
 // names, zero when there is none or it cannot be read (the proof is then
 // as fresh as its checkedAt).
-func (h *Handler) heartbeat(ctx context.Context, p *rgv1.ConsumerRetentionPolicy) time.Time {
+func (h *Handler) heartbeat(dl *requestDeadline, p *rgv1.ConsumerRetentionPolicy) time.Time {
 	ref := p.Status.Heartbeat
 	if ref == nil || h.opts.Heartbeats == nil {
 		return time.Time{}
 	}
 	var l coordinationv1.Lease
-	if err := h.opts.Heartbeats.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &l); err != nil ||
+	if err := h.opts.Heartbeats.Get(dl.context(), client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &l); err != nil ||
 		l.Spec.RenewTime == nil {
 		return time.Time{}
 	}

@@ -110,7 +110,7 @@ func agree(t *testing.T, kind string, raw []byte) {
 	if len(got.RawTemplate) > 0 {
 		wantLabelsErr = kjson.UnmarshalCaseSensitivePreserveInts(got.RawTemplate, &tl)
 	}
-	labels, labelsErr := got.labels()
+	labels, labelsErr := got.labels(nil)
 	if (labelsErr != nil) != (wantLabelsErr != nil) || labelsErr == nil && !reflect.DeepEqual(labels, tl.Metadata.Labels) {
 		t.Fatalf("%s %q: labels %v (error %v), the typed decoding's %v (error %v)", kind, raw, labels, labelsErr, tl.Metadata.Labels, wantLabelsErr)
 	}
@@ -126,7 +126,7 @@ func agree(t *testing.T, kind string, raw []byte) {
 			t.Fatalf("%s %q: pod template\n%#v\nthe typed decoding's\n%#v", kind, raw, *tmpl, want.Template)
 		}
 	}
-	got.Template, got.decoded = corev1.PodTemplateSpec{}, false
+	got.Template, got.decoded, got.rawLabels = corev1.PodTemplateSpec{}, false, nil
 	want.Template, want.decoded = corev1.PodTemplateSpec{}, false
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%s %q: decoded\n%+v\nthe typed decoding's\n%+v", kind, raw, *got, *want)
@@ -207,6 +207,54 @@ func TestDecodeWorkloadAgreesWithTypedDecoding(t *testing.T) {
 		for _, kind := range scanKinds {
 			agree(t, kind, raw)
 		}
+	}
+}
+
+// Issue 34: the old object's labels, read beside the new object's decoded
+// template (sharing its labels when the same bytes decide both), are what
+// reading them alone gives, or fail as it fails, for every pair of the
+// corpus's objects (seed 003's settlement consumer among them) and for the
+// load test's rollout (an image change: the labels shared).
+func TestOldLabelsBesideAgreeWithLabelsAlone(t *testing.T) {
+	corpus := workloadCorpus(t)
+	image := func(img string) []byte {
+		tmpl := settleTemplate()
+		tmpl.Spec.Containers[0].Image = img
+		return raw(t, deployment("settlement", "settle", 3, tmpl)).Raw
+	}
+	shared := 0
+	check := func(oldRaw, curRaw []byte) {
+		t.Helper()
+		cur, err := decodeWorkload(kindDeployment, curRaw)
+		if err != nil {
+			return
+		}
+		if _, err := cur.template(); err != nil {
+			return
+		}
+		alone, err := decodeWorkload(kindDeployment, oldRaw)
+		if err != nil {
+			return
+		}
+		beside, _ := decodeWorkload(kindDeployment, oldRaw)
+		want, wantErr := alone.labels(nil)
+		got, gotErr := beside.labels(cur)
+		if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() || !reflect.DeepEqual(got, want) {
+			t.Fatalf("old %q beside %q: labels %v (error %v), alone %v (error %v)", oldRaw, curRaw, got, gotErr, want, wantErr)
+		}
+		if gotErr == nil && len(got) > 0 && reflect.ValueOf(got).UnsafePointer() == reflect.ValueOf(cur.Template.Labels).UnsafePointer() {
+			shared++
+		}
+	}
+	for _, o := range corpus {
+		for _, c := range corpus {
+			check(o, c)
+		}
+	}
+	before := shared
+	check(image("registry.example/settle:1"), image("registry.example/settle:2"))
+	if shared != before+1 {
+		t.Fatal("an image change decoded the old template's labels again instead of sharing the new one's")
 	}
 }
 
