@@ -39,10 +39,10 @@ func cronJobCache(tb testing.TB, cronJobs []batchv1.CronJob) (cache.Cache, *watc
 		Scheme: scheme, Mapper: mapper, HTTPClient: http.DefaultClient,
 		NewInformer: func(_ toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
 			lw := &toolscache.ListWatch{
-				ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
+				ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 					return &batchv1.CronJobList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: cronJobs}, nil
 				},
-				WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return w, nil },
+				WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return w, nil },
 			}
 			return toolscache.NewSharedIndexInformer(noWatchList{lw}, obj, resync, idx)
 		},
