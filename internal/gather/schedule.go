@@ -224,10 +224,21 @@ func (c *scheduleGapCache) gap(schedule string, timeZone *string, startingDeadli
 // the CronJob's job template. An empty or invalid selector selects nothing
 // (as in the webhook).
 func Selects(p *rgv1.ConsumerRetentionPolicy, cj *batchv1.CronJob) bool {
+	sel := cronJobSelector(p)
+	return sel != nil && selectsCronJob(sel, cj)
+}
+
+// cronJobSelector is the policy's selector, nil when it is empty or
+// invalid (it selects nothing).
+func cronJobSelector(p *rgv1.ConsumerRetentionPolicy) labels.Selector {
 	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.Selector)
 	if err != nil || sel.Empty() {
-		return false
+		return nil
 	}
+	return sel
+}
+
+func selectsCronJob(sel labels.Selector, cj *batchv1.CronJob) bool {
 	return sel.Matches(labels.Set(cj.Spec.JobTemplate.Spec.Template.Labels))
 }
 
@@ -245,10 +256,18 @@ func (g *Gatherer) selectedCronJobs(ctx context.Context, p *rgv1.ConsumerRetenti
 	if err := reader.List(ctx, &list, client.InNamespace(p.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing CronJobs: %w", err)
 	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	// The selector is converted once per check, not once per CronJob.
+	sel := cronJobSelector(p)
+	if sel == nil {
+		return nil, nil
+	}
 	var out []assemble.CronJob
 	for i := range list.Items {
 		cj := &list.Items[i]
-		if !Selects(p, cj) {
+		if !selectsCronJob(sel, cj) {
 			continue
 		}
 		c := assemble.CronJob{Name: cj.Name, Schedule: cj.Spec.Schedule, Suspended: ptr.Deref(cj.Spec.Suspend, false)}
@@ -260,6 +279,8 @@ func (g *Gatherer) selectedCronJobs(ctx context.Context, p *rgv1.ConsumerRetenti
 		}
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b assemble.CronJob) int { return strings.Compare(a.Name, b.Name) })
+	if len(out) > 1 {
+		slices.SortFunc(out, func(a, b assemble.CronJob) int { return strings.Compare(a.Name, b.Name) })
+	}
 	return out, nil
 }
