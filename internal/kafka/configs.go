@@ -219,8 +219,8 @@ func (p *pass) smallestOffsetsRetention(values map[int32]proof.ConfigValue, anyF
 			return proof.ConfigValue{}
 		}
 		distinct[v.Value] = true
-		n, err := strconv.ParseInt(v.Value, 10, 64)
-		if v.Null || err != nil {
+		n, ok := v.Int()
+		if !ok {
 			return v
 		}
 		if !best.Present || n < bestN {

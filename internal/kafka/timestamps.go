@@ -291,7 +291,7 @@ func (p *pass) windowOf(group string) time.Duration {
 // compacts reports whether the topic's cleanup.policy, as read, compacts.
 func (p *pass) compacts(topic string) bool {
 	ts := p.topics[topic]
-	return ts != nil && proof.Compacts(ts.cleanupPolicy)
+	return ts != nil && ts.cleanupPolicy.Compacts()
 }
 
 // rescanTombstones reads again, with tombstoneScanBytes, the lagging
@@ -308,7 +308,7 @@ func (p *pass) rescanTombstones(ctx context.Context, needers map[timestampWant][
 		if !ok || !p.compacts(w.tp.Topic) || (fr.hw >= 0 && fr.through >= fr.hw) {
 			continue
 		}
-		dr, ok := proof.DeleteRetention(p.topics[w.tp.Topic].deleteRetentionMs)
+		dr, ok := p.topics[w.tp.Topic].deleteRetentionMs.Millis()
 		if !ok {
 			continue
 		}

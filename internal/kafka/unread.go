@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -77,11 +76,11 @@ func (p *pass) markUnread(needers map[timestampWant][]commitNeeds, found map[tim
 // retention longer than that keeps every record the window needs); false
 // when the target has no window or the topic no finite retention.ms.
 func (p *pass) unreadTimestamp(t Target, ts *topicState) (int64, bool) {
-	if t.RecoveryWindow <= 0 || ts == nil || !ts.retentionMs.Present || ts.retentionMs.Null {
+	if t.RecoveryWindow <= 0 || ts == nil {
 		return 0, false
 	}
-	ms, err := strconv.ParseInt(ts.retentionMs.Value, 10, 64)
-	if err != nil || ms <= 0 {
+	ms, ok := ts.retentionMs.Int()
+	if !ok || ms <= 0 {
 		return 0, false
 	}
 	at := p.now.Add(t.RecoveryWindow).UnixMilli() - ms
