@@ -1,7 +1,9 @@
 package kafka
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -141,6 +143,86 @@ func TestFoldMetadata(t *testing.T) {
 			}
 			if _, ok := ids[[16]byte{9}]; ok {
 				t.Errorf("an unasked topic's ID recorded: %v", ids)
+			}
+		})
+	}
+}
+
+func offsetFetchGroup(g string, code int16, topics ...kmsg.OffsetFetchResponseGroupTopic) kmsg.OffsetFetchResponseGroup {
+	rg := kmsg.NewOffsetFetchResponseGroup()
+	rg.Group, rg.ErrorCode, rg.Topics = g, code, topics
+	return rg
+}
+
+func offsetFetchTopic(name string, id byte, parts ...kmsg.OffsetFetchResponseGroupTopicPartition) kmsg.OffsetFetchResponseGroupTopic {
+	rt := kmsg.NewOffsetFetchResponseGroupTopic()
+	rt.Topic, rt.TopicID, rt.Partitions = name, [16]byte{id}, parts
+	return rt
+}
+
+func offsetFetchPartition(p int32, offset int64, epoch int32, code int16) kmsg.OffsetFetchResponseGroupTopicPartition {
+	rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+	rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, offset, epoch, code
+	return rp
+}
+
+// Seed 000's group (ledger-settle-consumer on orders 0 and 1) as
+// OffsetFetch answers it, and as it fails.
+func TestFoldOffsetFetch(t *testing.T) {
+	const g = "ledger-settle-consumer"
+	orders0, orders1 := topicPartition{"orders", 0}, topicPartition{"orders", 1}
+	cases := []struct {
+		name      string
+		groups    []kmsg.OffsetFetchResponseGroup
+		committed map[topicPartition]committedOffset
+		failures  []string
+	}{
+		{name: "offsets and their epochs; a negative offset is none",
+			groups: []kmsg.OffsetFetchResponseGroup{offsetFetchGroup(g, 0,
+				offsetFetchTopic("orders", 7, offsetFetchPartition(0, 400, 3, 0), offsetFetchPartition(1, -1, -1, 0)))},
+			committed: map[topicPartition]committedOffset{orders0: {400, 3}, orders1: {proof.NoOffset, -1}}},
+		{name: "a topic answered by ID only (v10+) is named by its ID",
+			groups: []kmsg.OffsetFetchResponseGroup{offsetFetchGroup(g, 0,
+				offsetFetchTopic("", 7, offsetFetchPartition(0, 400, -1, 0), offsetFetchPartition(1, 12, -1, 0)))},
+			committed: map[topicPartition]committedOffset{orders0: {400, -1}, orders1: {12, -1}}},
+		{name: "GROUP_ID_NOT_FOUND: no committed offset anywhere",
+			groups:    []kmsg.OffsetFetchResponseGroup{offsetFetchGroup(g, kerr.GroupIDNotFound.Code)},
+			committed: map[topicPartition]committedOffset{orders0: {proof.NoOffset, -1}, orders1: {proof.NoOffset, -1}}},
+		{name: "the group denied",
+			groups:   []kmsg.OffsetFetchResponseGroup{offsetFetchGroup(g, kerr.GroupAuthorizationFailed.Code)},
+			failures: []string{proof.ReasonAuthorizationFailed + "  -1 " + g}},
+		{name: "the coordinator loading: the group fails with its reason",
+			groups:   []kmsg.OffsetFetchResponseGroup{offsetFetchGroup(g, kerr.CoordinatorLoadInProgress.Code)},
+			failures: []string{reasonForError(kerr.CoordinatorLoadInProgress) + "  -1 " + g}},
+		{name: "a partition's error, a partition left out, an unasked partition and group ignored",
+			groups: []kmsg.OffsetFetchResponseGroup{
+				offsetFetchGroup(g, 0, offsetFetchTopic("orders", 7,
+					offsetFetchPartition(0, 0, -1, kerr.TopicAuthorizationFailed.Code), offsetFetchPartition(5, 9, -1, 0))),
+				offsetFetchGroup("someone-else", 0, offsetFetchTopic("orders", 7, offsetFetchPartition(1, 9, -1, 0))),
+			},
+			failures: []string{
+				proof.ReasonAuthorizationFailed + " orders 0 " + g,
+				proof.ReasonAuthorizationFailed + " orders 1 " + g,
+			}},
+		{name: "the group left out of every answer",
+			failures: []string{reasonForError(errors.New("the broker's answer left the group out")) + "  -1 " + g}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			asked := map[string]map[topicPartition]bool{g: {orders0: true, orders1: true}}
+			ans := newOffsetFetchAnswer(asked)
+			resp := kmsg.NewPtrOffsetFetchResponse()
+			resp.Groups = tc.groups
+			ans.fold(map[[16]byte]string{{7}: "orders"}, resp)
+			ans.leftOut(g)
+			if got := failureKeys(ans.failures); !slices.Equal(got, tc.failures) {
+				t.Errorf("failures = %q, want %q", got, tc.failures)
+			}
+			if got := ans.committed[g]; !maps.Equal(got, tc.committed) {
+				t.Errorf("committed = %v, want %v", got, tc.committed)
+			}
+			if len(ans.committed) > 1 {
+				t.Errorf("an unasked group's offsets kept: %v", ans.committed)
 			}
 		})
 	}

@@ -224,13 +224,18 @@ func (p *pass) fail(f failure) {
 
 // failErr records err as a failure of api for the given scope.
 func (p *pass) failErr(api, group, topic string, partition int32, what string, err error) {
-	p.fail(failure{group: group, Failure: proof.Failure{
+	p.fail(errFailure(api, group, topic, partition, what, err))
+}
+
+// errFailure is err as a failure of api for the given scope.
+func errFailure(api, group, topic string, partition int32, what string, err error) failure {
+	return failure{group: group, Failure: proof.Failure{
 		Reason:    reasonForError(err),
 		API:       api,
 		Topic:     topic,
 		Partition: partition,
 		Message:   fmt.Sprintf("%s: %s", what, describeError(err)),
-	}})
+	}}
 }
 
 func (p *pass) run(ctx context.Context) {
