@@ -170,7 +170,7 @@ func offsetFetchPartition(p int32, offset int64, epoch int32, code int16) kmsg.O
 // OffsetFetch answers it, and as it fails.
 func TestFoldOffsetFetch(t *testing.T) {
 	const g = "ledger-settle-consumer"
-	orders0, orders1 := topicPartition{"orders", 0}, topicPartition{"orders", 1}
+	orders0, orders1 := topicPartition{Topic: "orders", Partition: 0}, topicPartition{Topic: "orders", Partition: 1}
 	cases := []struct {
 		name      string
 		groups    []kmsg.OffsetFetchResponseGroup
@@ -223,6 +223,92 @@ func TestFoldOffsetFetch(t *testing.T) {
 			}
 			if len(ans.committed) > 1 {
 				t.Errorf("an unasked group's offsets kept: %v", ans.committed)
+			}
+		})
+	}
+}
+
+func configsResource(typ kmsg.ConfigResourceType, name string, code int16, configs ...kmsg.DescribeConfigsResponseResourceConfig) kmsg.DescribeConfigsResponseResource {
+	rr := kmsg.NewDescribeConfigsResponseResource()
+	rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.Configs = typ, name, code, configs
+	return rr
+}
+
+func configEntry(name string, value *string, source kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	c.Name, c.Value, c.Source = name, value, source
+	return c
+}
+
+// Seed 000's orders topic (retention.ms its own, cleanup.policy the
+// broker's default) and its two brokers, as DescribeConfigs answers them.
+func TestFoldDescribeConfigs(t *testing.T) {
+	topic, broker := kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker
+	week := kmsg.StringPtr("604800000")
+	cases := []struct {
+		name         string
+		resources    []kmsg.DescribeConfigsResponseResource
+		topic        map[string]proof.ConfigValue
+		inherited    []string
+		brokers      []int32
+		brokerFailed bool
+		failures     []string
+	}{
+		{name: "a topic's own value, a broker default, a null, one left out",
+			resources: []kmsg.DescribeConfigsResponseResource{configsResource(topic, "orders", 0,
+				configEntry(configRetentionMs, week, kmsg.ConfigSourceDynamicTopicConfig),
+				configEntry(configCleanupPolicy, kmsg.StringPtr("delete"), kmsg.ConfigSourceStaticBrokerConfig),
+				configEntry(configTimestampType, nil, kmsg.ConfigSourceDynamicTopicConfig))},
+			topic: map[string]proof.ConfigValue{
+				configRetentionMs:   {Present: true, Value: "604800000"},
+				configCleanupPolicy: {Present: true, Value: "delete"},
+				configTimestampType: {Present: true, Null: true},
+			},
+			inherited: []string{configCleanupPolicy}},
+		{name: "the topic denied", resources: []kmsg.DescribeConfigsResponseResource{configsResource(topic, "orders", kerr.TopicAuthorizationFailed.Code)},
+			failures: []string{proof.ReasonAuthorizationFailed + " orders -1 "}},
+		{name: "brokers by numeric ID; one named otherwise passed over",
+			resources: []kmsg.DescribeConfigsResponseResource{
+				configsResource(broker, "1", 0, configEntry(configOffsetsRetentionMinutes, kmsg.StringPtr("10080"), kmsg.ConfigSourceDefaultConfig)),
+				configsResource(broker, "controller", 0, configEntry(configOffsetsRetentionMinutes, kmsg.StringPtr("1"), kmsg.ConfigSourceDefaultConfig)),
+			},
+			brokers: []int32{1}},
+		{name: "a broker denied: the cluster-wide settings are unknown",
+			resources:    []kmsg.DescribeConfigsResponseResource{configsResource(broker, "2", kerr.ClusterAuthorizationFailed.Code)},
+			brokerFailed: true,
+			failures:     []string{proof.ReasonAuthorizationFailed + "  -1 "}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := kmsg.NewPtrDescribeConfigsResponse()
+			resp.Resources = tc.resources
+			ans := newConfigsAnswer()
+			ans.fold(resp)
+			if got := failureKeys(ans.failures); !slices.Equal(got, tc.failures) {
+				t.Errorf("failures = %q, want %q", got, tc.failures)
+			}
+			if got := ans.topics["orders"]; !maps.Equal(got, tc.topic) {
+				t.Errorf("orders' configs = %v, want %v", got, tc.topic)
+			}
+			var inherited []string
+			for k, b := range ans.inherited["orders"] {
+				if b {
+					inherited = append(inherited, k)
+				}
+			}
+			if !slices.Equal(inherited, tc.inherited) {
+				t.Errorf("inherited = %v, want %v", inherited, tc.inherited)
+			}
+			if got := slices.Sorted(maps.Keys(ans.brokers)); !slices.Equal(got, tc.brokers) {
+				t.Errorf("brokers = %v, want %v", got, tc.brokers)
+			}
+			if ans.brokerFailed != tc.brokerFailed {
+				t.Errorf("brokerFailed = %v, want %v", ans.brokerFailed, tc.brokerFailed)
+			}
+			for _, rr := range tc.resources {
+				if !ans.answered[configResource{rr.ResourceType, rr.ResourceName}] {
+					t.Errorf("%s not marked answered", rr.ResourceName)
+				}
 			}
 		})
 	}
