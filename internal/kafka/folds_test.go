@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -309,6 +310,97 @@ func TestFoldDescribeConfigs(t *testing.T) {
 				if !ans.answered[configResource{rr.ResourceType, rr.ResourceName}] {
 					t.Errorf("%s not marked answered", rr.ResourceName)
 				}
+			}
+		})
+	}
+}
+
+// One leader's catch-up of __consumer_offsets (seed 003: an Empty classic
+// group, its commit time read from the log), folded from Fetch answers as
+// a broker sends them: the goal is the first answer's last stable offset
+// (the high watermark before Fetch v4), a moved log start asks a rewind,
+// errors and undecodable batches end the read with their problem.
+func TestFoldCatchUp(t *testing.T) {
+	const group = "ledger-settle-consumer"
+	commit := fetched{batches: []logBatch{batchOf(0, commitAt(group, "orders", 0, 400, commitTime0))}}
+	answer := func(code int16, parts ...*kmsg.FetchResponseTopicPartition) *kmsg.FetchResponse {
+		resp := kmsg.NewPtrFetchResponse()
+		resp.ErrorCode = code
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = offsetsTopicName
+		for _, rp := range parts {
+			rt.Partitions = append(rt.Partitions, *rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+		return resp
+	}
+	ends := func(rp *kmsg.FetchResponseTopicPartition, hw, lso int64, code int16) *kmsg.FetchResponseTopicPartition {
+		rp.HighWatermark, rp.LastStableOffset, rp.ErrorCode = hw, lso, code
+		return rp
+	}
+	empty := func(pt int32) *kmsg.FetchResponseTopicPartition { return fetched{}.partition(pt) }
+	badMagic := func(pt int32) *kmsg.FetchResponseTopicPartition {
+		rp := empty(pt)
+		rp.RecordBatches = make([]byte, 20)
+		rp.RecordBatches[11], rp.RecordBatches[16] = 8, 7 // a whole 20-byte batch of magic 7
+		return rp
+	}
+	cases := []struct {
+		name       string
+		resp       *kmsg.FetchResponse
+		progressed bool
+		outOfRange []int32
+		reason     string // the problem's; "" for none
+		goal       map[int32]int64
+		next       int64 // partition 0's
+		ahead      time.Duration
+	}{
+		{name: "records to the goal; the newest commit 2s past the answer",
+			resp:       answer(0, ends(commit.partition(0), 1, 1, 0), ends(empty(1), 0, 0, 0), ends(empty(9), 5, 5, 0)),
+			progressed: true, goal: map[int32]int64{0: 1, 1: 0}, next: 1, ahead: 2 * time.Second},
+		{name: "before Fetch v4 the high watermark is the goal",
+			resp: answer(0, ends(empty(0), 7, -1, 0)), goal: map[int32]int64{0: 7}},
+		{name: "the log start moved past the next offset: a rewind, progress",
+			resp:       answer(0, ends(empty(0), 0, 0, kerr.OffsetOutOfRange.Code)),
+			progressed: true, outOfRange: []int32{0}, goal: map[int32]int64{}},
+		{name: "Read on __consumer_offsets denied",
+			resp: answer(kerr.TopicAuthorizationFailed.Code), reason: proof.OffsetsTopicDenied, goal: map[int32]int64{}},
+		{name: "a partition's error",
+			resp: answer(0, ends(empty(0), 0, 0, kerr.TopicAuthorizationFailed.Code)), reason: proof.OffsetsTopicDenied, goal: map[int32]int64{}},
+		{name: "a batch that does not decode",
+			resp: answer(0, ends(badMagic(0), 30, 30, 0)), reason: proof.OffsetsTopicUndecodable, goal: map[int32]int64{0: 30}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newOffsetsLogState()
+			lps := []*offsetsLogPartition{s.follow(0, []string{group}), s.follow(1, []string{group})}
+			lps[0].startAt(0)
+			lps[1].startAt(0)
+			c := newCatchUp(lps)
+			var ahead time.Duration
+			progressed, outOfRange, problem := c.fold(tc.resp, commitTime0.Add(-2*time.Second), &ahead)
+			if progressed != tc.progressed || !slices.Equal(outOfRange, tc.outOfRange) || problem.reason != tc.reason {
+				t.Errorf("fold = %v, %v, %q (%s); want %v, %v, %q", progressed, outOfRange, problem.reason, problem.text,
+					tc.progressed, tc.outOfRange, tc.reason)
+			}
+			if !maps.Equal(c.goal, tc.goal) || lps[0].next != tc.next || ahead != tc.ahead {
+				t.Errorf("goal %v, next %d, ahead %v; want %v, %d, %v", c.goal, lps[0].next, ahead, tc.goal, tc.next, tc.ahead)
+			}
+			// The next request asks only the partitions below their goal.
+			var asked []int32
+			if req := c.request([16]byte{1}); req != nil {
+				for _, fp := range req.Topics[0].Partitions {
+					asked = append(asked, fp.Partition)
+				}
+			}
+			var want []int32
+			for _, lp := range lps {
+				if g, ok := tc.goal[lp.partition]; !ok || lp.next < g {
+					want = append(want, lp.partition)
+				}
+			}
+			if !slices.Equal(asked, want) {
+				t.Errorf("next request asks %v, want %v", asked, want)
 			}
 		})
 	}
