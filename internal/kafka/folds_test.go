@@ -405,3 +405,64 @@ func TestFoldCatchUp(t *testing.T) {
 		})
 	}
 }
+
+// A share group's start offsets (Kafka 4.1+, KIP-932; seed 002's share
+// consumers) as DescribeShareGroupOffsets answers them, v0 without lag and
+// v1 with it.
+func TestFoldShareOffsets(t *testing.T) {
+	const g = "ledger-share"
+	orders0, orders1 := topicPartition{Topic: "orders", Partition: 0}, topicPartition{Topic: "orders", Partition: 1}
+	part := func(p int32, start, lag int64, code int16) kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition {
+		rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+		rp.Partition, rp.StartOffset, rp.Lag, rp.ErrorCode = p, start, lag, code
+		return rp
+	}
+	group := func(code int16, topic string, parts ...kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition) kmsg.DescribeShareGroupOffsetsResponseGroup {
+		rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+		rg.GroupID, rg.ErrorCode = g, code
+		rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
+		rt.Topic, rt.TopicID, rt.Partitions = topic, [16]byte{7}, parts
+		rg.Topics = append(rg.Topics, rt)
+		return rg
+	}
+	cases := []struct {
+		name     string
+		version  int16
+		group    kmsg.DescribeShareGroupOffsetsResponseGroup
+		starts   map[topicPartition]int64
+		lags     map[topicPartition]int64
+		failures []string
+	}{
+		{name: "v1: start offsets and lags; a negative start is none, a negative lag unknown", version: 1,
+			group:  group(0, "orders", part(0, 400, 12, 0), part(1, -1, -1, 0)),
+			starts: map[topicPartition]int64{orders0: 400, orders1: proof.NoOffset}, lags: map[topicPartition]int64{orders0: 12}},
+		{name: "v0: no lag even when the field is set; a topic by ID only", version: 0,
+			group:  group(0, "", part(0, 400, 12, 0), part(1, 3, 0, 0)),
+			starts: map[topicPartition]int64{orders0: 400, orders1: 3}},
+		{name: "a partition denied, one left out", version: 1,
+			group:  group(0, "orders", part(0, 0, 0, kerr.TopicAuthorizationFailed.Code)),
+			failures: []string{
+				proof.ReasonAuthorizationFailed + " orders 0 " + g,
+				reasonForError(errors.New("left out")) + " orders 1 " + g,
+			}},
+		{name: "the group denied: its partitions are not also left out", version: 1,
+			group:    group(kerr.GroupAuthorizationFailed.Code, "orders"),
+			failures: []string{proof.ReasonAuthorizationFailed + "  -1 " + g}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ans := newShareOffsetsAnswer(map[string][]topicPartition{g: {orders0, orders1}})
+			resp := kmsg.NewPtrDescribeShareGroupOffsetsResponse()
+			resp.Version = tc.version
+			resp.Groups = append(resp.Groups, tc.group)
+			ans.fold(map[[16]byte]string{{7}: "orders"}, resp)
+			ans.leftOut()
+			if got := failureKeys(ans.failures); !slices.Equal(got, tc.failures) {
+				t.Errorf("failures = %q, want %q", got, tc.failures)
+			}
+			if !maps.Equal(ans.startOffsets[g], tc.starts) || !maps.Equal(ans.lags[g], tc.lags) {
+				t.Errorf("starts %v lags %v; want %v, %v", ans.startOffsets[g], ans.lags[g], tc.starts, tc.lags)
+			}
+		})
+	}
+}

@@ -225,13 +225,6 @@ func newOffsetFetchAnswer(asked map[string]map[topicPartition]bool) *offsetFetch
 	}
 }
 
-func (a *offsetFetchAnswer) set(g string, tp topicPartition, c committedOffset) {
-	if a.committed[g] == nil {
-		a.committed[g] = make(map[topicPartition]committedOffset)
-	}
-	a.committed[g][tp] = c
-}
-
 // groupFailed fails a whole group's answer: denied (Describe on the
 // group), or err otherwise.
 func (a *offsetFetchAnswer) groupFailed(g string, err error) {
@@ -263,7 +256,7 @@ func (a *offsetFetchAnswer) fold(topicIDs map[[16]byte]string, resp *kmsg.Offset
 		case rg.ErrorCode == kerr.GroupIDNotFound.Code:
 			a.groupAnswered[rg.Group] = true
 			for tp := range asked {
-				a.set(rg.Group, tp, committedOffset{proof.NoOffset, -1})
+				setIn(a.committed, rg.Group, tp, committedOffset{proof.NoOffset, -1})
 			}
 			a.answered[rg.Group] = asked
 			continue
@@ -290,7 +283,7 @@ func (a *offsetFetchAnswer) fold(topicIDs map[[16]byte]string, resp *kmsg.Offset
 					a.failures = append(a.failures, offsetFetchPartitionFailure(rg.Group, tp, kerr.ErrorForCode(rp.ErrorCode)))
 					continue
 				}
-				a.set(rg.Group, tp, committedOffset{max(rp.Offset, proof.NoOffset), rp.LeaderEpoch})
+				setIn(a.committed, rg.Group, tp, committedOffset{max(rp.Offset, proof.NoOffset), rp.LeaderEpoch})
 			}
 		}
 	}
