@@ -440,7 +440,7 @@ func TestFoldShareOffsets(t *testing.T) {
 			group:  group(0, "", part(0, 400, 12, 0), part(1, 3, 0, 0)),
 			starts: map[topicPartition]int64{orders0: 400, orders1: 3}},
 		{name: "a partition denied, one left out", version: 1,
-			group:  group(0, "orders", part(0, 0, 0, kerr.TopicAuthorizationFailed.Code)),
+			group: group(0, "orders", part(0, 0, 0, kerr.TopicAuthorizationFailed.Code)),
 			failures: []string{
 				proof.ReasonAuthorizationFailed + " orders 0 " + g,
 				reasonForError(errors.New("left out")) + " orders 1 " + g,
