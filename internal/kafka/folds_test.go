@@ -466,3 +466,50 @@ func TestFoldShareOffsets(t *testing.T) {
 		})
 	}
 }
+
+// ListOffsets by timestamp for seed 000's undated lagging partitions: the
+// request asks each partition at one timestamp a round, the answer gives
+// an offset (-1: no record at or after it), an error, or nothing for a
+// partition not asked.
+func TestFoldTimestampOffsets(t *testing.T) {
+	orders0, orders1 := topicPartition{Topic: "orders", Partition: 0}, topicPartition{Topic: "orders", Partition: 1}
+	payments0 := topicPartition{Topic: "payments", Partition: 0}
+	byPartition := map[topicPartition][]int64{orders0: {1000, 2000}, orders1: {1000}, payments0: {5000}}
+	req, asked := timestampRequest(byPartition, 0)
+	if want := []timestampTarget{{orders0, 1000}, {orders1, 1000}, {payments0, 5000}}; !slices.Equal(asked, want) {
+		t.Fatalf("round 0 asks %v, want %v", asked, want)
+	}
+	if len(req.Topics) != 2 || req.Topics[0].Topic != "orders" || len(req.Topics[0].Partitions) != 2 || req.IsolationLevel != 0 {
+		t.Fatalf("round 0 request %+v: want orders (2 partitions) and payments, read_uncommitted", req.Topics)
+	}
+	if _, asked := timestampRequest(byPartition, 1); !slices.Equal(asked, []timestampTarget{{orders0, 2000}}) {
+		t.Errorf("round 1 asks %v, want orders/0 at 2000 only", asked)
+	}
+	if req, _ := timestampRequest(byPartition, 2); req != nil {
+		t.Errorf("round 2 asks %+v, want nothing", req.Topics)
+	}
+
+	resp := kmsg.NewPtrListOffsetsResponse()
+	answerTopic := func(topic string, parts ...kmsg.ListOffsetsResponseTopicPartition) {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic, rt.Partitions = topic, parts
+		resp.Topics = append(resp.Topics, rt)
+	}
+	part := func(p int32, offset int64, code int16) kmsg.ListOffsetsResponseTopicPartition {
+		rp := kmsg.NewListOffsetsResponseTopicPartition()
+		rp.Partition, rp.Offset, rp.ErrorCode = p, offset, code
+		return rp
+	}
+	answerTopic("orders", part(0, 412, 0), part(1, -1, 0), part(7, 3, 0))
+	answerTopic("payments", part(0, 0, kerr.NotLeaderForPartition.Code))
+	answers := make(map[timestampTarget]offsetForTimestamp)
+	foldTimestampOffsets(answers, asked, resp)
+	want := map[timestampTarget]offsetForTimestamp{
+		{orders0, 1000}:   {offset: 412, read: true},
+		{orders1, 1000}:   {offset: -1, read: true},
+		{payments0, 5000}: {problem: "ListOffsets by timestamp failed: " + describeError(kerr.NotLeaderForPartition)},
+	}
+	if !maps.Equal(answers, want) {
+		t.Errorf("answers = %v, want %v", answers, want)
+	}
+}
