@@ -139,15 +139,8 @@ func (p *pass) fetchCommittedOffsets(ctx context.Context) {
 		return
 	}
 	ans := newOffsetFetchAnswer(asked)
-	for _, shard := range p.requestCoordinated(ctx, req) {
-		if shard.Err != nil {
-			for _, rg := range shard.Req.(*kmsg.OffsetFetchRequest).Groups {
-				ans.groupFailed(rg.Group, shard.Err)
-			}
-			continue
-		}
-		ans.fold(p.topicIDs, shard.Resp.(*kmsg.OffsetFetchResponse))
-	}
+	foldCoordinated(ctx, p, req, offsetFetchGroups, ans.groupFailed,
+		func(resp *kmsg.OffsetFetchResponse) { ans.fold(p.topicIDs, resp) })
 	for _, rg := range req.Groups {
 		ans.leftOut(rg.Group)
 	}
@@ -177,25 +170,40 @@ func (p *pass) offsetFetchRequest() (*kmsg.OffsetFetchRequest, map[string]map[to
 		rg := kmsg.NewOffsetFetchRequestGroup()
 		rg.Group = g
 		asked[g] = make(map[topicPartition]bool)
-		for _, name := range p.groupTopics[g] {
-			ids, ok := parts[name]
-			if !ok {
-				continue
-			}
+		topics, tps := p.askedOf(g, parts)
+		for _, name := range topics {
 			rt := kmsg.NewOffsetFetchRequestGroupTopic()
-			rt.Topic = name
-			rt.TopicID = p.topics[name].id
-			rt.Partitions = ids
+			rt.Topic, rt.TopicID, rt.Partitions = name, p.topics[name].id, parts[name]
 			rg.Topics = append(rg.Topics, rt)
-			for _, id := range ids {
-				asked[g][topicPartition{Topic: name, Partition: id}] = true
-			}
+		}
+		for _, tp := range tps {
+			asked[g][tp] = true
 		}
 		if len(rg.Topics) > 0 {
 			req.Groups = append(req.Groups, rg)
 		}
 	}
 	return req, asked
+}
+
+// askedOf is what a per-group request asks of group g: those of its topics
+// parts names, and their partitions.
+func (p *pass) askedOf(g string, parts map[string][]int32) (topics []string, tps []topicPartition) {
+	for _, name := range p.groupTopics[g] {
+		ids, ok := parts[name]
+		if !ok {
+			continue
+		}
+		topics = append(topics, name)
+		for _, id := range ids {
+			tps = append(tps, topicPartition{Topic: name, Partition: id})
+		}
+	}
+	return topics, tps
+}
+
+func offsetFetchGroups(req *kmsg.OffsetFetchRequest) []string {
+	return groupIDs(req.Groups, func(rg kmsg.OffsetFetchRequestGroup) string { return rg.Group })
 }
 
 // committedOffset is one partition's committed offset as OffsetFetch

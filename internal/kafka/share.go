@@ -62,25 +62,19 @@ func (p *pass) readShareStartOffsets(ctx context.Context) {
 	if len(req.Groups) == 0 {
 		return
 	}
-	ans := newShareOffsetsAnswer(asked)
-	for _, shard := range p.requestCoordinated(ctx, req) {
-		if shard.Err != nil {
-			for _, rg := range shard.Req.(*kmsg.DescribeShareGroupOffsetsRequest).Groups {
-				ans.groupFailed(rg.GroupID, shard.Err)
-			}
-			continue
-		}
-		ans.fold(p.topicIDs, shard.Resp.(*kmsg.DescribeShareGroupOffsetsResponse))
-	}
-	ans.leftOut()
+	// The OffsetFetch answer (-1 for a share group) says nothing: forget it.
 	p.mu.Lock()
 	for g, tps := range asked {
-		// The OffsetFetch answer (-1 for a share group) says nothing:
-		// forget it.
 		for _, tp := range tps {
 			delete(p.groupInfo[g].committed, tp)
 		}
 	}
+	p.mu.Unlock()
+	ans := newShareOffsetsAnswer(asked)
+	foldCoordinated(ctx, p, req, shareOffsetsGroups, ans.groupFailed,
+		func(resp *kmsg.DescribeShareGroupOffsetsResponse) { ans.fold(p.topicIDs, resp) })
+	ans.leftOut()
+	p.mu.Lock()
 	for g, offsets := range ans.startOffsets {
 		if gs := p.groupInfo[g]; gs != nil {
 			maps.Copy(gs.committed, offsets)
@@ -104,25 +98,25 @@ func (p *pass) shareOffsetsRequest() (*kmsg.DescribeShareGroupOffsetsRequest, ma
 		if !gs.stateKnown || gs.protocol != proof.ProtocolShare {
 			continue
 		}
+		topics, tps := p.askedOf(g, parts)
+		if len(topics) == 0 {
+			continue
+		}
 		rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
 		rg.GroupID = g
-		for _, name := range p.groupTopics[g] {
-			ids, ok := parts[name]
-			if !ok {
-				continue
-			}
+		for _, name := range topics {
 			rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
-			rt.Topic, rt.Partitions = name, ids
+			rt.Topic, rt.Partitions = name, parts[name]
 			rg.Topics = append(rg.Topics, rt)
-			for _, id := range ids {
-				asked[g] = append(asked[g], topicPartition{Topic: name, Partition: id})
-			}
 		}
-		if len(rg.Topics) > 0 {
-			req.Groups = append(req.Groups, rg)
-		}
+		req.Groups = append(req.Groups, rg)
+		asked[g] = tps
 	}
 	return req, asked
+}
+
+func shareOffsetsGroups(req *kmsg.DescribeShareGroupOffsetsRequest) []string {
+	return groupIDs(req.Groups, func(rg kmsg.DescribeShareGroupOffsetsRequestGroup) string { return rg.GroupID })
 }
 
 // shareOffsetsAnswer folds DescribeShareGroupOffsets answers: the
