@@ -513,3 +513,55 @@ func TestFoldTimestampOffsets(t *testing.T) {
 		t.Errorf("answers = %v, want %v", answers, want)
 	}
 }
+
+// Which records the pass fetches around committed offsets, per leader:
+// seed 000's lagging consumer group (KIP-848: its offsets expire per
+// commit, so the record before the commit dates it), a share group beside
+// it (its start offset is not dated, only read for headroom), and the
+// commits nothing is read for (at the log end with nothing before it,
+// below the log start, on a partition without a leader).
+func TestTimestampWants(t *testing.T) {
+	orders := func(p int32) topicPartition { return topicPartition{Topic: "orders", Partition: p} }
+	ts := &topicState{name: "orders", partitions: map[int32]*partitionState{
+		0: {leader: 1, usable: true, logStart: 100, logEnd: 500},
+		1: {leader: 2, usable: true, logStart: 0, logEnd: 0},
+		2: {leader: 2, usable: true, logStart: 100, logEnd: 500},
+		3: {leader: 3, logStart: 0, logEnd: 500}, // no leader: not usable
+		4: {leader: 3, usable: true, logStart: 0, logEnd: 500},
+	}}
+	p := &pass{
+		topics: map[string]*topicState{"orders": ts},
+		groups: []string{"ledger-settle-consumer", "ledger-share"},
+		groupInfo: map[string]*groupState{
+			"ledger-settle-consumer": {stateKnown: true, protocol: proof.ProtocolConsumer, committed: map[topicPartition]int64{
+				orders(0): 400, orders(1): 0, orders(2): 50, orders(3): 7, orders(4): 500}},
+			"ledger-share": {stateKnown: true, protocol: proof.ProtocolShare, committed: map[topicPartition]int64{
+				orders(0): 400, orders(4): proof.NoOffset}},
+		},
+	}
+	byLeader, needers := p.timestampWants()
+	wantLeaders := map[int32]map[topicPartition][]int64{
+		1: {orders(0): {399, 400}},
+		3: {orders(4): {499}},
+	}
+	if len(byLeader) != len(wantLeaders) {
+		t.Errorf("leaders asked %v, want %v", byLeader, wantLeaders)
+	}
+	for leader, want := range wantLeaders {
+		got := byLeader[leader]
+		for tp := range got {
+			slices.Sort(got[tp])
+		}
+		if !maps.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("leader %d asked %v, want %v", leader, got, want)
+		}
+	}
+	wantNeeders := map[timestampWant][]commitNeeds{
+		{orders(0), 399}: {{group: "ledger-settle-consumer", committed: 400, target: -1}},
+		{orders(0), 400}: {{group: "ledger-share", committed: 400, target: -1}},
+		{orders(4), 499}: {{group: "ledger-settle-consumer", committed: 500, target: -1}},
+	}
+	if !maps.EqualFunc(needers, wantNeeders, slices.Equal) {
+		t.Errorf("needers = %v, want %v", needers, wantNeeders)
+	}
+}
