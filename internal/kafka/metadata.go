@@ -163,14 +163,8 @@ func foldMetadataPartitions(ts *topicState, parts []kmsg.MetadataResponseTopicPa
 		ps := &partitionState{leader: rp.Leader, logStart: -1, logEnd: -1, endEpoch: -1}
 		ts.partitions[rp.Partition] = ps
 		if rp.ErrorCode != 0 && rp.ErrorCode != kerr.ReplicaNotAvailable.Code {
-			err := kerr.ErrorForCode(rp.ErrorCode)
-			out = append(out, failure{Failure: proof.Failure{
-				Reason:    reasonForError(err),
-				API:       apiMetadata,
-				Topic:     ts.name,
-				Partition: rp.Partition,
-				Message:   fmt.Sprintf("metadata for partition %s/%d: %s", ts.name, rp.Partition, describeError(err)),
-			}})
+			out = append(out, errFailure(apiMetadata, "", ts.name, rp.Partition,
+				fmt.Sprintf("metadata for partition %s/%d", ts.name, rp.Partition), kerr.ErrorForCode(rp.ErrorCode)))
 			continue
 		}
 		if rp.Leader < 0 {
