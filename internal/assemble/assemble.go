@@ -12,7 +12,6 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/proof"
-	"github.com/retentionguard/retention-guard/internal/proofstatus"
 )
 
 // Input is what a caller gathered for one proof.
@@ -60,7 +59,7 @@ type Outcome struct {
 func Proof(in Input) Outcome {
 	obs := priorEmptyBound(in.Observation, in.Prior)
 	res := proof.Evaluate(obs, in.Policy, in.Now)
-	res.Warnings = append(res.Warnings, CronJobWarnings(in.CronJobs, in.Policy.RecoveryWindow, proofstatus.ConfigInt(obs.OffsetsRetentionMinutes))...)
+	res.Warnings = append(res.Warnings, CronJobWarnings(in.CronJobs, in.Policy.RecoveryWindow, obs.OffsetsRetentionMinutes.IntOrNil())...)
 	res.Warnings = append(res.Warnings, ScaledToZeroWarnings(in.ScaledToZero, &res, in.Policy.RecoveryWindow, in.Now)...)
 	scaledToZeroCondition(in.ScaledToZero, &res, in.Now)
 	return Outcome{Observation: obs, Result: res, ScaledToZero: ScaledToZeroStatus(in.ScaledToZero, &res)}

@@ -339,8 +339,8 @@ func configText(v proof.ConfigValue, duration bool) string {
 	if duration {
 		// Beyond time.Duration's range (about 292 years) the value stands
 		// alone rather than wrap around.
-		if ms, err := strconv.ParseInt(v.Value, 10, 64); err == nil && ms > 0 && ms <= math.MaxInt64/int64(time.Millisecond) {
-			return v.Value + " (" + proof.FormatDuration(time.Duration(ms)*time.Millisecond) + ")"
+		if d, ok := v.Millis(); ok && d > 0 && d < math.MaxInt64 {
+			return v.Value + " (" + proof.FormatDuration(d) + ")"
 		}
 	}
 	return v.Value

@@ -176,8 +176,8 @@ func deriveDefault(key string, b map[string]proof.ConfigValue) (brokerValue, boo
 			if !ok {
 				continue
 			}
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
+			n, ok := brokerValue{value: v}.config().Int()
+			if !ok {
 				return brokerValue{}, false
 			}
 			ms, src = n*u.unit, u.key
@@ -239,7 +239,7 @@ func stricter(key string, a, b brokerValue) brokerValue {
 		src := a.source
 		return brokerValue{strings.Join(items, ","), src}
 	case configTimestampType:
-		if strings.EqualFold(a.value, "LogAppendTime") {
+		if a.config().LogAppendTime() {
 			return b
 		}
 		return a
@@ -259,13 +259,19 @@ func stricter(key string, a, b brokerValue) brokerValue {
 // parseBoth parses both values as integers; when one does not parse, it
 // is returned as bad (a first), to win: the proof reports it unreadable.
 func parseBoth(a, b brokerValue) (x, y int64, bad *brokerValue) {
-	x, errA := strconv.ParseInt(a.value, 10, 64)
-	if errA != nil {
+	x, okA := a.config().Int()
+	if !okA {
 		return 0, 0, &a
 	}
-	y, errB := strconv.ParseInt(b.value, 10, 64)
-	if errB != nil {
+	y, okB := b.config().Int()
+	if !okB {
 		return 0, 0, &b
 	}
 	return x, y, nil
+}
+
+// config is the broker setting as a config value, read by the proof's one
+// rule (proof.ConfigValue.Int).
+func (b brokerValue) config() proof.ConfigValue {
+	return proof.ConfigValue{Present: true, Value: b.value}
 }

@@ -64,8 +64,49 @@ const configRebalanceProtocols = "group.coordinator.rebalance.protocols"
 // brokers disagree the smallest value governs: offsets are expired by the
 // coordinator of their group, which can be any broker.
 func (p *pass) describeConfigs(ctx context.Context) {
+	req := p.describeConfigsRequest()
+	ans := newConfigsAnswer()
+	for _, shard := range p.cl.RequestSharded(ctx, req) {
+		if shard.Err != nil {
+			for _, r := range shard.Req.(*kmsg.DescribeConfigsRequest).Resources {
+				ans.failed(configResource{r.ResourceType, r.ResourceName}, shard.Err)
+			}
+			continue
+		}
+		ans.fold(shard.Resp.(*kmsg.DescribeConfigsResponse))
+	}
+	for _, r := range req.Resources {
+		if k := (configResource{r.ResourceType, r.ResourceName}); !ans.answered[k] {
+			ans.failed(k, fmt.Errorf("the broker's answer left it out"))
+		}
+	}
+	for _, f := range ans.failures {
+		p.fail(f)
+	}
+	inherited := make(map[string]map[string]bool) // topic → keys from a broker default
+	for name, values := range ans.topics {
+		if ts := p.topics[name]; ts != nil {
+			ts.setConfigs(values)
+			inherited[ts.name] = ans.inherited[name]
+		}
+	}
+	brokerValues := make(map[int32]proof.ConfigValue)
+	for id, values := range ans.brokers {
+		brokerValues[id] = values[configOffsetsRetentionMinutes]
+	}
+	p.brokerRetention = brokerValues
+	p.migrationPossible = migrationPossible(p.brokers, ans.brokers, p.apiVersions(ctx))
+	p.offsetsRetention = p.smallestOffsetsRetention(brokerValues, ans.brokerFailed)
+	p.transactions = loosestTransactionConfig(p.brokers, ans.brokers, ans.brokerFailed)
+	p.applyBrokerDefaults(inherited, ans.brokers)
+}
+
+// describeConfigsRequest asks the configs of every topic metadata
+// answered, and of every broker, with their synonyms: each config's
+// source, the topic's own or a broker default.
+func (p *pass) describeConfigsRequest() *kmsg.DescribeConfigsRequest {
 	req := kmsg.NewPtrDescribeConfigsRequest()
-	req.IncludeSynonyms = true // each config's source: the topic's own, or a broker default
+	req.IncludeSynonyms = true
 	topicNames := make([]string, 0, len(p.topics))
 	for name, ts := range p.topics {
 		if ts.answered {
@@ -87,115 +128,114 @@ func (p *pass) describeConfigs(ctx context.Context) {
 		r.ConfigNames = brokerConfigKeys
 		req.Resources = append(req.Resources, r)
 	}
+	return req
+}
 
-	type resourceKey struct {
-		typ  kmsg.ConfigResourceType
-		name string
-	}
-	answered := make(map[resourceKey]bool)
-	brokerValues := make(map[int32]proof.ConfigValue)
-	brokerFailed := false
-	defaults := make(map[int32]map[string]proof.ConfigValue)
-	inherited := make(map[string]map[string]bool) // topic → keys from a broker default
+// setConfigs keeps a topic's configs as DescribeConfigs answered them.
+func (ts *topicState) setConfigs(values map[string]proof.ConfigValue) {
+	ts.retentionMs = values[configRetentionMs]
+	ts.retentionBytes = values[configRetentionBytes]
+	ts.cleanupPolicy = values[configCleanupPolicy]
+	ts.deleteRetentionMs = values[configDeleteRetentionMs]
+	ts.timestampType = values[configTimestampType]
+	ts.timestampBeforeMaxMs = values[configTimestampBeforeMaxMs]
+	ts.timestampAfterMaxMs = values[configTimestampAfterMaxMs]
+	ts.timestampDifferenceMaxMs = values[configTimestampDifferenceMax]
+	ts.remoteStorageEnable = values[configRemoteStorageEnable]
+}
 
-	resourceFailed := func(r resourceKey, err error, what string) {
-		var msg string
-		if isAuthorization(err) {
-			switch r.typ {
-			case kmsg.ConfigResourceTypeTopic:
-				msg = fmt.Sprintf("DescribeConfigs on topic %s denied (%s): the principal needs DescribeConfigs on the topic", r.name, kerrName(err))
-			default:
-				msg = fmt.Sprintf("DescribeConfigs on broker %s denied (%s): the principal needs DescribeConfigs on the cluster to read %s", r.name, kerrName(err), configOffsetsRetentionMinutes)
-			}
-		} else {
-			msg = fmt.Sprintf("%s: %s", what, describeError(err))
-		}
-		f := failure{Failure: proof.Failure{
-			Reason:    reasonForError(err),
-			API:       apiDescribeConfigs,
-			Partition: -1,
-			Message:   msg,
-		}}
-		if r.typ == kmsg.ConfigResourceTypeTopic {
-			f.Topic = r.name
-		} else {
-			f.global = true
-			brokerFailed = true
-		}
-		p.fail(f)
-	}
-	what := func(r resourceKey) string {
-		if r.typ == kmsg.ConfigResourceTypeTopic {
-			return "configs of topic " + r.name
-		}
-		return fmt.Sprintf("%s of broker %s", configOffsetsRetentionMinutes, r.name)
-	}
+// configResource is a topic or a broker DescribeConfigs was asked of.
+type configResource struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
 
-	for _, shard := range p.cl.RequestSharded(ctx, req) {
-		sreq := shard.Req.(*kmsg.DescribeConfigsRequest)
-		if shard.Err != nil {
-			for _, r := range sreq.Resources {
-				k := resourceKey{r.ResourceType, r.ResourceName}
-				answered[k] = true
-				resourceFailed(k, shard.Err, what(k))
-			}
+// configsAnswer folds DescribeConfigs answers. No I/O.
+type configsAnswer struct {
+	answered  map[configResource]bool
+	topics    map[string]map[string]proof.ConfigValue // topic → key → value
+	inherited map[string]map[string]bool              // topic → keys from a broker default
+	brokers   map[int32]map[string]proof.ConfigValue  // broker → key → value
+	// brokerFailed: some broker's configs could not be read; the
+	// cluster-wide settings folded from all of them are then unknown.
+	brokerFailed bool
+	failures     []failure
+}
+
+func newConfigsAnswer() *configsAnswer {
+	return &configsAnswer{
+		answered:  make(map[configResource]bool),
+		topics:    make(map[string]map[string]proof.ConfigValue),
+		inherited: make(map[string]map[string]bool),
+		brokers:   make(map[int32]map[string]proof.ConfigValue),
+	}
+}
+
+// fold reads one DescribeConfigs answer: a config answered null is Null,
+// one left out is not Present; a resource's error fails it. A broker
+// named other than by its numeric ID is passed over.
+func (a *configsAnswer) fold(resp *kmsg.DescribeConfigsResponse) {
+	for _, rr := range resp.Resources {
+		k := configResource{rr.ResourceType, rr.ResourceName}
+		if rr.ErrorCode != 0 {
+			a.failed(k, errorWithMessage(rr.ErrorCode, rr.ErrorMessage))
 			continue
 		}
-		resp := shard.Resp.(*kmsg.DescribeConfigsResponse)
-		for _, rr := range resp.Resources {
-			k := resourceKey{rr.ResourceType, rr.ResourceName}
-			answered[k] = true
-			if rr.ErrorCode != 0 {
-				resourceFailed(k, errorWithMessage(rr.ErrorCode, rr.ErrorMessage), what(k))
-				continue
+		a.answered[k] = true
+		values := make(map[string]proof.ConfigValue)
+		fromBroker := make(map[string]bool)
+		for _, c := range rr.Configs {
+			v := proof.ConfigValue{Present: true}
+			if c.Value == nil {
+				v.Null = true
+			} else {
+				v.Value = *c.Value
 			}
-			values := make(map[string]proof.ConfigValue)
-			fromBroker := make(map[string]bool)
-			for _, c := range rr.Configs {
-				v := proof.ConfigValue{Present: true}
-				if c.Value == nil {
-					v.Null = true
-				} else {
-					v.Value = *c.Value
-				}
-				values[c.Name] = v
-				fromBroker[c.Name] = brokerDefaultSource(c.Source)
-			}
-			switch rr.ResourceType {
-			case kmsg.ConfigResourceTypeTopic:
-				if ts := p.topics[rr.ResourceName]; ts != nil {
-					ts.retentionMs = values[configRetentionMs]
-					ts.retentionBytes = values[configRetentionBytes]
-					ts.cleanupPolicy = values[configCleanupPolicy]
-					ts.deleteRetentionMs = values[configDeleteRetentionMs]
-					ts.timestampType = values[configTimestampType]
-					ts.timestampBeforeMaxMs = values[configTimestampBeforeMaxMs]
-					ts.timestampAfterMaxMs = values[configTimestampAfterMaxMs]
-					ts.timestampDifferenceMaxMs = values[configTimestampDifferenceMax]
-					ts.remoteStorageEnable = values[configRemoteStorageEnable]
-					inherited[ts.name] = fromBroker
-				}
-			case kmsg.ConfigResourceTypeBroker:
-				id, err := strconv.Atoi(rr.ResourceName)
-				if err == nil {
-					brokerValues[int32(id)] = values[configOffsetsRetentionMinutes]
-					defaults[int32(id)] = values
-				}
+			values[c.Name] = v
+			fromBroker[c.Name] = brokerDefaultSource(c.Source)
+		}
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			a.topics[rr.ResourceName] = values
+			a.inherited[rr.ResourceName] = fromBroker
+		case kmsg.ConfigResourceTypeBroker:
+			if id, err := strconv.Atoi(rr.ResourceName); err == nil {
+				a.brokers[int32(id)] = values
 			}
 		}
 	}
-	for _, r := range req.Resources {
-		k := resourceKey{r.ResourceType, r.ResourceName}
-		if !answered[k] {
-			resourceFailed(k, fmt.Errorf("the broker's answer left it out"), what(k))
-		}
-	}
+}
 
-	p.brokerRetention = brokerValues
-	p.migrationPossible = migrationPossible(p.brokers, defaults, p.apiVersions(ctx))
-	p.offsetsRetention = p.smallestOffsetsRetention(brokerValues, brokerFailed)
-	p.transactions = loosestTransactionConfig(p.brokers, defaults, brokerFailed)
-	p.applyBrokerDefaults(inherited, defaults)
+// failed fails resource r with err: a topic's configs, or a broker's
+// (then the cluster-wide settings are unknown).
+func (a *configsAnswer) failed(r configResource, err error) {
+	a.answered[r] = true
+	what := "configs of topic " + r.name
+	if r.typ != kmsg.ConfigResourceTypeTopic {
+		what = fmt.Sprintf("%s of broker %s", configOffsetsRetentionMinutes, r.name)
+	}
+	msg := fmt.Sprintf("%s: %s", what, describeError(err))
+	if isAuthorization(err) {
+		switch r.typ {
+		case kmsg.ConfigResourceTypeTopic:
+			msg = fmt.Sprintf("DescribeConfigs on topic %s denied (%s): the principal needs DescribeConfigs on the topic", r.name, kerrName(err))
+		default:
+			msg = fmt.Sprintf("DescribeConfigs on broker %s denied (%s): the principal needs DescribeConfigs on the cluster to read %s", r.name, kerrName(err), configOffsetsRetentionMinutes)
+		}
+	}
+	f := failure{Failure: proof.Failure{
+		Reason:    reasonForError(err),
+		API:       apiDescribeConfigs,
+		Partition: -1,
+		Message:   msg,
+	}}
+	if r.typ == kmsg.ConfigResourceTypeTopic {
+		f.Topic = r.name
+	} else {
+		f.global = true
+		a.brokerFailed = true
+	}
+	a.failures = append(a.failures, f)
 }
 
 // smallestOffsetsRetention folds the brokers' offsets.retention.minutes:
@@ -219,8 +259,8 @@ func (p *pass) smallestOffsetsRetention(values map[int32]proof.ConfigValue, anyF
 			return proof.ConfigValue{}
 		}
 		distinct[v.Value] = true
-		n, err := strconv.ParseInt(v.Value, 10, 64)
-		if v.Null || err != nil {
+		n, ok := v.Int()
+		if !ok {
 			return v
 		}
 		if !best.Present || n < bestN {

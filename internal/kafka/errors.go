@@ -196,6 +196,30 @@ func (p *pass) requestCoordinated(ctx context.Context, req kmsg.Request) []kgo.R
 	return shards
 }
 
+// foldCoordinated sends req by requestCoordinated and hands each answer to
+// fold; a shard that failed fails each group it asked (groups) by failed.
+func foldCoordinated[Req kmsg.Request, Resp kmsg.Response](ctx context.Context, p *pass, req Req,
+	groups func(Req) []string, failed func(group string, err error), fold func(Resp)) {
+	for _, shard := range p.requestCoordinated(ctx, req) {
+		if shard.Err != nil {
+			for _, g := range groups(shard.Req.(Req)) {
+				failed(g, shard.Err)
+			}
+			continue
+		}
+		fold(shard.Resp.(Resp))
+	}
+}
+
+// groupIDs names the groups of a request.
+func groupIDs[G any](groups []G, id func(G) string) []string {
+	out := make([]string, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, id(g))
+	}
+	return out
+}
+
 // unreachable reports whether err is a broker that could not be reached:
 // not a Kafka error code, nor the pass's own deadline.
 func unreachable(err error) bool {

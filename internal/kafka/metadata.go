@@ -60,85 +60,75 @@ func (p *pass) metadata(ctx context.Context) bool {
 		}})
 		return false
 	}
+	ans := foldMetadata(p.topics, p.topicIDs, names, resp)
+	for _, f := range ans.failures {
+		p.fail(f)
+	}
+	if !ans.ok {
+		return false
+	}
+	p.clusterID = ans.clusterID
+	p.brokers = append(p.brokers, ans.brokers...)
+	slices.Sort(p.brokers)
+	return true
+}
+
+// metadataAnswer is what a Metadata answer says beyond the topics' states.
+type metadataAnswer struct {
+	ok        bool // false: the whole request failed (a top-level error code)
+	clusterID string
+	brokers   []int32
+	failures  []failure
+}
+
+// foldMetadata folds a Metadata answer for the topics asked (names) into
+// their states: answered, ID (also into topicIDs), partitions with their
+// leaders, usable when led and without error (REPLICA_NOT_AVAILABLE is
+// no error: the leader answers). A topic's error fails that topic, a
+// partition's or a missing leader that partition, a topic left out of the
+// answer that topic. No I/O: the request is metadata's.
+func foldMetadata(topics map[string]*topicState, topicIDs map[[16]byte]string, names []string, resp *kmsg.MetadataResponse) metadataAnswer {
+	var ans metadataAnswer
 	if resp.ErrorCode != 0 {
 		// Only newer brokers set a top-level code; treat as the whole
 		// request failing.
 		err := kerr.ErrorForCode(resp.ErrorCode)
-		p.fail(failure{global: true, Failure: proof.Failure{
+		ans.failures = append(ans.failures, failure{global: true, Failure: proof.Failure{
 			Reason:    reasonForError(err),
 			API:       apiMetadata,
 			Partition: -1,
 			Message:   "metadata request failed: " + describeError(err),
 		}})
-		return false
+		return ans
 	}
-
+	ans.ok = true
 	if resp.ClusterID != nil {
-		p.clusterID = *resp.ClusterID
+		ans.clusterID = *resp.ClusterID
 	}
 	for _, b := range resp.Brokers {
-		p.brokers = append(p.brokers, b.NodeID)
+		ans.brokers = append(ans.brokers, b.NodeID)
 	}
-	slices.Sort(p.brokers)
-
 	answered := make(map[string]bool)
 	for _, rt := range resp.Topics {
-		if rt.Topic == nil {
-			continue
-		}
-		ts := p.topics[*rt.Topic]
-		if ts == nil {
+		if rt.Topic == nil || topics[*rt.Topic] == nil {
 			continue // not asked for
 		}
+		ts := topics[*rt.Topic]
 		answered[ts.name] = true
 		if rt.ErrorCode != 0 {
-			err := kerr.ErrorForCode(rt.ErrorCode)
-			msg := fmt.Sprintf("metadata for topic %s: %s", ts.name, describeError(err))
-			switch reasonForError(err) {
-			case proof.ReasonTopicNotFound:
-				msg = fmt.Sprintf("topic %s does not exist", ts.name)
-			case proof.ReasonAuthorizationFailed:
-				msg = fmt.Sprintf("Metadata for topic %s denied (%s): the principal needs Describe on the topic", ts.name, kerrName(err))
-			}
-			p.fail(failure{Failure: proof.Failure{
-				Reason:    reasonForError(err),
-				API:       apiMetadata,
-				Topic:     ts.name,
-				Partition: -1,
-				Message:   msg,
-			}})
+			ans.failures = append(ans.failures, metadataTopicFailure(ts.name, kerr.ErrorForCode(rt.ErrorCode)))
 			continue
 		}
 		ts.answered = true
 		ts.id = rt.TopicID
 		if rt.TopicID != ([16]byte{}) {
-			p.topicIDs[rt.TopicID] = ts.name
+			topicIDs[rt.TopicID] = ts.name
 		}
-		for _, rp := range rt.Partitions {
-			ps := &partitionState{leader: rp.Leader, logStart: -1, logEnd: -1, endEpoch: -1}
-			ts.partitions[rp.Partition] = ps
-			if rp.ErrorCode != 0 && rp.ErrorCode != kerr.ReplicaNotAvailable.Code {
-				err := kerr.ErrorForCode(rp.ErrorCode)
-				p.failErr(apiMetadata, "", ts.name, rp.Partition,
-					fmt.Sprintf("metadata for partition %s/%d", ts.name, rp.Partition), err)
-				continue
-			}
-			if rp.Leader < 0 {
-				p.fail(failure{Failure: proof.Failure{
-					Reason:    proof.ReasonBrokerUnreachable,
-					API:       apiMetadata,
-					Topic:     ts.name,
-					Partition: rp.Partition,
-					Message:   fmt.Sprintf("partition %s/%d has no leader", ts.name, rp.Partition),
-				}})
-				continue
-			}
-			ps.usable = true
-		}
+		ans.failures = append(ans.failures, foldMetadataPartitions(ts, rt.Partitions)...)
 	}
 	for _, name := range names {
 		if !answered[name] {
-			p.fail(failure{Failure: proof.Failure{
+			ans.failures = append(ans.failures, failure{Failure: proof.Failure{
 				Reason:    proof.ReasonBrokerUnreachable,
 				API:       apiMetadata,
 				Topic:     name,
@@ -147,5 +137,47 @@ func (p *pass) metadata(ctx context.Context) bool {
 			}})
 		}
 	}
-	return true
+	return ans
+}
+
+func metadataTopicFailure(topic string, err error) failure {
+	msg := fmt.Sprintf("metadata for topic %s: %s", topic, describeError(err))
+	switch reasonForError(err) {
+	case proof.ReasonTopicNotFound:
+		msg = fmt.Sprintf("topic %s does not exist", topic)
+	case proof.ReasonAuthorizationFailed:
+		msg = fmt.Sprintf("Metadata for topic %s denied (%s): the principal needs Describe on the topic", topic, kerrName(err))
+	}
+	return failure{Failure: proof.Failure{
+		Reason:    reasonForError(err),
+		API:       apiMetadata,
+		Topic:     topic,
+		Partition: -1,
+		Message:   msg,
+	}}
+}
+
+func foldMetadataPartitions(ts *topicState, parts []kmsg.MetadataResponseTopicPartition) []failure {
+	var out []failure
+	for _, rp := range parts {
+		ps := &partitionState{leader: rp.Leader, logStart: -1, logEnd: -1, endEpoch: -1}
+		ts.partitions[rp.Partition] = ps
+		if rp.ErrorCode != 0 && rp.ErrorCode != kerr.ReplicaNotAvailable.Code {
+			out = append(out, errFailure(apiMetadata, "", ts.name, rp.Partition,
+				fmt.Sprintf("metadata for partition %s/%d", ts.name, rp.Partition), kerr.ErrorForCode(rp.ErrorCode)))
+			continue
+		}
+		if rp.Leader < 0 {
+			out = append(out, failure{Failure: proof.Failure{
+				Reason:    proof.ReasonBrokerUnreachable,
+				API:       apiMetadata,
+				Topic:     ts.name,
+				Partition: rp.Partition,
+				Message:   fmt.Sprintf("partition %s/%d has no leader", ts.name, rp.Partition),
+			}})
+			continue
+		}
+		ps.usable = true
+	}
+	return out
 }

@@ -134,6 +134,35 @@ func (p *pass) listOffsets(ctx context.Context, at int64) {
 // offset" (which would wave a group through that really lost its offsets)
 // but an authorization failure.
 func (p *pass) fetchCommittedOffsets(ctx context.Context) {
+	req, asked := p.offsetFetchRequest()
+	if len(req.Groups) == 0 {
+		return
+	}
+	ans := newOffsetFetchAnswer(asked)
+	foldCoordinated(ctx, p, req, offsetFetchGroups, ans.groupFailed,
+		func(resp *kmsg.OffsetFetchResponse) { ans.fold(p.topicIDs, resp) })
+	for _, rg := range req.Groups {
+		ans.leftOut(rg.Group)
+	}
+	p.mu.Lock()
+	for g, offsets := range ans.committed {
+		gs := p.groupInfo[g]
+		for tp, c := range offsets {
+			gs.committed[tp] = c.offset
+			if c.offset >= 0 && c.epoch >= 0 {
+				gs.epochs[tp] = c.epoch
+			}
+		}
+	}
+	p.mu.Unlock()
+	for _, f := range ans.failures {
+		p.fail(f)
+	}
+}
+
+// offsetFetchRequest asks every group's committed offsets on the usable
+// (or leaderless) partitions of its topics; asked is what it asks.
+func (p *pass) offsetFetchRequest() (*kmsg.OffsetFetchRequest, map[string]map[topicPartition]bool) {
 	parts := p.usableOrLeaderless()
 	req := kmsg.NewPtrOffsetFetchRequest()
 	asked := make(map[string]map[topicPartition]bool)
@@ -141,142 +170,168 @@ func (p *pass) fetchCommittedOffsets(ctx context.Context) {
 		rg := kmsg.NewOffsetFetchRequestGroup()
 		rg.Group = g
 		asked[g] = make(map[topicPartition]bool)
-		for _, name := range p.groupTopics[g] {
-			ids, ok := parts[name]
-			if !ok {
-				continue
-			}
+		topics, tps := p.askedOf(g, parts)
+		for _, name := range topics {
 			rt := kmsg.NewOffsetFetchRequestGroupTopic()
-			rt.Topic = name
-			rt.TopicID = p.topics[name].id
-			rt.Partitions = ids
+			rt.Topic, rt.TopicID, rt.Partitions = name, p.topics[name].id, parts[name]
 			rg.Topics = append(rg.Topics, rt)
-			for _, id := range ids {
-				asked[g][topicPartition{Topic: name, Partition: id}] = true
-			}
+		}
+		for _, tp := range tps {
+			asked[g][tp] = true
 		}
 		if len(rg.Topics) > 0 {
 			req.Groups = append(req.Groups, rg)
 		}
 	}
-	if len(req.Groups) == 0 {
+	return req, asked
+}
+
+// askedOf is what a per-group request asks of group g: those of its topics
+// parts names, and their partitions.
+func (p *pass) askedOf(g string, parts map[string][]int32) (topics []string, tps []topicPartition) {
+	for _, name := range p.groupTopics[g] {
+		ids, ok := parts[name]
+		if !ok {
+			continue
+		}
+		topics = append(topics, name)
+		for _, id := range ids {
+			tps = append(tps, topicPartition{Topic: name, Partition: id})
+		}
+	}
+	return topics, tps
+}
+
+func offsetFetchGroups(req *kmsg.OffsetFetchRequest) []string {
+	return groupIDs(req.Groups, func(rg kmsg.OffsetFetchRequestGroup) string { return rg.Group })
+}
+
+// committedOffset is one partition's committed offset as OffsetFetch
+// answered it: proof.NoOffset for none, and the commit's leader epoch
+// (v5+; -1 for none, and before v5): the epoch.go step asks where it ends.
+type committedOffset struct {
+	offset int64
+	epoch  int32
+}
+
+// offsetFetchAnswer folds OffsetFetch answers: the committed offsets of
+// the partitions asked, and the failures of what was not answered. No I/O.
+type offsetFetchAnswer struct {
+	asked         map[string]map[topicPartition]bool
+	committed     map[string]map[topicPartition]committedOffset
+	answered      map[string]map[topicPartition]bool
+	groupAnswered map[string]bool
+	failures      []failure
+}
+
+func newOffsetFetchAnswer(asked map[string]map[topicPartition]bool) *offsetFetchAnswer {
+	return &offsetFetchAnswer{
+		asked:         asked,
+		committed:     make(map[string]map[topicPartition]committedOffset),
+		answered:      make(map[string]map[topicPartition]bool),
+		groupAnswered: make(map[string]bool),
+	}
+}
+
+// groupFailed fails a whole group's answer: denied (Describe on the
+// group), or err otherwise.
+func (a *offsetFetchAnswer) groupFailed(g string, err error) {
+	a.groupAnswered[g] = true
+	if isAuthorization(err) {
+		a.failures = append(a.failures, failure{group: g, Failure: proof.Failure{
+			Reason:    proof.ReasonAuthorizationFailed,
+			API:       apiOffsetFetch,
+			Partition: -1,
+			Message: fmt.Sprintf("OffsetFetch for group %s denied (%s): the principal needs Describe on the group; its committed offsets are unknown",
+				g, kerrName(err)),
+		}})
 		return
 	}
+	a.failures = append(a.failures, errFailure(apiOffsetFetch, g, "", -1, fmt.Sprintf("committed offsets of group %s", g), err))
+}
 
-	answered := make(map[string]map[topicPartition]bool)
-	groupAnswered := make(map[string]bool)
-	setCommitted := func(g string, tp topicPartition, offset int64, epoch int32) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.groupInfo[g].committed[tp] = offset
-		if offset >= 0 && epoch >= 0 {
-			p.groupInfo[g].epochs[tp] = epoch
-		}
-	}
-	groupFailed := func(g string, err error) {
-		if isAuthorization(err) {
-			p.fail(failure{group: g, Failure: proof.Failure{
-				Reason:    proof.ReasonAuthorizationFailed,
-				API:       apiOffsetFetch,
-				Partition: -1,
-				Message: fmt.Sprintf("OffsetFetch for group %s denied (%s): the principal needs Describe on the group; its committed offsets are unknown",
-					g, kerrName(err)),
-			}})
-			return
-		}
-		p.failErr(apiOffsetFetch, g, "", -1, fmt.Sprintf("committed offsets of group %s", g), err)
-	}
-
-	for _, shard := range p.requestCoordinated(ctx, req) {
-		sreq := shard.Req.(*kmsg.OffsetFetchRequest)
-		if shard.Err != nil {
-			for _, rg := range sreq.Groups {
-				groupAnswered[rg.Group] = true
-				groupFailed(rg.Group, shard.Err)
-			}
+// fold reads one OffsetFetch answer. Kafka answers offsets -1 for a group
+// it does not know; some brokers answer GROUP_ID_NOT_FOUND. Either way: no
+// committed offset, for every partition asked. A negative offset is none.
+// Topics answered by ID only (v10+) are named by topicIDs.
+func (a *offsetFetchAnswer) fold(topicIDs map[[16]byte]string, resp *kmsg.OffsetFetchResponse) {
+	for _, rg := range resp.Groups {
+		asked := a.asked[rg.Group]
+		if asked == nil {
 			continue
 		}
-		resp := shard.Resp.(*kmsg.OffsetFetchResponse)
-		for _, rg := range resp.Groups {
-			if asked[rg.Group] == nil {
-				continue
+		switch {
+		case rg.ErrorCode == kerr.GroupIDNotFound.Code:
+			a.groupAnswered[rg.Group] = true
+			for tp := range asked {
+				setIn(a.committed, rg.Group, tp, committedOffset{proof.NoOffset, -1})
 			}
-			groupAnswered[rg.Group] = true
-			switch {
-			case rg.ErrorCode == kerr.GroupIDNotFound.Code:
-				// Kafka answers offsets -1 for a group it does not
-				// know; some brokers answer GROUP_ID_NOT_FOUND. Either
-				// way: no committed offset, for every partition.
-				for tp := range asked[rg.Group] {
-					setCommitted(rg.Group, tp, proof.NoOffset, -1)
-				}
-				answered[rg.Group] = asked[rg.Group]
-				continue
-			case rg.ErrorCode != 0:
-				groupFailed(rg.Group, kerr.ErrorForCode(rg.ErrorCode))
-				continue
+			a.answered[rg.Group] = asked
+			continue
+		case rg.ErrorCode != 0:
+			a.groupFailed(rg.Group, kerr.ErrorForCode(rg.ErrorCode))
+			continue
+		}
+		a.groupAnswered[rg.Group] = true
+		if a.answered[rg.Group] == nil {
+			a.answered[rg.Group] = make(map[topicPartition]bool)
+		}
+		for _, rt := range rg.Topics {
+			name := rt.Topic
+			if name == "" {
+				name = topicIDs[rt.TopicID]
 			}
-			if answered[rg.Group] == nil {
-				answered[rg.Group] = make(map[topicPartition]bool)
-			}
-			for _, rt := range rg.Topics {
-				name := rt.Topic
-				if name == "" {
-					name = p.topicByID(rt.TopicID)
+			for _, rp := range rt.Partitions {
+				tp := topicPartition{Topic: name, Partition: rp.Partition}
+				if !asked[tp] {
+					continue
 				}
-				for _, rp := range rt.Partitions {
-					tp := topicPartition{Topic: name, Partition: rp.Partition}
-					if !asked[rg.Group][tp] {
-						continue
-					}
-					answered[rg.Group][tp] = true
-					if rp.ErrorCode != 0 {
-						err := kerr.ErrorForCode(rp.ErrorCode)
-						msg := fmt.Sprintf("committed offset of group %s on %s/%d: %s", rg.Group, tp.Topic, tp.Partition, describeError(err))
-						if isAuthorization(err) {
-							msg = fmt.Sprintf("OffsetFetch for group %s on %s/%d denied (%s): the principal needs Describe on the topic",
-								rg.Group, tp.Topic, tp.Partition, kerrName(err))
-						}
-						p.fail(failure{group: rg.Group, Failure: proof.Failure{
-							Reason:    reasonForError(err),
-							API:       apiOffsetFetch,
-							Topic:     tp.Topic,
-							Partition: tp.Partition,
-							Message:   msg,
-						}})
-						continue
-					}
-					offset := rp.Offset
-					if offset < 0 {
-						offset = proof.NoOffset
-					}
-					// The commit's leader epoch (v5+; -1 for none, and
-					// before v5): the epoch.go step asks where it ends.
-					setCommitted(rg.Group, tp, offset, rp.LeaderEpoch)
+				a.answered[rg.Group][tp] = true
+				if rp.ErrorCode != 0 {
+					a.failures = append(a.failures, offsetFetchPartitionFailure(rg.Group, tp, kerr.ErrorForCode(rp.ErrorCode)))
+					continue
 				}
+				setIn(a.committed, rg.Group, tp, committedOffset{max(rp.Offset, proof.NoOffset), rp.LeaderEpoch})
 			}
 		}
 	}
+}
 
-	for _, rg := range req.Groups {
-		g := rg.Group
-		if !groupAnswered[g] {
-			groupFailed(g, errors.New("the broker's answer left the group out"))
+func offsetFetchPartitionFailure(g string, tp topicPartition, err error) failure {
+	msg := fmt.Sprintf("committed offset of group %s on %s/%d: %s", g, tp.Topic, tp.Partition, describeError(err))
+	if isAuthorization(err) {
+		msg = fmt.Sprintf("OffsetFetch for group %s on %s/%d denied (%s): the principal needs Describe on the topic",
+			g, tp.Topic, tp.Partition, kerrName(err))
+	}
+	return failure{group: g, Failure: proof.Failure{
+		Reason:    reasonForError(err),
+		API:       apiOffsetFetch,
+		Topic:     tp.Topic,
+		Partition: tp.Partition,
+		Message:   msg,
+	}}
+}
+
+// leftOut fails group g when no answer named it, and each partition asked
+// of it that an answer left out: brokers leave out partitions the
+// principal may not describe.
+func (a *offsetFetchAnswer) leftOut(g string) {
+	if !a.groupAnswered[g] {
+		a.groupFailed(g, errors.New("the broker's answer left the group out"))
+		return
+	}
+	for tp := range a.asked[g] {
+		if a.answered[g] == nil || a.answered[g][tp] {
 			continue
 		}
-		for tp := range asked[g] {
-			if answered[g] == nil || answered[g][tp] {
-				continue
-			}
-			p.fail(failure{group: g, Failure: proof.Failure{
-				Reason:    proof.ReasonAuthorizationFailed,
-				API:       apiOffsetFetch,
-				Topic:     tp.Topic,
-				Partition: tp.Partition,
-				Message: fmt.Sprintf("OffsetFetch for group %s did not answer for %s/%d: brokers leave out partitions the principal may not describe, so its committed offset is unknown (not absent)",
-					g, tp.Topic, tp.Partition),
-			}})
-		}
+		a.failures = append(a.failures, failure{group: g, Failure: proof.Failure{
+			Reason:    proof.ReasonAuthorizationFailed,
+			API:       apiOffsetFetch,
+			Topic:     tp.Topic,
+			Partition: tp.Partition,
+			Message: fmt.Sprintf("OffsetFetch for group %s did not answer for %s/%d: brokers leave out partitions the principal may not describe, so its committed offset is unknown (not absent)",
+				g, tp.Topic, tp.Partition),
+		}})
 	}
 }
 

@@ -223,9 +223,7 @@ func (p *pass) catchUp(ctx context.Context, leader int32, topicID [16]byte, lps 
 }
 
 func (p *pass) catchUpFrom(ctx context.Context, leader int32, topicID [16]byte, lps []*offsetsLogPartition, ahead *time.Duration) offsetsTopicProblem {
-	byNumber := make(map[int32]*offsetsLogPartition, len(lps))
 	for _, lp := range lps {
-		byNumber[lp.partition] = lp
 		if !lp.started() {
 			start, problem := p.offsetsLogStart(ctx, lp.partition)
 			if problem.text != "" {
@@ -234,109 +232,157 @@ func (p *pass) catchUpFrom(ctx context.Context, leader int32, topicID [16]byte, 
 			lp.startAt(start)
 		}
 	}
-	// Per partition, the first answer's last stable offset (the goal) and
-	// the last answer's high watermark and last stable offset.
-	type ends struct{ highWatermark, lastStable int64 }
-	goal := make(map[int32]int64)
-	last := make(map[int32]ends)
-	heldByTransaction := func() offsetsTopicProblem {
-		for _, lp := range lps {
-			if e, ok := last[lp.partition]; ok {
-				if problem := lp.heldByTransaction(e.highWatermark, e.lastStable); problem != "" {
-					return notRead("%s", problem)
-				}
-			}
-		}
-		return offsetsTopicProblem{}
-	}
+	c := newCatchUp(lps)
 	for {
-		req := kmsg.NewPtrFetchRequest()
-		req.MaxWaitMillis, req.MinBytes = 0, 0
-		req.IsolationLevel = 1 // read_committed: transactional commits once committed
-		req.SessionID, req.SessionEpoch = 0, -1
-		req.MaxBytes = offsetsFetchRequestBytes
-		ft := kmsg.NewFetchRequestTopic()
-		ft.Topic, ft.TopicID = offsetsTopicName, topicID
-		for _, lp := range lps {
-			if g, ok := goal[lp.partition]; ok && lp.next >= g {
-				continue
-			}
-			fp := kmsg.NewFetchRequestTopicPartition()
-			fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = lp.partition, lp.next, offsetsFetchBytes
-			ft.Partitions = append(ft.Partitions, fp)
-		}
-		if len(ft.Partitions) == 0 {
-			return heldByTransaction()
+		req := c.request(topicID)
+		if req == nil {
+			return c.heldByTransaction()
 		}
 		if err := ctx.Err(); err != nil {
 			return notRead("%s not read to its end before the deadline (%d partitions left); the next observation goes on",
-				offsetsTopicName, len(ft.Partitions))
+				offsetsTopicName, len(req.Topics[0].Partitions))
 		}
-		req.Topics = []kmsg.FetchRequestTopic{ft}
 		kresp, err := p.cl.Broker(int(leader)).Request(ctx, req)
 		if err != nil {
 			return notRead("Fetch of %s from broker %d: %s", offsetsTopicName, leader, describeError(err))
 		}
-		received := time.Now()
-		resp := kresp.(*kmsg.FetchResponse)
-		if resp.ErrorCode != 0 {
-			return offsetsTopicDenied(kerr.ErrorForCode(resp.ErrorCode), "Fetch")
-		}
-		progressed := false
-		for _, rt := range resp.Topics {
-			for i := range rt.Partitions {
-				rp := &rt.Partitions[i]
-				lp := byNumber[rp.Partition]
-				if lp == nil {
-					continue
-				}
-				switch {
-				case rp.ErrorCode == kerr.OffsetOutOfRange.Code:
-					start, problem := p.offsetsLogStart(ctx, rp.Partition)
-					if problem.text != "" {
-						return problem
-					}
-					lp.rewind(start)
-					progressed = true
-					continue
-				case rp.ErrorCode != 0:
-					return offsetsTopicDenied(kerr.ErrorForCode(rp.ErrorCode), "Fetch")
-				}
-				lastStable := rp.LastStableOffset
-				if lastStable < 0 { // Fetch before v4: no transactions
-					lastStable = rp.HighWatermark
-				}
-				last[rp.Partition] = ends{rp.HighWatermark, lastStable}
-				if _, ok := goal[rp.Partition]; !ok {
-					goal[rp.Partition] = lastStable
-				}
-				at := lp.next
-				advanced, err := lp.apply(rp)
-				if err != nil {
-					// A batch that cannot be decoded (CRC, compression) may
-					// hold the latest commit: skipping it would leave an
-					// older commit time read as exact.
-					return offsetsTopicProblem{reason: proof.OffsetsTopicUndecodable, text: fmt.Sprintf(
-						"%s partition %d at offset %d: the records cannot be decoded (%v)", offsetsTopicName, rp.Partition, at, err)}
-				}
-				progressed = progressed || advanced
-				if d := lp.newest.Sub(received); d > *ahead {
-					*ahead = d
-				}
+		progressed, outOfRange, problem := c.fold(kresp.(*kmsg.FetchResponse), time.Now(), ahead)
+		for _, pt := range outOfRange {
+			start, problem := p.offsetsLogStart(ctx, pt)
+			if problem.text != "" {
+				return problem
 			}
+			c.byNumber[pt].rewind(start)
+		}
+		if problem.text != "" {
+			return problem
 		}
 		if !progressed {
-			// Nothing new below the goal (an empty answer): caught up as
-			// far as the broker serves.
-			for _, lp := range lps {
-				if g, ok := goal[lp.partition]; ok && lp.next < g {
-					return notRead("%s partition %d: the broker returned nothing between offset %d and %d",
-						offsetsTopicName, lp.partition, lp.next, g)
-				}
-			}
-			return heldByTransaction()
+			return c.stalled()
 		}
 	}
+}
+
+// catchUp is one leader's read of its __consumer_offsets partitions to the
+// last stable offset its first answer gave (the goal). The requests and the
+// folding of their answers; no I/O.
+type catchUp struct {
+	lps      []*offsetsLogPartition
+	byNumber map[int32]*offsetsLogPartition
+	goal     map[int32]int64
+	last     map[int32]catchUpEnds // the last answer's
+}
+
+type catchUpEnds struct{ highWatermark, lastStable int64 }
+
+func newCatchUp(lps []*offsetsLogPartition) *catchUp {
+	c := &catchUp{lps: lps, byNumber: make(map[int32]*offsetsLogPartition, len(lps)),
+		goal: make(map[int32]int64), last: make(map[int32]catchUpEnds)}
+	for _, lp := range lps {
+		c.byNumber[lp.partition] = lp
+	}
+	return c
+}
+
+// request asks each partition below its goal from its next offset,
+// read_committed (transactional commits once committed); nil when every
+// partition reached its goal.
+func (c *catchUp) request(topicID [16]byte) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis, req.MinBytes = 0, 0
+	req.IsolationLevel = 1
+	req.SessionID, req.SessionEpoch = 0, -1
+	req.MaxBytes = offsetsFetchRequestBytes
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = offsetsTopicName, topicID
+	for _, lp := range c.lps {
+		if g, ok := c.goal[lp.partition]; ok && lp.next >= g {
+			continue
+		}
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = lp.partition, lp.next, offsetsFetchBytes
+		ft.Partitions = append(ft.Partitions, fp)
+	}
+	if len(ft.Partitions) == 0 {
+		return nil
+	}
+	req.Topics = []kmsg.FetchRequestTopic{ft}
+	return req
+}
+
+// fold applies one Fetch answer, received at received: each partition's
+// records, its high watermark and last stable offset (the high watermark
+// before Fetch v4: no transactions), the first answer's last stable offset
+// as its goal; ahead grows to the newest commit time past received.
+// outOfRange are the partitions whose log start moved past their next
+// offset (to rewind; a rewind is progress). An error, or a batch that
+// cannot be decoded (it may hold the latest commit: skipping it would
+// leave an older commit time read as exact), is the problem.
+func (c *catchUp) fold(resp *kmsg.FetchResponse, received time.Time, ahead *time.Duration) (progressed bool, outOfRange []int32, problem offsetsTopicProblem) {
+	if resp.ErrorCode != 0 {
+		return false, nil, offsetsTopicDenied(kerr.ErrorForCode(resp.ErrorCode), "Fetch")
+	}
+	for _, rt := range resp.Topics {
+		for i := range rt.Partitions {
+			rp := &rt.Partitions[i]
+			lp := c.byNumber[rp.Partition]
+			switch {
+			case lp == nil:
+				continue
+			case rp.ErrorCode == kerr.OffsetOutOfRange.Code:
+				outOfRange = append(outOfRange, rp.Partition)
+				progressed = true
+				continue
+			case rp.ErrorCode != 0:
+				return progressed, outOfRange, offsetsTopicDenied(kerr.ErrorForCode(rp.ErrorCode), "Fetch")
+			}
+			lastStable := rp.LastStableOffset
+			if lastStable < 0 {
+				lastStable = rp.HighWatermark
+			}
+			c.last[rp.Partition] = catchUpEnds{rp.HighWatermark, lastStable}
+			if _, ok := c.goal[rp.Partition]; !ok {
+				c.goal[rp.Partition] = lastStable
+			}
+			at := lp.next
+			advanced, err := lp.apply(rp)
+			if err != nil {
+				return progressed, outOfRange, offsetsTopicProblem{reason: proof.OffsetsTopicUndecodable, text: fmt.Sprintf(
+					"%s partition %d at offset %d: the records cannot be decoded (%v)", offsetsTopicName, rp.Partition, at, err)}
+			}
+			progressed = progressed || advanced
+			if d := lp.newest.Sub(received); d > *ahead {
+				*ahead = d
+			}
+		}
+	}
+	return progressed, outOfRange, offsetsTopicProblem{}
+}
+
+// stalled is the end of a catch-up that an answer did not move: nothing
+// new below the goal (an empty answer), caught up as far as the broker
+// serves.
+func (c *catchUp) stalled() offsetsTopicProblem {
+	for _, lp := range c.lps {
+		if g, ok := c.goal[lp.partition]; ok && lp.next < g {
+			return notRead("%s partition %d: the broker returned nothing between offset %d and %d",
+				offsetsTopicName, lp.partition, lp.next, g)
+		}
+	}
+	return c.heldByTransaction()
+}
+
+// heldByTransaction says when an open transaction holds a partition's last
+// stable offset below its high watermark, as the last answer gave them.
+func (c *catchUp) heldByTransaction() offsetsTopicProblem {
+	for _, lp := range c.lps {
+		if e, ok := c.last[lp.partition]; ok {
+			if problem := lp.heldByTransaction(e.highWatermark, e.lastStable); problem != "" {
+				return notRead("%s", problem)
+			}
+		}
+	}
+	return offsetsTopicProblem{}
 }
 
 // offsetsLogStart asks the partition's log start.

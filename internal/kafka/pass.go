@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -224,13 +225,18 @@ func (p *pass) fail(f failure) {
 
 // failErr records err as a failure of api for the given scope.
 func (p *pass) failErr(api, group, topic string, partition int32, what string, err error) {
-	p.fail(failure{group: group, Failure: proof.Failure{
+	p.fail(errFailure(api, group, topic, partition, what, err))
+}
+
+// errFailure is err as a failure of api for the given scope.
+func errFailure(api, group, topic string, partition int32, what string, err error) failure {
+	return failure{group: group, Failure: proof.Failure{
 		Reason:    reasonForError(err),
 		API:       api,
 		Topic:     topic,
 		Partition: partition,
 		Message:   fmt.Sprintf("%s: %s", what, describeError(err)),
-	}})
+	}}
 }
 
 func (p *pass) run(ctx context.Context) {
@@ -347,64 +353,16 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 	inTarget := make(map[string]bool, len(names))
 	for _, name := range names {
 		inTarget[name] = true
-		ts := p.topics[name]
 		to := proof.TopicObservation{Name: name}
-		if ts != nil {
-			to.RetentionMs = ts.retentionMs
-			to.RetentionBytes = ts.retentionBytes
-			to.CleanupPolicy = ts.cleanupPolicy
-			to.DeleteRetentionMs = ts.deleteRetentionMs
-			to.TimestampType = ts.timestampType
-			to.TimestampBeforeMaxMs = ts.timestampBeforeMaxMs
-			to.TimestampAfterMaxMs = ts.timestampAfterMaxMs
-			to.TimestampDifferenceMaxMs = ts.timestampDifferenceMaxMs
-			to.RemoteStorageEnable = ts.remoteStorageEnable
+		if ts := p.topics[name]; ts != nil {
+			ts.configsInto(&to)
 			if ts.id != ([16]byte{}) {
 				to.TopicID = hex.EncodeToString(ts.id[:])
 			}
-			ids := make([]int32, 0, len(ts.partitions))
-			for id := range ts.partitions {
-				ids = append(ids, id)
-			}
-			slices.Sort(ids)
+			ids := slices.Sorted(maps.Keys(ts.partitions))
 			to.Partitions = make([]proof.PartitionObservation, 0, len(ids))
 			for _, id := range ids {
-				ps := ts.partitions[id]
-				tp := topicPartition{Topic: name, Partition: id}
-				po := proof.PartitionObservation{
-					Partition: id,
-					LogStart:  ps.logStart,
-					LogEnd:    ps.logEnd,
-					Committed: proof.NoOffset,
-				}
-				if gs != nil {
-					if c, ok := gs.committed[tp]; ok {
-						po.Committed = c
-					}
-					po.CommittedTimestamp = gs.timestamps[tp]
-					po.PrecedingTimestamp = gs.preceding[tp]
-					po.PrecedingMarkerTimestamp = gs.precedingMarker[tp]
-					if sc := gs.tombstones[tp]; sc != nil && sc.From == po.Committed {
-						po.Tombstones = sc
-					}
-					po.ShareLag, po.ShareLagKnown = gs.shareLag[tp]
-					p.unreadObservation(&po, t, gs, tp)
-				}
-				po.CommittedAfter = recall.CommittedAfter[tp]
-				if v, ok := recall.Vanished[tp]; ok && po.Committed == proof.NoOffset {
-					po.OffsetVanished, po.VanishedOffset, po.VanishedSeenAt = true, v.Offset, v.SeenAt
-				}
-				if d, ok := recall.Diverged[tp]; ok {
-					po.LogDiverged, po.DivergedFrom, po.DivergedTo, po.DivergedSeenAt = true, d.From, d.To, d.SeenAt
-				}
-				if gs != nil && po.Committed >= 0 {
-					po.CommitEpoch = p.commitEpoch(gs, tp)
-					po.CommitWitness = p.commitWitness(gs, tp)
-				}
-				if t.Cursor != nil {
-					po.CursorTimestamp = p.cursors[i].timestamps[tp]
-				}
-				to.Partitions = append(to.Partitions, po)
+				to.Partitions = append(to.Partitions, p.partitionObservation(i, t, gs, recall, ts, id))
 			}
 		}
 		obs.Topics = append(obs.Topics, to)
@@ -414,30 +372,97 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 		obs.Cursor = p.cursors[i].obs
 		obs.Cursor.Rows = slices.Clone(obs.Cursor.Rows)
 	}
-
 	if t.ReadOffsetsTopic {
-		pr := p.offsetsTopic.problem
-		obs.OffsetsTopic = proof.OffsetsTopicRead{Requested: true, Reason: pr.reason, Problem: pr.text,
-			CoordinatorAhead: p.offsetsTopic.coordinatorAhead}
-		switch {
-		case pr.text != "":
-		case p.offsetsTopic.groups == nil:
-			// Asked, but the pass never got to read it (metadata failed).
-			obs.OffsetsTopic.Reason, obs.OffsetsTopic.Problem = proof.OffsetsTopicNotRead,
-				offsetsTopicName+" not read: the cluster's metadata was not read"
-		default:
-			p.offsetsTopic.exactTimes(&obs)
-		}
+		p.offsetsTopicObservation(&obs)
 	}
+	obs.Failures = p.failuresOf(t, inTarget)
+	return obs
+}
 
+// configsInto puts the topic's configs, as read, into its observation.
+func (ts *topicState) configsInto(to *proof.TopicObservation) {
+	to.RetentionMs = ts.retentionMs
+	to.RetentionBytes = ts.retentionBytes
+	to.CleanupPolicy = ts.cleanupPolicy
+	to.DeleteRetentionMs = ts.deleteRetentionMs
+	to.TimestampType = ts.timestampType
+	to.TimestampBeforeMaxMs = ts.timestampBeforeMaxMs
+	to.TimestampAfterMaxMs = ts.timestampAfterMaxMs
+	to.TimestampDifferenceMaxMs = ts.timestampDifferenceMaxMs
+	to.RemoteStorageEnable = ts.remoteStorageEnable
+}
+
+// partitionObservation is what target i's observation says of one
+// partition: its log, the group's commit and what dates it (gs nil: the
+// group was not described), what the group memory recalls, the cursor.
+func (p *pass) partitionObservation(i int, t Target, gs *groupState, recall groupmemory.Recall, ts *topicState, id int32) proof.PartitionObservation {
+	ps := ts.partitions[id]
+	tp := topicPartition{Topic: ts.name, Partition: id}
+	po := proof.PartitionObservation{
+		Partition: id,
+		LogStart:  ps.logStart,
+		LogEnd:    ps.logEnd,
+		Committed: proof.NoOffset,
+	}
+	if gs != nil {
+		if c, ok := gs.committed[tp]; ok {
+			po.Committed = c
+		}
+		po.CommittedTimestamp = gs.timestamps[tp]
+		po.PrecedingTimestamp = gs.preceding[tp]
+		po.PrecedingMarkerTimestamp = gs.precedingMarker[tp]
+		if sc := gs.tombstones[tp]; sc != nil && sc.From == po.Committed {
+			po.Tombstones = sc
+		}
+		po.ShareLag, po.ShareLagKnown = gs.shareLag[tp]
+		p.unreadObservation(&po, t, gs, tp)
+	}
+	po.CommittedAfter = recall.CommittedAfter[tp]
+	if v, ok := recall.Vanished[tp]; ok && po.Committed == proof.NoOffset {
+		po.OffsetVanished, po.VanishedOffset, po.VanishedSeenAt = true, v.Offset, v.SeenAt
+	}
+	if d, ok := recall.Diverged[tp]; ok {
+		po.LogDiverged, po.DivergedFrom, po.DivergedTo, po.DivergedSeenAt = true, d.From, d.To, d.SeenAt
+	}
+	if gs != nil && po.Committed >= 0 {
+		po.CommitEpoch = p.commitEpoch(gs, tp)
+		po.CommitWitness = p.commitWitness(gs, tp)
+	}
+	if t.Cursor != nil {
+		po.CursorTimestamp = p.cursors[i].timestamps[tp]
+	}
+	return po
+}
+
+// offsetsTopicObservation says what was read of __consumer_offsets for a
+// target that asked for it.
+func (p *pass) offsetsTopicObservation(obs *proof.Observation) {
+	pr := p.offsetsTopic.problem
+	obs.OffsetsTopic = proof.OffsetsTopicRead{Requested: true, Reason: pr.reason, Problem: pr.text,
+		CoordinatorAhead: p.offsetsTopic.coordinatorAhead}
+	switch {
+	case pr.text != "":
+	case p.offsetsTopic.groups == nil:
+		// Asked, but the pass never got to read it (metadata failed).
+		obs.OffsetsTopic.Reason, obs.OffsetsTopic.Problem = proof.OffsetsTopicNotRead,
+			offsetsTopicName+" not read: the cluster's metadata was not read"
+	default:
+		p.offsetsTopic.exactTimes(obs)
+	}
+}
+
+// failuresOf are the pass's failures that apply to target t, in a stable
+// order, each once.
+func (p *pass) failuresOf(t Target, inTarget map[string]bool) []proof.Failure {
+	var out []proof.Failure
 	p.mu.Lock()
 	for _, f := range p.failures {
 		if f.appliesTo(t, inTarget) {
-			obs.Failures = append(obs.Failures, f.Failure)
+			out = append(out, f.Failure)
 		}
 	}
 	p.mu.Unlock()
-	slices.SortStableFunc(obs.Failures, func(a, b proof.Failure) int {
+	slices.SortStableFunc(out, func(a, b proof.Failure) int {
 		return cmp.Or(
 			cmp.Compare(a.Topic, b.Topic),
 			cmp.Compare(a.Partition, b.Partition),
@@ -446,8 +471,7 @@ func (p *pass) observation(i int, t Target) proof.Observation {
 			cmp.Compare(a.Message, b.Message),
 		)
 	})
-	obs.Failures = slices.Compact(obs.Failures)
-	return obs
+	return slices.Compact(out)
 }
 
 // usablePartitions lists, per topic, the partitions metadata answered for

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -90,9 +91,53 @@ type commitNeeds struct {
 }
 
 func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
-	// Which (partition, fetch offset) pairs are needed, and by whom.
+	byLeader, needers := p.timestampWants()
+	if len(needers) == 0 {
+		return
+	}
+	found, denied, emptied := p.fetchByLeader(ctx, byLeader)
+	p.rescanTombstones(ctx, needers, found)
+
+	missing := 0
+	p.mu.Lock()
+	for w, needs := range needers {
+		fr, ok := found[w]
+		if !ok {
+			missing++
+			continue
+		}
+		for _, n := range needs {
+			p.keepRecords(w, n, fr)
+		}
+	}
+	p.markUnread(needers, found, emptied, denied)
+	p.mu.Unlock()
+
+	if len(denied) > 0 {
+		p.o.opts.logger.V(1).Info("Fetch denied: record timestamps around committed offsets (recoveryHeadroom, commit dating) unknown for these topics; the principal needs Read on them",
+			"connection", p.conn.String(), "topics", sortedKeys(denied))
+	}
+	if missing > 0 {
+		p.o.opts.logger.V(1).Info("record timestamps around committed offsets not read", "connection", p.conn.String(), "partitions", missing)
+	}
+}
+
+// timestampWants is which (partition, fetch offset) pairs are needed, per
+// partition leader, and by whom: every group's committed offset inside the
+// log (the record before it to date the commit, when its expiry goes per
+// commit; the record at it for headroom), and every target's cursor.
+func (p *pass) timestampWants() (map[int32]map[topicPartition][]int64, map[timestampWant][]commitNeeds) {
 	byLeader := make(map[int32]map[topicPartition][]int64)
 	needers := make(map[timestampWant][]commitNeeds)
+	need := func(w timestampWant, leader int32, n commitNeeds) {
+		if _, ok := needers[w]; !ok {
+			if byLeader[leader] == nil {
+				byLeader[leader] = make(map[topicPartition][]int64)
+			}
+			byLeader[leader][w.tp] = append(byLeader[leader][w.tp], w.offset)
+		}
+		needers[w] = append(needers[w], n)
+	}
 	for _, g := range p.groups {
 		gs := p.groupInfo[g]
 		kind := gs.observation()
@@ -110,44 +155,30 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 			if dating {
 				w.offset = c - 1
 			}
-			if _, ok := needers[w]; !ok {
-				if byLeader[ps.leader] == nil {
-					byLeader[ps.leader] = make(map[topicPartition][]int64)
-				}
-				byLeader[ps.leader][tp] = append(byLeader[ps.leader][tp], w.offset)
-			}
-			needers[w] = append(needers[w], commitNeeds{group: g, committed: c, target: -1})
+			need(w, ps.leader, commitNeeds{group: g, committed: c, target: -1})
 		}
 	}
 	for i := range p.targets {
 		for tp, c := range p.cursorOffsets(i) {
-			ps := p.topics[tp.Topic].partitions[tp.Partition]
-			w := timestampWant{tp, c}
-			if _, ok := needers[w]; !ok {
-				if byLeader[ps.leader] == nil {
-					byLeader[ps.leader] = make(map[topicPartition][]int64)
-				}
-				byLeader[ps.leader][tp] = append(byLeader[ps.leader][tp], w.offset)
-			}
-			needers[w] = append(needers[w], commitNeeds{committed: c, target: i})
+			need(timestampWant{tp, c}, p.topics[tp.Topic].partitions[tp.Partition].leader, commitNeeds{committed: c, target: i})
 		}
 	}
-	if len(needers) == 0 {
-		return
-	}
+	return byLeader, needers
+}
 
+// fetchByLeader reads the wanted offsets, each leader on its own, round r
+// asking each partition at its r-th offset. emptied are the wants answered
+// without records (unread.go), denied the topics Fetch was denied on.
+func (p *pass) fetchByLeader(ctx context.Context, byLeader map[int32]map[topicPartition][]int64) (found map[timestampWant]fetchedRecords, denied map[string]bool, emptied map[timestampWant]bool) {
 	var (
-		mu      sync.Mutex
-		found   = make(map[timestampWant]fetchedRecords)
-		denied  = make(map[string]bool)
-		emptied = make(map[timestampWant]bool) // answered without records (unread.go)
-		wg      sync.WaitGroup
+		mu sync.Mutex
+		wg sync.WaitGroup
 	)
+	found, denied, emptied = make(map[timestampWant]fetchedRecords), make(map[string]bool), make(map[timestampWant]bool)
 	for leader, wants := range byLeader {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// Round r asks each partition at its r-th offset.
 			for round := 0; ; round++ {
 				var batch []timestampWant
 				for tp, offsets := range wants {
@@ -163,14 +194,10 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 					// Each partition the broker skipped is asked
 					// again, first (alone) in its own request: a
 					// broker sends that one's batch whole.
-					for w, fr := range p.reaskSkipped(ctx, leader, skipped) {
-						got[w] = fr
-					}
+					maps.Copy(got, p.reaskSkipped(ctx, leader, skipped))
 				}
 				mu.Lock()
-				for w, fr := range got {
-					found[w] = fr
-				}
+				maps.Copy(found, got)
 				for _, t := range deniedTopics {
 					denied[t] = true
 				}
@@ -185,61 +212,45 @@ func (p *pass) fetchCommittedTimestamps(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	return found, denied, emptied
+}
 
-	p.rescanTombstones(ctx, needers, found)
-
-	missing := 0
-	p.mu.Lock()
-	for w, needs := range needers {
-		fr, ok := found[w]
-		if !ok {
-			missing++
-			continue
+// keepRecords keeps what one need takes from the records read at w: a
+// target's the timestamp at its cursor; a group's the timestamps at and
+// before its committed offset, the tombstones after it on a compacting
+// topic, and a transaction marker before it. Called with p.mu held.
+func (p *pass) keepRecords(w timestampWant, n commitNeeds, fr fetchedRecords) {
+	if n.target >= 0 {
+		if at, _ := fr.around(n.committed); !at.IsZero() {
+			c := &p.cursors[n.target]
+			if c.timestamps == nil {
+				c.timestamps = make(map[topicPartition]time.Time)
+			}
+			c.timestamps[w.tp] = at
 		}
-		for _, n := range needs {
-			if n.target >= 0 {
-				if at, _ := fr.around(n.committed); !at.IsZero() {
-					c := &p.cursors[n.target]
-					if c.timestamps == nil {
-						c.timestamps = make(map[topicPartition]time.Time)
-					}
-					c.timestamps[w.tp] = at
-				}
-				continue
+		return
+	}
+	gs := p.groupInfo[n.group]
+	at, before := fr.around(n.committed)
+	if !at.IsZero() {
+		gs.timestamps[w.tp] = at
+	}
+	if !before.IsZero() {
+		gs.preceding[w.tp] = before
+	}
+	if p.compacts(w.tp.Topic) {
+		if scan := fr.tombstoneScan(n.committed, p.o.opts.cleaningAllowance); scan != nil {
+			if gs.tombstones == nil {
+				gs.tombstones = make(map[topicPartition]*proof.TombstoneScan)
 			}
-			gs := p.groupInfo[n.group]
-			at, before := fr.around(n.committed)
-			if !at.IsZero() {
-				gs.timestamps[w.tp] = at
-			}
-			if !before.IsZero() {
-				gs.preceding[w.tp] = before
-			}
-			if p.compacts(w.tp.Topic) {
-				if scan := fr.tombstoneScan(n.committed, p.o.opts.cleaningAllowance); scan != nil {
-					if gs.tombstones == nil {
-						gs.tombstones = make(map[topicPartition]*proof.TombstoneScan)
-					}
-					gs.tombstones[w.tp] = scan
-				}
-			}
-			if m := fr.markerBefore(n.committed); !m.IsZero() {
-				if gs.precedingMarker == nil {
-					gs.precedingMarker = make(map[topicPartition]time.Time)
-				}
-				gs.precedingMarker[w.tp] = m
-			}
+			gs.tombstones[w.tp] = scan
 		}
 	}
-	p.markUnread(needers, found, emptied, denied)
-	p.mu.Unlock()
-
-	if len(denied) > 0 {
-		p.o.opts.logger.V(1).Info("Fetch denied: record timestamps around committed offsets (recoveryHeadroom, commit dating) unknown for these topics; the principal needs Read on them",
-			"connection", p.conn.String(), "topics", sortedKeys(denied))
-	}
-	if missing > 0 {
-		p.o.opts.logger.V(1).Info("record timestamps around committed offsets not read", "connection", p.conn.String(), "partitions", missing)
+	if m := fr.markerBefore(n.committed); !m.IsZero() {
+		if gs.precedingMarker == nil {
+			gs.precedingMarker = make(map[topicPartition]time.Time)
+		}
+		gs.precedingMarker[w.tp] = m
 	}
 }
 
@@ -291,7 +302,7 @@ func (p *pass) windowOf(group string) time.Duration {
 // compacts reports whether the topic's cleanup.policy, as read, compacts.
 func (p *pass) compacts(topic string) bool {
 	ts := p.topics[topic]
-	return ts != nil && proof.Compacts(ts.cleanupPolicy)
+	return ts != nil && ts.cleanupPolicy.Compacts()
 }
 
 // rescanTombstones reads again, with tombstoneScanBytes, the lagging
@@ -308,7 +319,7 @@ func (p *pass) rescanTombstones(ctx context.Context, needers map[timestampWant][
 		if !ok || !p.compacts(w.tp.Topic) || (fr.hw >= 0 && fr.through >= fr.hw) {
 			continue
 		}
-		dr, ok := proof.DeleteRetention(p.topics[w.tp.Topic].deleteRetentionMs)
+		dr, ok := p.topics[w.tp.Topic].deleteRetentionMs.Millis()
 		if !ok {
 			continue
 		}

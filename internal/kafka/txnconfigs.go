@@ -1,9 +1,6 @@
 package kafka
 
 import (
-	"strconv"
-	"strings"
-
 	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
@@ -31,8 +28,8 @@ func loosestTransactionConfig(brokers []int32, defaults map[int32]map[string]pro
 		if !v.Present {
 			return
 		}
-		n, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
-		if v.Null || err != nil {
+		n, ok := v.Int()
+		if !ok {
 			*cur = v // does not parse: wins, the proof reports it
 			return
 		}
@@ -40,8 +37,8 @@ func loosestTransactionConfig(brokers []int32, defaults map[int32]map[string]pro
 			*cur = v
 			return
 		}
-		m, err := strconv.ParseInt(strings.TrimSpace(cur.Value), 10, 64)
-		if cur.Null || err != nil {
+		m, ok := cur.Int()
+		if !ok {
 			return
 		}
 		if n > m {
@@ -53,7 +50,7 @@ func loosestTransactionConfig(brokers []int32, defaults map[int32]map[string]pro
 		largest(&out.MaxTimeoutMs, values[proof.KeyTransactionMaxTimeoutMs])
 		largest(&out.AbortCheckIntervalMs, values[proof.KeyTransactionAbortCheckIntervalMs])
 		if v := values[proof.KeyTransactionTwoPhaseCommit]; v.Present &&
-			(!out.TwoPhaseCommitEnable.Present || strings.EqualFold(strings.TrimSpace(out.TwoPhaseCommitEnable.Value), "false")) {
+			(!out.TwoPhaseCommitEnable.Present || out.TwoPhaseCommitEnable.Is("false")) {
 			out.TwoPhaseCommitEnable = v // anything but false wins
 		}
 	}

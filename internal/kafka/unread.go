@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -77,11 +76,11 @@ func (p *pass) markUnread(needers map[timestampWant][]commitNeeds, found map[tim
 // retention longer than that keeps every record the window needs); false
 // when the target has no window or the topic no finite retention.ms.
 func (p *pass) unreadTimestamp(t Target, ts *topicState) (int64, bool) {
-	if t.RecoveryWindow <= 0 || ts == nil || !ts.retentionMs.Present || ts.retentionMs.Null {
+	if t.RecoveryWindow <= 0 || ts == nil {
 		return 0, false
 	}
-	ms, err := strconv.ParseInt(ts.retentionMs.Value, 10, 64)
-	if err != nil || ms <= 0 {
+	ms, ok := ts.retentionMs.Int()
+	if !ok || ms <= 0 {
 		return 0, false
 	}
 	at := p.now.Add(t.RecoveryWindow).UnixMilli() - ms
@@ -93,6 +92,51 @@ func (p *pass) unreadTimestamp(t Target, ts *topicState) (int64, bool) {
 // partitions asked at several timestamps (targets with other windows) take
 // one round each.
 func (p *pass) listOffsetsForUnread(ctx context.Context) {
+	byPartition := p.unreadTimestamps()
+	if len(byPartition) == 0 {
+		return
+	}
+	answers := make(map[timestampTarget]offsetForTimestamp)
+	for round := 0; ctx.Err() == nil; round++ {
+		req, asked := timestampRequest(byPartition, round)
+		if req == nil {
+			break
+		}
+		for _, a := range asked {
+			answers[a] = offsetForTimestamp{problem: "ListOffsets by timestamp was not answered"}
+		}
+		for _, shard := range p.cl.RequestSharded(ctx, req) {
+			if shard.Err != nil {
+				for _, rt := range shard.Req.(*kmsg.ListOffsetsRequest).Topics {
+					for _, rp := range rt.Partitions {
+						k := timestampTarget{topicPartition{Topic: rt.Topic, Partition: rp.Partition}, rp.Timestamp}
+						answers[k] = offsetForTimestamp{problem: "ListOffsets by timestamp failed: " + p.conn.redact(describeError(shard.Err))}
+					}
+				}
+				continue
+			}
+			foldTimestampOffsets(answers, asked, shard.Resp.(*kmsg.ListOffsetsResponse))
+		}
+	}
+	p.mu.Lock()
+	p.byTimestamp = answers
+	p.mu.Unlock()
+	failed := 0
+	for _, a := range answers {
+		if !a.read {
+			failed++
+		}
+	}
+	if failed > 0 {
+		p.o.opts.logger.V(1).Info("ListOffsets by timestamp for undated committed records not answered",
+			"connection", p.conn.String(), "partitions", failed)
+	}
+}
+
+// unreadTimestamps is, per lagging partition a target's group could not
+// date, the timestamps its targets ask it at (unreadTimestamp); discovered
+// groups count as targets with the discovery's window.
+func (p *pass) unreadTimestamps() map[topicPartition][]int64 {
 	byPartition := make(map[topicPartition][]int64)
 	targets := p.targets
 	if p.discover != nil && p.discover.RecoveryWindow > 0 {
@@ -116,83 +160,64 @@ func (p *pass) listOffsetsForUnread(ctx context.Context) {
 			}
 		}
 	}
-	if len(byPartition) == 0 {
-		return
+	return byPartition
+}
+
+// timestampRequest asks ListOffsets, read_uncommitted (answers below the
+// high watermark), each partition at its round-th timestamp; nil when no
+// partition has one. asked is what it asks, by topic and partition.
+func timestampRequest(byPartition map[topicPartition][]int64, round int) (*kmsg.ListOffsetsRequest, []timestampTarget) {
+	var asked []timestampTarget
+	for tp, ats := range byPartition {
+		if round < len(ats) {
+			asked = append(asked, timestampTarget{tp, ats[round]})
+		}
 	}
-	answers := make(map[timestampTarget]offsetForTimestamp)
-	for round := 0; ctx.Err() == nil; round++ {
-		req := kmsg.NewPtrListOffsetsRequest()
-		req.IsolationLevel = 0 // read_uncommitted: answers below the high watermark
-		var asked []timestampTarget
-		for tp, ats := range byPartition {
-			if round < len(ats) {
-				asked = append(asked, timestampTarget{tp, ats[round]})
-			}
+	if len(asked) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(asked, func(a, b timestampTarget) int {
+		return cmp.Or(cmp.Compare(a.tp.Topic, b.tp.Topic), cmp.Compare(a.tp.Partition, b.tp.Partition))
+	})
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.IsolationLevel = 0
+	for _, a := range asked {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != a.tp.Topic {
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = a.tp.Topic
+			req.Topics = append(req.Topics, rt)
 		}
-		if len(asked) == 0 {
-			break
-		}
-		slices.SortFunc(asked, func(a, b timestampTarget) int {
-			return cmp.Or(cmp.Compare(a.tp.Topic, b.tp.Topic), cmp.Compare(a.tp.Partition, b.tp.Partition))
-		})
-		at := make(map[topicPartition]int64, len(asked))
-		for _, a := range asked {
-			at[a.tp] = a.at
-			if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != a.tp.Topic {
-				rt := kmsg.NewListOffsetsRequestTopic()
-				rt.Topic = a.tp.Topic
-				req.Topics = append(req.Topics, rt)
-			}
-			rp := kmsg.NewListOffsetsRequestTopicPartition()
-			rp.Partition = a.tp.Partition
-			rp.Timestamp = a.at
-			rt := &req.Topics[len(req.Topics)-1]
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		for _, a := range asked {
-			answers[a] = offsetForTimestamp{problem: "ListOffsets by timestamp was not answered"}
-		}
-		for _, shard := range p.cl.RequestSharded(ctx, req) {
-			if shard.Err != nil {
-				sreq := shard.Req.(*kmsg.ListOffsetsRequest)
-				for _, rt := range sreq.Topics {
-					for _, rp := range rt.Partitions {
-						k := timestampTarget{topicPartition{Topic: rt.Topic, Partition: rp.Partition}, rp.Timestamp}
-						answers[k] = offsetForTimestamp{problem: "ListOffsets by timestamp failed: " + p.conn.redact(describeError(shard.Err))}
-					}
-				}
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition = a.tp.Partition
+		rp.Timestamp = a.at
+		rt := &req.Topics[len(req.Topics)-1]
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	return req, asked
+}
+
+// foldTimestampOffsets reads a ListOffsets answer to the timestamps asked:
+// the offset of the first record at or after each (-1 when none), or why
+// not. Partitions not asked are passed over. No I/O.
+func foldTimestampOffsets(answers map[timestampTarget]offsetForTimestamp, asked []timestampTarget, resp *kmsg.ListOffsetsResponse) {
+	at := make(map[topicPartition]int64, len(asked))
+	for _, a := range asked {
+		at[a.tp] = a.at
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			tp := topicPartition{Topic: rt.Topic, Partition: rp.Partition}
+			ts, ok := at[tp]
+			if !ok {
 				continue
 			}
-			resp := shard.Resp.(*kmsg.ListOffsetsResponse)
-			for _, rt := range resp.Topics {
-				for _, rp := range rt.Partitions {
-					tp := topicPartition{Topic: rt.Topic, Partition: rp.Partition}
-					ts, ok := at[tp]
-					if !ok {
-						continue
-					}
-					k := timestampTarget{tp, ts}
-					if rp.ErrorCode != 0 {
-						answers[k] = offsetForTimestamp{problem: "ListOffsets by timestamp failed: " + describeError(kerr.ErrorForCode(rp.ErrorCode))}
-						continue
-					}
-					answers[k] = offsetForTimestamp{offset: rp.Offset, read: true}
-				}
+			k := timestampTarget{tp, ts}
+			if rp.ErrorCode != 0 {
+				answers[k] = offsetForTimestamp{problem: "ListOffsets by timestamp failed: " + describeError(kerr.ErrorForCode(rp.ErrorCode))}
+				continue
 			}
+			answers[k] = offsetForTimestamp{offset: rp.Offset, read: true}
 		}
-	}
-	p.mu.Lock()
-	p.byTimestamp = answers
-	p.mu.Unlock()
-	failed := 0
-	for _, a := range answers {
-		if !a.read {
-			failed++
-		}
-	}
-	if failed > 0 {
-		p.o.opts.logger.V(1).Info("ListOffsets by timestamp for undated committed records not answered",
-			"connection", p.conn.String(), "partitions", failed)
 	}
 }
 

@@ -2,7 +2,6 @@ package proof
 
 import (
 	"math"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -111,24 +110,6 @@ func readCleanupPolicy(v ConfigValue) (deletes, compacts bool, problem string) {
 	return deletes, compacts, ""
 }
 
-// Compacts reports whether cleanup.policy, read by the proof's own rule
-// (readCleanupPolicy), compacts; false when unreadable. For the observer,
-// which reads more of a compacting topic's records (its tombstones).
-func Compacts(v ConfigValue) bool {
-	_, compacts, problem := readCleanupPolicy(v)
-	return problem == "" && compacts
-}
-
-// DeleteRetention reads delete.retention.ms by the proof's own rule; false
-// when unreadable or negative.
-func DeleteRetention(v ConfigValue) (time.Duration, bool) {
-	ms, problem := readInt(keyDeleteRetentionMs, v)
-	if problem != "" || ms < 0 {
-		return 0, false
-	}
-	return millisToDuration(ms), true
-}
-
 // readRemoteStorage reads remote.storage.enable. Absent means a broker
 // without tiered storage (before 3.6, or kfake): false. Null or anything
 // but true/false is unreadable.
@@ -148,13 +129,14 @@ func readRemoteStorage(v ConfigValue) (bool, string) {
 	return false, keyRemoteStorageEnable + " " + quoteValue(v.Value) + " is not true or false"
 }
 
-// readInt reads an integer config value; problem says why it could not.
+// readInt reads an integer config value (ConfigValue.Int); problem says
+// why it could not.
 func readInt(key string, v ConfigValue) (n int64, problem string) {
 	if problem := unreadable(key, v); problem != "" {
 		return 0, problem
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
-	if err != nil {
+	n, ok := v.Int()
+	if !ok {
 		return 0, key + " " + quoteValue(v.Value) + " is not an integer"
 	}
 	return n, ""

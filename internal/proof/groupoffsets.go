@@ -1,9 +1,7 @@
 package proof
 
 import (
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -519,7 +517,7 @@ func precedingUndated(po *PartitionObservation) string {
 // unbounded before). Unbounded, or unreadable, the record does not date
 // the commit: problem says why.
 func clockSkew(t *TopicObservation) (time.Duration, string) {
-	if v := t.TimestampType; v.Present && !v.Null && strings.EqualFold(strings.TrimSpace(v.Value), "LogAppendTime") {
+	if t.TimestampType.LogAppendTime() {
 		return 0, ""
 	}
 	v := t.TimestampAfterMaxMs
@@ -532,13 +530,13 @@ func clockSkew(t *TopicObservation) (time.Duration, string) {
 			return time.Hour, ""
 		}
 	}
-	ms, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
-	if !v.Present || v.Null || err != nil || ms < 0 || ms == math.MaxInt64 {
+	skew, ok := v.Millis()
+	if !ok || v.Unbounded() {
 		return 0, "the record before it is stamped by its producer (" + keyTimestampType + " CreateTime) and " +
 			keyTimestampAfterMaxMs + " (or, before 3.6, message.timestamp.difference.max.ms) does not bound how far ahead of the broker's clock (" + afterMaxValue(v) +
 			"): its timestamp does not date the commit"
 	}
-	return millisToDuration(ms), ""
+	return skew, ""
 }
 
 func afterMaxValue(v ConfigValue) string {

@@ -1,9 +1,7 @@
 package proof
 
 import (
-	"math"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -28,7 +26,7 @@ func recordTimestampWarnings(f *facts) []Warning {
 		if t.obs == nil || !finite || retention < window {
 			continue
 		}
-		if v := t.obs.TimestampType; v.Present && !v.Null && strings.EqualFold(strings.TrimSpace(v.Value), "LogAppendTime") {
+		if t.obs.TimestampType.LogAppendTime() {
 			continue
 		}
 		margin := retention - window
@@ -62,12 +60,9 @@ func recordTimestampsMessage(w *Warning) string {
 // timestampBound reads message.timestamp.before.max.ms; absent, null,
 // unparsable or Long.MAX mean no bound (Kafka's default).
 func timestampBound(v ConfigValue) (time.Duration, bool) {
-	if !v.Present || v.Null {
+	d, ok := v.Millis()
+	if !ok || v.Unbounded() {
 		return 0, false
 	}
-	ms, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
-	if err != nil || ms < 0 || ms == math.MaxInt64 {
-		return 0, false
-	}
-	return millisToDuration(ms), true
+	return d, true
 }

@@ -1,8 +1,6 @@
 package proof
 
 import (
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -70,7 +68,7 @@ const (
 // transactional commit may have been stamped: transaction.max.timeout.ms
 // plus the abort check's period. problem says why no allowance bounds it.
 func transactionAllowance(t TransactionConfig) (time.Duration, string) {
-	if v := t.TwoPhaseCommitEnable; v.Present && !(!v.Null && strings.EqualFold(strings.TrimSpace(v.Value), "false")) {
+	if v := t.TwoPhaseCommitEnable; v.Present && !v.Is("false") {
 		return 0, KeyTransactionTwoPhaseCommit + " is " + quoteNullable(v) + " on a broker: a two-phase transaction (KIP-939) has no " +
 			"timeout, so an offset committed in one carries a time any while before the guard saw it change"
 	}
@@ -80,16 +78,15 @@ func transactionAllowance(t TransactionConfig) (time.Duration, string) {
 		v   ConfigValue
 		def int64
 	}{{KeyTransactionMaxTimeoutMs, t.MaxTimeoutMs, DefaultTransactionMaxTimeoutMs}, {KeyTransactionAbortCheckIntervalMs, t.AbortCheckIntervalMs, DefaultTransactionAbortCheckMs}} {
-		ms := c.def
+		d := millisToDuration(c.def)
 		if c.v.Present {
-			n, err := strconv.ParseInt(strings.TrimSpace(c.v.Value), 10, 64)
-			if c.v.Null || err != nil || n < 0 {
+			var ok bool
+			if d, ok = c.v.Millis(); !ok {
 				return 0, c.key + " is " + quoteNullable(c.v) + ": how long a transactional offset commit may stay hidden after the time " +
 					"it carries is unknown, so a change the guard saw does not date it"
 			}
-			ms = n
 		}
-		total = saturatingAdd(total, millisToDuration(ms))
+		total = saturatingAdd(total, d)
 	}
 	return total, ""
 }

@@ -53,7 +53,7 @@ func From(res proof.Result, obs proof.Observation) *rgv1.ProofStatus {
 		if t.CleanupPolicy.Present && !t.CleanupPolicy.Null {
 			ts.CleanupPolicy = t.CleanupPolicy.Value
 		}
-		if strings.Contains(ts.CleanupPolicy, "compact") {
+		if t.CleanupPolicy.Compacts() {
 			ts.DeleteRetentionMs = ConfigInt(t.DeleteRetentionMs)
 		}
 		ts.Source = cmp.Or(t.RetentionMs.Source, t.RetentionBytes.Source, t.CleanupPolicy.Source)
@@ -218,15 +218,6 @@ func omittedByReason(vs []proof.Violation, keep []int) []rgv1.ReasonCount {
 	return out
 }
 
-// ConfigInt parses an integer config value; nil when absent, null or not a
-// number (the proof reports those as unreadable).
-func ConfigInt(v proof.ConfigValue) *int64 {
-	if !v.Present || v.Null {
-		return nil
-	}
-	n, err := strconv.ParseInt(v.Value, 10, 64)
-	if err != nil {
-		return nil
-	}
-	return &n
-}
+// ConfigInt is an integer config value for the status; nil when unknown
+// (proof.ConfigValue.IntOrNil: the proof reports those as unreadable).
+func ConfigInt(v proof.ConfigValue) *int64 { return v.IntOrNil() }
