@@ -459,6 +459,22 @@ func (b *Broker) properties(n *Node) string {
 		// 3.9 turns KIP-848 groups on only when asked (preview).
 		p["group.coordinator.rebalance.protocols"] = "classic,consumer"
 	}
+	b.listenerProperties(p, n)
+	if b.cfg.tiered {
+		b.tieredProperties(p, n, rf, minISR)
+	}
+	for k, v := range b.cfg.props {
+		p[k] = v
+	}
+	for k, v := range b.cfg.nodeProps[n.ID] {
+		p[k] = v
+	}
+	return renderProperties(p)
+}
+
+// listenerProperties sets the client and controller listeners: SASL with
+// the configured users and the standard authorizer, or plain text.
+func (b *Broker) listenerProperties(p map[string]string, n *Node) {
 	if s := b.cfg.sasl; s != nil {
 		p["listeners"] = "SASL_PLAINTEXT://" + n.Addr + ",CONTROLLER://" + n.ControllerAddr
 		p["advertised.listeners"] = "SASL_PLAINTEXT://" + n.Addr
@@ -491,29 +507,30 @@ func (b *Broker) properties(n *Node) string {
 		p["listener.security.protocol.map"] = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
 		p["inter.broker.listener.name"] = "PLAINTEXT"
 	}
-	if b.cfg.tiered {
-		listener := "PLAINTEXT"
-		if s := b.cfg.sasl; s != nil {
-			listener = "SASL_PLAINTEXT"
-			const client = "rlmm.config.remote.log.metadata.common.client."
-			p[client+"sasl.mechanism"] = "PLAIN"
-			p[client+"sasl.jaas.config"] = fmt.Sprintf("org.apache.kafka.common.security.plain.PlainLoginModule required username=%q password=%q;", s.AdminUser, s.AdminPassword)
-		}
-		p["remote.log.storage.system.enable"] = "true"
-		p["remote.log.storage.manager.class.name"] = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
-		p["rsm.config.dir"] = filepath.Join(n.dir, "remote")
-		p["remote.log.metadata.manager.listener.name"] = listener
-		p["rlmm.config.remote.log.metadata.topic.replication.factor"] = rf
-		p["rlmm.config.remote.log.metadata.topic.min.isr"] = minISR
-		p["rlmm.config.remote.log.metadata.topic.num.partitions"] = "1"
-		p["remote.log.manager.task.interval.ms"] = "1000"
+}
+
+// tieredProperties turns on tiered storage with Kafka's LocalTieredStorage
+// under the node's directory.
+func (b *Broker) tieredProperties(p map[string]string, n *Node, rf, minISR string) {
+	listener := "PLAINTEXT"
+	if s := b.cfg.sasl; s != nil {
+		listener = "SASL_PLAINTEXT"
+		const client = "rlmm.config.remote.log.metadata.common.client."
+		p[client+"sasl.mechanism"] = "PLAIN"
+		p[client+"sasl.jaas.config"] = fmt.Sprintf("org.apache.kafka.common.security.plain.PlainLoginModule required username=%q password=%q;", s.AdminUser, s.AdminPassword)
 	}
-	for k, v := range b.cfg.props {
-		p[k] = v
-	}
-	for k, v := range b.cfg.nodeProps[n.ID] {
-		p[k] = v
-	}
+	p["remote.log.storage.system.enable"] = "true"
+	p["remote.log.storage.manager.class.name"] = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
+	p["rsm.config.dir"] = filepath.Join(n.dir, "remote")
+	p["remote.log.metadata.manager.listener.name"] = listener
+	p["rlmm.config.remote.log.metadata.topic.replication.factor"] = rf
+	p["rlmm.config.remote.log.metadata.topic.min.isr"] = minISR
+	p["rlmm.config.remote.log.metadata.topic.num.partitions"] = "1"
+	p["remote.log.manager.task.interval.ms"] = "1000"
+}
+
+// renderProperties writes p as a properties file, keys sorted.
+func renderProperties(p map[string]string) string {
 	keys := make([]string, 0, len(p))
 	for k := range p {
 		keys = append(keys, k)
