@@ -104,3 +104,53 @@ compares against it.
 {{- end -}}
 {{- $total -}}
 {{- end -}}
+
+{{/*
+The manager's flags every Deployment passes alike (the webhook-serving one
+and each shard's): Kafka, the Kubernetes client, allow lists, namespaces,
+logs.
+*/}}
+{{- define "retention-guard.sharedArgs" -}}
+- --kafka-request-timeout={{ .Values.kafkaRequestTimeout }}
+- --kube-api-qps={{ .Values.kubeAPI.qps }}
+- --kube-api-burst={{ .Values.kubeAPI.burst }}
+{{- if .Values.pprof.enabled }}
+- --pprof-bind-address=127.0.0.1:8082
+{{- end }}
+{{- with .Values.allowedBootstrapServers }}
+- --allowed-bootstrap-servers={{ join "," . }}
+{{- end }}
+{{- with .Values.allowedCursorHosts }}
+- --allowed-cursor-hosts={{ join "," . }}
+{{- end }}
+{{- with .Values.watchNamespaces }}
+- --watch-namespaces={{ join "," . }}
+{{- end }}
+- --zap-log-level={{ .Values.logLevel }}
+- --zap-encoder={{ .Values.logEncoder }}
+{{- end -}}
+
+{{/* The shards' names, comma-separated (for a notin selector). */}}
+{{- define "retention-guard.shardNames" -}}
+{{- $names := list -}}
+{{- range .Values.shards -}}{{- $names = append $names .name -}}{{- end -}}
+{{- if ne (len $names) (len (uniq $names)) -}}{{- fail (printf "shards: each name once (%s)" (join "," $names)) -}}{{- end -}}
+{{- join "," $names -}}
+{{- end -}}
+
+{{/* A shard's Deployment (and its leader election Lease's prefix). Call with (dict "context" $ "shard" NAME). */}}
+{{- define "retention-guard.shardName" -}}
+{{ include "retention-guard.fullname" .context }}-shard-{{ .shard }}
+{{- end -}}
+
+{{/*
+A shard's pod labels. Its app.kubernetes.io/name differs from the
+webhook-serving pods' so that neither the main Deployment, nor the webhook
+Service, nor the PodDisruptionBudget select shard pods (they serve no
+webhook). Call with (dict "context" $ "shard" NAME).
+*/}}
+{{- define "retention-guard.shardSelectorLabels" -}}
+app.kubernetes.io/name: {{ .context.Chart.Name }}-shard
+app.kubernetes.io/instance: {{ .context.Release.Name }}
+retentionguard.io/shard: {{ .shard }}
+{{- end -}}
