@@ -83,6 +83,8 @@ type options struct {
 	waitLoad       float64
 	maxLoadWaiting time.Duration
 	profileDir     string
+	// shards: measure the last step again on this many shards (0: not).
+	shards int
 }
 
 func main() {
@@ -106,6 +108,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "also write the results as Markdown to this file")
 	flag.StringVar(&o.dir, "dir", "", "keep the stack's files (logs, kubeconfigs) in this directory instead of a temporary one")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write the manager's CPU profile of each steady state and its heap profile at the end into this directory (--pprof-bind-address)")
+	flag.IntVar(&o.shards, "shards", 0, "also measure the last step on this many shards (2 or more; issue 34): each Kafka cluster's policies labelled retentionguard.io/shard=shard-<cluster mod shards>, one manager per shard (--watch-label-selector, its own --leader-election-id, --enable-webhook=false) beside the main one serving the webhook")
 	flag.Float64Var(&o.waitLoad, "wait-load", 0, "before each step, wait until the 1-minute load average is at most this (0: do not wait)")
 	flag.DurationVar(&o.maxLoadWaiting, "max-load-wait", 30*time.Minute, "give up waiting for -wait-load after this long (the step runs anyway, the load is printed)")
 	flag.Parse()
@@ -157,6 +160,9 @@ func main() {
 		}
 	}
 	o.managerEnv = envKV
+	if o.shards == 1 || o.shards < 0 {
+		usage(fmt.Errorf("-shards %d: use 2 or more (0: one manager only)", o.shards))
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -272,7 +278,13 @@ func run(ctx context.Context, o options) error {
 	for _, n := range s.Steps {
 		bootstrap := func(g int) []string { return stk.Clusters[s.cluster(g)].Addrs }
 		if err := createAll(ctx, c, "policies", n-created, func(i int) client.Object {
-			return s.policy(created+i, bootstrap(created+i), o.interval)
+			g := created + i
+			p := s.policy(g, bootstrap(g), o.interval)
+			if o.shards > 1 {
+				// One manager reconciles every policy whatever its label.
+				p.Labels = map[string]string{shardLabel: s.shardOf(g, o.shards)}
+			}
+			return p
 		}, logf); err != nil {
 			return err
 		}
@@ -285,6 +297,14 @@ func run(ctx context.Context, o options) error {
 		logf("%s", r.detail())
 	}
 	report := renderReport(o, results)
+	if o.shards > 1 && len(results) > 0 {
+		last := results[len(results)-1]
+		sr, err := measureShards(ctx, o, stk, c, last.policies)
+		if err != nil {
+			return err
+		}
+		report += renderShards(o, last, sr)
+	}
 	fmt.Print(report)
 	if o.out != "" {
 		if err := os.WriteFile(o.out, []byte(report), 0o644); err != nil {
@@ -339,27 +359,11 @@ type stepResult struct {
 // every proof, settles, and measures the steady state.
 func measureStep(ctx context.Context, o options, stk *stack.Stack, c client.WithWatch, n int) (stepResult, error) {
 	r := stepResult{policies: n}
-	if o.waitLoad > 0 {
-		deadline := time.Now().Add(o.maxLoadWaiting)
-		for loadAverage1() > o.waitLoad && time.Now().Before(deadline) {
-			logf("waiting for the load average (%s) to fall to %.1f", loadAverage(), o.waitLoad)
-			sleep(ctx, 30*time.Second)
-		}
-	}
+	waitForLoad(ctx, o)
 	loadStart := loadAverage()
 	logf("step %d policies: clearing their statuses", n)
-	var list rgv1.ConsumerRetentionPolicyList
-	if err := c.List(ctx, &list); err != nil {
+	if err := clearStatuses(ctx, c); err != nil {
 		return r, err
-	}
-	if err := forAll(ctx, len(list.Items), func(ctx context.Context, i int) error {
-		p := &list.Items[i]
-		if p.Status.Proof == nil && len(p.Status.Conditions) == 0 {
-			return nil
-		}
-		return c.Status().Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"status":null}`)))
-	}); err != nil {
-		return r, fmt.Errorf("clearing statuses: %w", err)
 	}
 
 	stepCtx, cancel := context.WithCancel(ctx)
@@ -532,6 +536,37 @@ func measureStep(ctx context.Context, o options, stk *stack.Stack, c client.With
 		return r, err
 	}
 	return r, nil
+}
+
+// waitForLoad waits, with -wait-load, until the load average falls.
+func waitForLoad(ctx context.Context, o options) {
+	if o.waitLoad <= 0 {
+		return
+	}
+	deadline := time.Now().Add(o.maxLoadWaiting)
+	for loadAverage1() > o.waitLoad && time.Now().Before(deadline) {
+		logf("waiting for the load average (%s) to fall to %.1f", loadAverage(), o.waitLoad)
+		sleep(ctx, 30*time.Second)
+	}
+}
+
+// clearStatuses clears every policy's status, so that each proof the step
+// waits for is its manager's.
+func clearStatuses(ctx context.Context, c client.Client) error {
+	var list rgv1.ConsumerRetentionPolicyList
+	if err := c.List(ctx, &list); err != nil {
+		return err
+	}
+	if err := forAll(ctx, len(list.Items), func(ctx context.Context, i int) error {
+		p := &list.Items[i]
+		if p.Status.Proof == nil && len(p.Status.Conditions) == 0 {
+			return nil
+		}
+		return c.Status().Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"status":null}`)))
+	}); err != nil {
+		return fmt.Errorf("clearing statuses: %w", err)
+	}
+	return nil
 }
 
 // saveProfile fetches one pprof profile from the manager into file; a

@@ -32,6 +32,14 @@ type proofTracker struct {
 	proven   []int // policy numbers with a Proven proof, for the admission load
 	all      chan struct{}
 	allAt    time.Time
+
+	// groupOf, when set, names the group (the shard) of policy number g;
+	// groupWant is how many policies each group holds, and groupAt when
+	// each group's last first proof came.
+	groupOf   func(g int) string
+	groupWant map[string]int
+	groupN    map[string]int
+	groupAt   map[string]time.Time
 }
 
 func newProofTracker(since time.Time, want, rollable int) *proofTracker {
@@ -78,11 +86,13 @@ func (t *proofTracker) note(p *rgv1.ConsumerRetentionPolicy) {
 	defer t.mu.Unlock()
 	if _, seen := t.at[key]; !seen {
 		t.at[key] = time.Now()
-		if pr.Verdict == rgv1.VerdictProven {
-			var g int
-			if _, err := fmt.Sscanf(p.Name, "consumer-%d", &g); err == nil && g < t.rollable {
-				t.proven = append(t.proven, g)
-			}
+		var g int
+		_, err := fmt.Sscanf(p.Name, "consumer-%d", &g)
+		if pr.Verdict == rgv1.VerdictProven && err == nil && g < t.rollable {
+			t.proven = append(t.proven, g)
+		}
+		if t.groupOf != nil && err == nil {
+			t.noteGroup(t.groupOf(g), t.at[key])
 		}
 	}
 	t.verdicts[key] = pr.Verdict
@@ -90,6 +100,25 @@ func (t *proofTracker) note(p *rgv1.ConsumerRetentionPolicy) {
 		t.allAt = time.Now()
 		close(t.all)
 	}
+}
+
+// noteGroup counts one more first proof in group at now (t.mu held).
+func (t *proofTracker) noteGroup(group string, now time.Time) {
+	if t.groupN == nil {
+		t.groupN, t.groupAt = map[string]int{}, map[string]time.Time{}
+	}
+	t.groupN[group]++
+	if t.groupN[group] == t.groupWant[group] {
+		t.groupAt[group] = now
+	}
+}
+
+// groupDone returns when every policy of group had its first proof.
+func (t *proofTracker) groupDone(group string) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.groupAt[group]
+	return at, ok
 }
 
 // counts returns how many policies have a proof, by verdict.

@@ -468,13 +468,37 @@ func (s *Stack) StartManager(ctx context.Context) error {
 
 // WaitManagerReady polls the manager's /readyz.
 func (s *Stack) WaitManagerReady(ctx context.Context, timeout time.Duration) error {
+	return waitReady(ctx, s.Manager, s.ProbeAddr, timeout)
+}
+
+// StartManagerInstance starts one more manager process beside Manager
+// (e.g. a shard of test/scale -shards): name names its log (Dir/name.log),
+// args are the manager command and its flags (ManagerArgs with some
+// replaced), probeAddr its --health-probe-bind-address. It runs with the
+// manager's environment and returns once its /readyz answers; the caller
+// stops it.
+func (s *Stack) StartManagerInstance(ctx context.Context, name string, args []string, probeAddr string) (*Process, error) {
+	p, err := startProcess(ctx, s.Dir, name, s.Binary, args,
+		append([]string{"POD_NAMESPACE=" + ReleaseNamespace}, s.ManagerEnv...), "", 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitReady(ctx, p, probeAddr, 60*time.Second); err != nil {
+		p.Kill()
+		return nil, err
+	}
+	s.logf("retention-guard %s (pid %d) ready", name, p.PID())
+	return p, nil
+}
+
+func waitReady(ctx context.Context, p *Process, probeAddr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	hc := &http.Client{Timeout: time.Second}
 	for {
-		if s.Manager.Exited() {
-			return fmt.Errorf("the manager exited; log %s:\n%s", s.Manager.LogPath, s.Manager.Tail())
+		if p.Exited() {
+			return fmt.Errorf("the %s exited; log %s:\n%s", p.Name, p.LogPath, p.Tail())
 		}
-		resp, err := hc.Get("http://" + s.ProbeAddr + "/readyz")
+		resp, err := hc.Get("http://" + probeAddr + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -482,7 +506,7 @@ func (s *Stack) WaitManagerReady(ctx context.Context, timeout time.Duration) err
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the manager is not ready after %s; log %s:\n%s", timeout, s.Manager.LogPath, s.Manager.Tail())
+			return fmt.Errorf("the %s is not ready after %s; log %s:\n%s", p.Name, timeout, p.LogPath, p.Tail())
 		}
 		select {
 		case <-ctx.Done():
