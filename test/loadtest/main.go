@@ -17,8 +17,10 @@
 //
 // Two phases per handler: closed loop (as fast as -concurrency clients
 // go), then open loop at -rate requests per second, latencies measured
-// from each request's scheduled time. Bounded by -requests per phase and
-// -max-phase; repeated -rounds times, alternating which handler goes first,
+// from each request's scheduled time. Each phase sends -requests, and
+// keeps sending past them until it has lasted -min-phase (10 s by
+// default: a phase under a second measures the start more than the
+// steady pace), never longer than -max-phase; repeated -rounds times, alternating which handler goes first,
 // and summarized by the median. -warmup rounds of the same phases go first,
 // printed apart and left out of the median (a process's first round pays
 // for growing its heap, connections and CPU caches). Each phase prints the
@@ -27,6 +29,7 @@
 // only.
 //
 //	go run ./test/loadtest
+//	go run ./test/loadtest -min-phase 0 -requests 10000   # exactly -requests per phase
 //	go run ./test/loadtest -rate 0 -rounds 1 -cpuprofile cpu.out   # then: go tool pprof -top -focus webhook cpu.out
 //	go run ./test/loadtest -rate 1000 -requests 10000 -concurrency 32
 package main
@@ -81,6 +84,7 @@ func main() {
 		requests    = flag.Int("requests", 5000, "requests per handler per phase")
 		concurrency = flag.Int("concurrency", 16, "concurrent clients in the closed-loop phase")
 		rate        = flag.Float64("rate", 1000, "requests per second in the open-loop phase (0: skip it)")
+		minPhase    = flag.Duration("min-phase", 10*time.Second, "each phase runs at least this long, repeating requests past -requests (0: exactly -requests)")
 		maxPhase    = flag.Duration("max-phase", 30*time.Second, "upper bound on each phase")
 		rounds      = flag.Int("rounds", 3, "rounds of all phases, alternating which handler goes first; the summary is the median")
 		warmup      = flag.Int("warmup", 1, "rounds of all phases before the measured ones, printed apart, not in the median")
@@ -105,7 +109,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "loadtest: -rounds, -requests and -concurrency must be at least 1, -warmup at least 0")
 		os.Exit(64)
 	}
-	if err := run(*namespaces, *perNS, *requests, *concurrency, *rate, *maxPhase, *rounds, *warmup); err != nil {
+	if *minPhase < 0 || *maxPhase <= 0 || *minPhase > *maxPhase {
+		fmt.Fprintf(os.Stderr, "loadtest: -min-phase %s, -max-phase %s: use 0 <= -min-phase <= -max-phase, -max-phase above 0\n", *minPhase, *maxPhase)
+		os.Exit(64)
+	}
+	b := phaseBounds{requests: *requests, min: *minPhase, max: *maxPhase}
+	if err := run(*namespaces, *perNS, b, *concurrency, *rate, *rounds, *warmup); err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -114,7 +123,14 @@ func main() {
 
 const target = "bench-0500"
 
-func run(namespaces, perNS, requests, concurrency int, rate float64, maxPhase time.Duration, rounds, warmup int) error {
+// phaseBounds bound each phase: at least requests and at least min long
+// (requests repeated past -requests), never more than max long.
+type phaseBounds struct {
+	requests int
+	min, max time.Duration
+}
+
+func run(namespaces, perNS int, b phaseBounds, concurrency int, rate float64, rounds, warmup int) error {
 	dir, err := os.MkdirTemp("", "rg-loadtest-")
 	if err != nil {
 		return err
@@ -178,13 +194,14 @@ func run(namespaces, perNS, requests, concurrency int, rate float64, maxPhase ti
 	}
 	fmt.Printf("retention-guard webhook load test: %d policies in %d namespaces, HTTPS (%s, TLS, keep-alive) on loopback, GOMAXPROCS=%d, %d CPUs; client and server in one process\n",
 		namespaces*perNS, namespaces, proto, runtime.GOMAXPROCS(0), runtime.NumCPU())
-	fmt.Printf("request: UPDATE Deployment %s/svc-0 (pod template change), %d bytes; 10 policies in its namespace, 1 matching (Proven, consumer env ok)\n\n", target, len(body))
+	fmt.Printf("request: UPDATE Deployment %s/svc-0 (pod template change), %d bytes; 10 policies in its namespace, 1 matching (Proven, consumer env ok)\n", target, len(body))
+	fmt.Printf("each phase: %d requests, repeated until it has lasted %s, at most %s\n\n", b.requests, b.min, b.max)
 
 	paths := []struct{ name, url string }{{"no-op", base + "/noop"}, {"guard", base + webhook.Path}}
 	closedName := fmt.Sprintf("closed loop, %d clients", concurrency)
 	openName := fmt.Sprintf("open loop at %.0f req/s", rate)
 	all := map[string][]phaseResult{} // handler + phase → measured rounds
-	fmt.Printf("%-7s %-8s %-28s %10s %10s %10s %10s %11s %5s\n", "round", "handler", "phase", "requests", "req/s", "p50", "p99", "allocs/req", "GCs")
+	fmt.Printf("%-7s %-8s %-28s %10s %8s %10s %10s %10s %11s %5s\n", "round", "handler", "phase", "requests", "seconds", "req/s", "p50", "p99", "allocs/req", "GCs")
 	for round := 1 - warmup; round <= rounds; round++ {
 		label := fmt.Sprint(round)
 		if round < 1 {
@@ -211,7 +228,7 @@ func run(namespaces, perNS, requests, concurrency int, rate float64, maxPhase ti
 			return nil
 		}
 		if err := phase(closedName, func(url string) (phaseResult, error) {
-			return closedLoop(httpc, url, body, requests, concurrency, maxPhase)
+			return closedLoop(httpc, url, body, b, concurrency)
 		}); err != nil {
 			return err
 		}
@@ -219,7 +236,7 @@ func run(namespaces, perNS, requests, concurrency int, rate float64, maxPhase ti
 			continue
 		}
 		if err := phase(openName, func(url string) (phaseResult, error) {
-			return openLoop(httpc, url, body, requests, rate, maxPhase)
+			return openLoop(httpc, url, body, b, rate)
 		}); err != nil {
 			return err
 		}
@@ -278,6 +295,7 @@ func median(rs []phaseResult) phaseResult {
 	m.p50 = time.Duration(pick(func(r phaseResult) float64 { return float64(r.p50) }))
 	m.p99 = time.Duration(pick(func(r phaseResult) float64 { return float64(r.p99) }))
 	m.n = int(pick(func(r phaseResult) float64 { return float64(r.n) }))
+	m.elapsed = time.Duration(pick(func(r phaseResult) float64 { return float64(r.elapsed) }))
 	m.mem.allocsPerReq = pick(func(r phaseResult) float64 { return r.mem.allocsPerReq })
 	m.mem.gcs = uint64(pick(func(r phaseResult) float64 { return float64(r.mem.gcs) }))
 	m.errors = 0
@@ -290,13 +308,14 @@ func median(rs []phaseResult) phaseResult {
 type phaseResult struct {
 	handler, phase string
 	n, errors      int
+	elapsed        time.Duration
 	rps            float64
 	p50, p99       time.Duration
 	mem            phaseMem
 }
 
 func (r phaseResult) print(label string) {
-	fmt.Printf("%-7s %-8s %-28s %10d %10.0f %9.2fms %9.2fms %11.0f %5d\n", label, r.handler, r.phase, r.n, r.rps, ms(r.p50), ms(r.p99), r.mem.allocsPerReq, r.mem.gcs)
+	fmt.Printf("%-7s %-8s %-28s %10d %8.1f %10.0f %9.2fms %9.2fms %11.0f %5d\n", label, r.handler, r.phase, r.n, r.elapsed.Seconds(), r.rps, ms(r.p50), ms(r.p99), r.mem.allocsPerReq, r.mem.gcs)
 	if r.errors > 0 {
 		fmt.Printf("        %d requests failed\n", r.errors)
 	}
@@ -306,45 +325,58 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 func summarize(lat []time.Duration, errors int, elapsed time.Duration) phaseResult {
 	slices.Sort(lat)
-	r := phaseResult{n: len(lat), errors: errors, rps: float64(len(lat)) / elapsed.Seconds()}
+	r := phaseResult{n: len(lat), errors: errors, elapsed: elapsed, rps: float64(len(lat)) / elapsed.Seconds()}
 	if len(lat) > 0 {
 		r.p50, r.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
 	}
 	return r
 }
 
-// closedLoop sends n requests from c clients, each waiting for its answer.
-func closedLoop(httpc *http.Client, url string, body []byte, n, c int, limit time.Duration) (phaseResult, error) {
+// closedLoop sends requests from c clients, each waiting for its answer:
+// b.requests, and more until the phase has lasted b.min; none started
+// after b.max.
+func closedLoop(httpc *http.Client, url string, body []byte, b phaseBounds, c int) (phaseResult, error) {
 	var next, errs atomic.Int64
-	lat := make([]time.Duration, n)
-	deadline := time.Now().Add(limit)
 	start := time.Now()
+	deadline := start.Add(b.max)
+	lats := make([][]time.Duration, c)
 	var wg sync.WaitGroup
-	for range c {
+	for w := range c {
 		wg.Go(func() {
 			for {
 				i := next.Add(1) - 1
-				if i >= int64(n) || time.Now().After(deadline) {
+				now := time.Now()
+				if now.After(deadline) || (i >= int64(b.requests) && now.Sub(start) >= b.min) {
 					return
 				}
-				t0 := time.Now()
 				if allowed, _, err := send(httpc, url, body); err != nil || !allowed {
 					errs.Add(1)
 				}
-				lat[i] = time.Since(t0)
+				lats[w] = append(lats[w], time.Since(now))
 			}
 		})
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	done := min(int(next.Load()), n)
-	return summarize(lat[:done], int(errs.Load()), elapsed), nil
+	var lat []time.Duration
+	for _, l := range lats {
+		lat = append(lat, l...)
+	}
+	return summarize(lat, int(errs.Load()), elapsed), nil
 }
 
-// openLoop sends n requests at a fixed rate whatever the answers' pace;
-// latency counts from each request's scheduled time, so queueing shows.
-func openLoop(httpc *http.Client, url string, body []byte, n int, rate float64, limit time.Duration) (phaseResult, error) {
+// openRequests is how many requests an open-loop phase at rate schedules:
+// b.requests, or as many as fill b.min.
+func openRequests(b phaseBounds, rate float64) int {
+	return max(b.requests, int(math.Ceil(rate*b.min.Seconds())))
+}
+
+// openLoop sends openRequests requests at a fixed rate whatever the
+// answers' pace, none scheduled after b.max; latency counts from each
+// request's scheduled time, so queueing shows.
+func openLoop(httpc *http.Client, url string, body []byte, b phaseBounds, rate float64) (phaseResult, error) {
 	interval := time.Duration(float64(time.Second) / rate)
+	n := openRequests(b, rate)
 	lat := make([]time.Duration, n)
 	var errs atomic.Int64
 	var wg sync.WaitGroup
@@ -352,7 +384,7 @@ func openLoop(httpc *http.Client, url string, body []byte, n int, rate float64, 
 	sent := 0
 	for i := 0; i < n; i++ {
 		at := start.Add(time.Duration(i) * interval)
-		if at.Sub(start) > limit {
+		if at.Sub(start) > b.max {
 			break
 		}
 		if d := time.Until(at); d > 0 {

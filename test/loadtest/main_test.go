@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -73,5 +74,69 @@ func BenchmarkAdmission(b *testing.B) {
 				serve()
 			}
 		})
+	}
+}
+
+// noopServer answers every AdmissionReview with allowed, as the load
+// test's /noop path does.
+func noopServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(&ctrlwebhook.Admission{Handler: admission.HandlerFunc(
+		func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })})
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestPhasesLastMinPhase: issue 34's closed-loop aim is measured over
+// phases of at least 10 s (-min-phase): a phase keeps sending the guarded
+// rollout (seed 000's kind: a consumer Deployment's template change) past
+// -requests until it has lasted -min-phase, and with -min-phase 0 sends
+// exactly -requests.
+func TestPhasesLastMinPhase(t *testing.T) {
+	srv := noopServer(t)
+	body, err := admissionReview()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, err := closedLoop(srv.Client(), srv.URL, body, phaseBounds{requests: 7, max: time.Minute}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exact.n != 7 || exact.errors != 0 {
+		t.Errorf("closed loop without -min-phase: %d requests (%d failed), want exactly 7", exact.n, exact.errors)
+	}
+	long, err := closedLoop(srv.Client(), srv.URL, body, phaseBounds{requests: 1, min: 300 * time.Millisecond, max: time.Minute}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if long.elapsed < 300*time.Millisecond || long.n < 1 || long.errors != 0 {
+		t.Errorf("closed loop with -min-phase 300ms: %d requests (%d failed) over %s", long.n, long.errors, long.elapsed)
+	}
+	// The open loop schedules as many requests as fill -min-phase at -rate.
+	open, err := openLoop(srv.Client(), srv.URL, body, phaseBounds{requests: 2, min: 200 * time.Millisecond, max: time.Minute}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open.n != 20 || open.errors != 0 {
+		t.Errorf("open loop at 100 req/s with -min-phase 200ms: %d requests (%d failed), want 20", open.n, open.errors)
+	}
+}
+
+// TestOpenRequests: the open loop's count is -requests or what fills
+// -min-phase at -rate, whichever is more.
+func TestOpenRequests(t *testing.T) {
+	for _, tc := range []struct {
+		b    phaseBounds
+		rate float64
+		want int
+	}{
+		{phaseBounds{requests: 5000, min: 10 * time.Second}, 1000, 10000},
+		{phaseBounds{requests: 50000, min: 10 * time.Second}, 1000, 50000},
+		{phaseBounds{requests: 5000}, 1000, 5000},
+		{phaseBounds{requests: 1, min: 1500 * time.Millisecond}, 3, 5},
+	} {
+		if got := openRequests(tc.b, tc.rate); got != tc.want {
+			t.Errorf("openRequests(%+v, %g) = %d, want %d", tc.b, tc.rate, got, tc.want)
+		}
 	}
 }
