@@ -1,8 +1,10 @@
 package chart_test
 
 import (
+	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -755,28 +757,81 @@ func (b caseBuilder) managerDownCases() []alertCase {
 			Values: join(values),
 		}
 	}
-	return []alertCase{
+	// With shards, each shard's pods are scraped through the shards
+	// Service, their targets labelled with their shard; healthy unless a
+	// case says otherwise.
+	shardsJob := strings.TrimSuffix(b.c.job, "-webhook") + "-shards"
+	shardUp := func(shard, instance string, values []string) promSeries {
+		return promSeries{
+			Series: seriesName("up", map[string]string{"job": shardsJob, "namespace": releaseNS, "shard": shard, "instance": instance}),
+			Values: join(values),
+		}
+	}
+	healthyShards := func(except string) []promSeries {
+		var out []promSeries
+		for i, sh := range b.c.shards {
+			if sh != except {
+				out = append(out, shardUp(sh, fmt.Sprintf("10.0.5.%d:8080", i+1), flat(n, 1)))
+			}
+		}
+		return out
+	}
+	want := func(labels ...string) promAlert {
+		l := map[string]string{"severity": "critical", "namespace": releaseNS}
+		for i := 0; i < len(labels); i += 2 {
+			l[labels[i]] = labels[i+1]
+		}
+		return promAlert{
+			ExpLabels: l,
+			ExpAnnotations: map[string]string{
+				"summary":     "No retention-guard manager is scraped up: proofs are not refreshed, and with failurePolicy Fail rollouts of guarded consumers are refused.",
+				"description": "kubectl -n " + releaseNS + " get pods -l app.kubernetes.io/instance=" + releaseName + " shows why.",
+				"runbook_url": b.runbook(alert),
+			},
+		}
+	}
+	cases := []alertCase{
 		{
 			alert: alert, what: "the only replica stops answering scrapes", fires: true,
-			series: []promSeries{up("10.0.3.7:8080", then(flat(b.pre, 1), flat(n-b.pre, 0)))},
-			evals: b.firing(alert, b.pre, promAlert{
-				ExpLabels: map[string]string{"severity": "critical", "job": b.c.job, "namespace": releaseNS},
-				ExpAnnotations: map[string]string{
-					"summary":     "No retention-guard manager is scraped up: proofs are not refreshed, and with failurePolicy Fail rollouts of guarded consumers are refused.",
-					"description": "kubectl -n " + releaseNS + " get pods -l app.kubernetes.io/instance=" + releaseName + " shows why.",
-					"runbook_url": b.runbook(alert),
-				},
-			}),
+			series: append(healthyShards(""), up("10.0.3.7:8080", then(flat(b.pre, 1), flat(n-b.pre, 0)))),
+			evals:  b.firing(alert, b.pre, want("job", b.c.job)),
 		},
 		{
 			alert: alert, what: "one of two replicas down",
-			series: []promSeries{
+			series: append(healthyShards(""),
 				up("10.0.3.7:8080", then(flat(b.pre, 1), flat(n-b.pre, 0))),
 				up("10.0.4.2:8080", flat(n, 1)),
-			},
+			),
 			evals: b.silent(alert),
 		},
 	}
+	if len(b.c.shards) < 2 {
+		return cases
+	}
+	// Issue 34: a shard's manager down leaves its policies' proofs
+	// unrefreshed (seed 003's settlement policy among them) while the
+	// webhook-serving pods are up.
+	a, other := b.c.shards[0], b.c.shards[1]
+	return append(cases,
+		alertCase{
+			alert: alert, what: "shard " + a + "'s only pod stops answering scrapes", fires: true,
+			series: append(healthyShards(a), up("10.0.3.7:8080", flat(n, 1)),
+				shardUp(a, "10.0.6.1:8080", then(flat(b.pre, 1), flat(n-b.pre, 0)))),
+			evals: b.firing(alert, b.pre, want("job", shardsJob, "shard", a)),
+		},
+		alertCase{
+			alert: alert, what: "shard " + other + "'s pod gone from the targets", fires: true,
+			series: append(healthyShards(other), up("10.0.3.7:8080", flat(n, 1)),
+				shardUp(other, "10.0.6.2:8080", then(flat(b.pre, 1), []string{"stale"}, missing(n-b.pre-1)))),
+			evals: b.firing(alert, b.pre, want("job", shardsJob, "shard", other)),
+		},
+		alertCase{
+			alert: alert, what: "one of shard " + a + "'s two pods down",
+			series: append(healthyShards(""), up("10.0.3.7:8080", flat(n, 1)),
+				shardUp(a, "10.0.6.1:8080", then(flat(b.pre, 1), flat(n-b.pre, 0)))),
+			evals: b.silent(alert),
+		},
+	)
 }
 
 // Issue 32: seed 003's batch consumer guarded by a principal that may not

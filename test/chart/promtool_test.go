@@ -39,6 +39,8 @@ type alertCombo struct {
 	// without a ServiceMonitor (no RetentionGuardManagerDown).
 	job     string
 	runbook string
+	// shards are the values' shards (each a manager of its own).
+	shards []string
 }
 
 // defaultFor is each alert's `for` when values.yaml is not overridden.
@@ -92,6 +94,18 @@ func alertCombos(t *testing.T) []alertCombo {
 			failurePolicy: "Ignore",
 			job:           fullname + "-webhook",
 			runbook:       defaultRunbook,
+		},
+		{
+			name: "two shards",
+			vals: set("prometheusRule.enabled", true, "serviceMonitor.enabled", true,
+				"shards", []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}),
+			step:          time.Minute,
+			forOf:         defaultFor,
+			rate:          5 * time.Minute,
+			failurePolicy: "Fail",
+			job:           fullname + "-webhook",
+			runbook:       defaultRunbook,
+			shards:        []string{"a", "b"},
 		},
 		{
 			// What the end-to-end suite installs: seconds instead of
