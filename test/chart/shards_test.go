@@ -200,6 +200,13 @@ func TestTwoShards(t *testing.T) {
 		}
 	}
 
+	// NOTES.txt waits for every manager.
+	for name := range shard {
+		if want := "rollout status deployment/" + fullname + "-shard-" + name; !strings.Contains(m.notes, want) {
+			t.Errorf("NOTES.txt lacks %q:\n%s", want, m.notes)
+		}
+	}
+
 	// Resources: the main ones unless the shard sets its own.
 	if a := shard["a"].Spec.Template.Spec.Containers[0].Resources; !reflect.DeepEqual(a, mainC.Resources) {
 		t.Errorf("shard a resources %+v, want the main ones %+v", a, mainC.Resources)
