@@ -24,6 +24,10 @@
 //     a fresh proof, sent through the API server while the manager proves
 //     every policy (startup) and in the steady state.
 //
+// With -shards N (issue 34) it then measures the last step again on N
+// shards, as the chart's values shards run them (shards.go), each
+// manager's figures beside the one manager's.
+//
 // It prints one table, how each figure grows with policies, and (with
 // -out) the same as Markdown. -scale runs a smaller copy of the cluster
 // (e.g. 0.02 while developing); the figures that matter come from -scale 1
@@ -31,6 +35,7 @@
 //
 //	KUBEBUILDER_ASSETS=$(hack/build-control-plane.sh) go run ./test/scale
 //	go run ./test/scale -scale 0.05 -steps 3,50,100 -steady 2m
+//	go run ./test/scale -clusters 2 -shards 2
 package main
 
 import (
