@@ -96,12 +96,13 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, 
 		Client:   mgr.GetClient(),
 		Gatherer: k.gatherer,
 		Recorder: mgr.GetEventRecorder(controllers.ControllerName),
+		Shard:    mc.shard,
 	}
 	if mc.heartbeatNamespace != "" {
 		// Statuses are written when proofs change; the leader's heartbeat
 		// Leases confirm them in between (internal/heartbeat).
 		reconciler.Heartbeats = &heartbeat.Leases{Client: mgr.GetClient(), Namespace: mc.heartbeatNamespace,
-			Logger: ctrl.Log.WithName("heartbeat")}
+			Logger: ctrl.Log.WithName("heartbeat"), Shard: mc.shard}
 		if err := mgr.Add(reconciler.Heartbeats); err != nil {
 			return err
 		}
@@ -116,6 +117,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, 
 			Coalescer: k.coalescer,
 			Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
 			Kind:      kind,
+			Shard:     mc.shard,
 			Workloads: &workloadread.Reader{Reader: mgr.GetAPIReader(), Namespaces: mc.watchNamespaces},
 		}
 		if err := cr.SetupWithManager(mgr); err != nil {
