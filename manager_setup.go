@@ -7,6 +7,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,10 +67,17 @@ func setupKafka(mgr ctrl.Manager, o *managerOptions) (*kafkaSide, error) {
 		cursor.WithConnectTimeout(o.cursorTimeout),
 		cursor.WithLogger(ctrl.Log.WithName("cursor")),
 	)
+	var objects client.Reader = mgr.GetClient()
+	if o.shard.Sharded() && !o.webhookEnabled {
+		// The cache holds only the shard's connections: a policy whose
+		// connection is labelled for another shard (a move half done)
+		// still resolves it, from the API server.
+		objects = connectionFallback{cached: mgr.GetClient(), api: mgr.GetAPIReader()}
+	}
 	resolver := &resolve.ConnectionResolver{
 		Metadata:         mgr.GetClient(),
 		Secrets:          mgr.GetAPIReader(),
-		Objects:          mgr.GetClient(),
+		Objects:          objects,
 		Allowlist:        o.allowlist,
 		ManagerNamespace: o.certs.SecretNamespace,
 		Cursors:          cursors,
@@ -86,6 +94,31 @@ func setupKafka(mgr ctrl.Manager, o *managerOptions) (*kafkaSide, error) {
 		Workloads: &workloadread.Reader{Reader: mgr.GetAPIReader(), Namespaces: o.watchNamespaces, ScalersTTL: time.Minute},
 	}
 	return &kafkaSide{observer: observer, coalescer: coalescer, cursors: cursors, resolver: resolver, gatherer: gatherer}, nil
+}
+
+// connectionFallback reads from the cache, and a connection the cache does
+// not hold (another shard's, in a manager caching only its shard) from the
+// API server: a policy and its connection labelled for different shards,
+// for a moment during a move or by mistake, cost an uncached read per
+// check instead of a ConnectionNotFound proof (docs/scaling.md).
+type connectionFallback struct {
+	cached client.Reader
+	api    client.Reader
+}
+
+func (f connectionFallback) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := f.cached.Get(ctx, key, obj, opts...)
+	switch obj.(type) {
+	case *rgv1.ClusterKafkaConnection, *rgv1.KafkaConnection:
+		if apierrors.IsNotFound(err) {
+			return f.api.Get(ctx, key, obj, opts...)
+		}
+	}
+	return err
+}
+
+func (f connectionFallback) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return f.cached.List(ctx, list, opts...)
 }
 
 // setupReconcilers sets up the policy reconciler (with its heartbeats,
