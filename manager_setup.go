@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -72,7 +74,7 @@ func setupKafka(mgr ctrl.Manager, o *managerOptions) (*kafkaSide, error) {
 		// The cache holds only the shard's connections: a policy whose
 		// connection is labelled for another shard (a move half done)
 		// still resolves it, from the API server.
-		objects = connectionFallback{cached: mgr.GetClient(), api: mgr.GetAPIReader()}
+		objects = &connectionFallback{cached: mgr.GetClient(), api: mgr.GetAPIReader(), log: ctrl.Log.WithName("shard")}
 	}
 	resolver := &resolve.ConnectionResolver{
 		Metadata:         mgr.GetClient(),
@@ -104,20 +106,30 @@ func setupKafka(mgr ctrl.Manager, o *managerOptions) (*kafkaSide, error) {
 type connectionFallback struct {
 	cached client.Reader
 	api    client.Reader
+	log    logr.Logger
+	// warned: the connections already logged as another shard's.
+	warned sync.Map
 }
 
-func (f connectionFallback) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+func (f *connectionFallback) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	err := f.cached.Get(ctx, key, obj, opts...)
 	switch obj.(type) {
 	case *rgv1.ClusterKafkaConnection, *rgv1.KafkaConnection:
-		if apierrors.IsNotFound(err) {
-			return f.api.Get(ctx, key, obj, opts...)
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		if err = f.api.Get(ctx, key, obj, opts...); err == nil {
+			if _, seen := f.warned.LoadOrStore(fmt.Sprintf("%T/%s", obj, key), true); !seen {
+				f.log.Info("a policy of this shard names a connection of another shard: label the connection and its policies alike "+
+					"(docs/scaling.md); it is read from the API server on each check meanwhile",
+					"connection", key.String(), "labels", obj.GetLabels())
+			}
 		}
 	}
 	return err
 }
 
-func (f connectionFallback) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+func (f *connectionFallback) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	return f.cached.List(ctx, list, opts...)
 }
 
