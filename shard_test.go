@@ -31,7 +31,8 @@ import (
 	"github.com/retentionguard/retention-guard/webhook"
 )
 
-// writeCounter counts one manager's writes (not reads) by API path.
+// writeCounter counts one manager's requests by method and API path
+// (reads of a single object and writes; not lists and watches).
 type writeCounter struct {
 	mu     sync.Mutex
 	writes map[string]int
@@ -39,7 +40,7 @@ type writeCounter struct {
 
 func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		if req.Method != http.MethodGet {
+		if req.Method != http.MethodGet || !strings.Contains(req.URL.RawQuery, "watch") && !strings.HasSuffix(req.URL.Path, "s") {
 			w.mu.Lock()
 			if w.writes == nil {
 				w.writes = map[string]int{}
@@ -195,7 +196,7 @@ func TestShardsMoveAConnectionWithoutLosingItsProof(t *testing.T) {
 		}, 2*time.Minute, 100*time.Millisecond).Should(Equal(http.StatusOK))
 		return o
 	}
-	var writesA, writesRest, writesWebhook writeCounter
+	var writesA, writesRest, writesWebhook writeCounter // requests, by manager
 	shardA := run(rgv1.ShardLabel+"=a", 0, &writesA)
 	shardRest := run(rgv1.ShardLabel+" notin (a)", 0, &writesRest)
 	webhookAddr := freeAddr(t)
@@ -345,6 +346,12 @@ func TestShardsMoveAConnectionWithoutLosingItsProof(t *testing.T) {
 		g.Expect(env.Client.Patch(bg, obj, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 	}
 	relabel(&rgv1.ClusterKafkaConnection{ObjectMeta: metav1.ObjectMeta{Name: "kafka-a"}})
+	// Half moved: the policy is shard a's, its connection no longer in
+	// shard a's cache. Shard a keeps proving it, reading the connection
+	// from the API server (not ConnectionNotFound: the watchers would see
+	// Unknown), until the policy follows.
+	g.Eventually(func() int { return writesA.count("GET", "clusterkafkaconnections/kafka-a") }, 2*time.Minute,
+		200*time.Millisecond).Should(BeNumerically(">", 0))
 	relabel(&rgv1.ConsumerRetentionPolicy{ObjectMeta: metav1.ObjectMeta{Name: settle.Name, Namespace: ns}})
 
 	leaseB := provenWithOwnLease(settle, shardRest.shard, moved)
