@@ -55,7 +55,7 @@ envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl; print KUBE
 # test-go: a data race there is Go's fatal "concurrent map read and map
 # write", webhook and reconciler down together. The rest runs without it
 # (the cost: docs/benchmarks.md).
-RACE_GREP := -e '/retention-guard$$' -e '/internal/kafka$$' -e '/internal/coalesce$$' -e '/internal/heartbeat$$' -e '/internal/gather$$' -e '/controllers$$' -e '/webhook$$'
+RACE_GREP := -e '/retention-guard$$' -e '/internal/kafka$$' -e '/internal/coalesce$$' -e '/internal/heartbeat$$' -e '/internal/shard$$' -e '/internal/gather$$' -e '/controllers$$' -e '/webhook$$'
 
 .PHONY: test-go
 test-go: ## Go tests against the real control plane from envtest-assets (all but the end-to-end ones; the alert tests need promtool: make deps); the concurrent packages with -race.

@@ -24,6 +24,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/logging"
 	"github.com/retentionguard/retention-guard/internal/resolve"
+	"github.com/retentionguard/retention-guard/internal/shard"
 	"github.com/retentionguard/retention-guard/webhook"
 )
 
@@ -53,6 +54,7 @@ type managerOptions struct {
 	allowedCursorHosts      []string
 	cursorTimeout           time.Duration
 	watchNamespaces         []string
+	watchLabelSelector      string
 	kubeAPIQPS              float32
 	kubeAPIBurst            int
 	kubeAPITimeout          time.Duration
@@ -73,6 +75,7 @@ type managerOptions struct {
 	// Derived by validate.
 	allowlist   resolve.BootstrapAllowlist
 	cursorHosts resolve.BootstrapAllowlist
+	shard       *shard.Shard
 }
 
 func (o *managerOptions) bind(fs *pflag.FlagSet) {
@@ -86,8 +89,9 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 		"Elect a leader among replicas so that one reconciles at a time (the Helm chart turns it on; every replica serves the webhook).")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election Lease. Default: the namespace the manager runs in.")
-	fs.StringVar(&o.leaderElectionID, "leader-election-id", leaderElectionID,
-		"Name of the leader election Lease (the Helm chart names one it creates, so that helm uninstall deletes it).")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", "",
+		"Name of the leader election Lease (the Helm chart names one it creates, so that helm uninstall deletes it). "+
+			"Default: "+leaderElectionID+", or with --watch-label-selector a name derived from the selector, so that shards never share a lock.")
 	fs.StringSliceVar(&o.allowedBootstrapServers, "allowed-bootstrap-servers", nil,
 		"Glob patterns (path.Match, case-insensitive, over host:port) of the Kafka bootstrap servers policies (inline) and "+
 			`KafkaConnections may name, e.g. "*.kafka.svc:9093,kafka-?.prod:9092"; repeatable. A policy naming any other server gets `+
@@ -107,6 +111,12 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 			"without holding back the cluster's other policies.")
 	fs.StringSliceVar(&o.watchNamespaces, "watch-namespaces", nil,
 		"Namespaces whose policies (and Secrets) the manager watches; repeatable or comma-separated. Default: all namespaces.")
+	fs.StringVar(&o.watchLabelSelector, "watch-label-selector", "",
+		"Kubernetes label selector of the ConsumerRetentionPolicies, KafkaConnections and ClusterKafkaConnections this manager "+
+			"reconciles (one manager per shard, e.g. \""+rgv1.ShardLabel+"=a\"; the default shard \""+rgv1.ShardLabel+
+			" notin (a,b)\" also takes objects without the label). Label a connection and its policies alike. With "+
+			"--enable-webhook=false only the selected objects are cached; a replica serving the webhook caches every policy "+
+			"(it judges them all) and reconciles only its selection. Empty (the default): everything.")
 	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", defaultKubeAPIQPS,
 		"Requests per second the manager's Kubernetes client may send on average, whatever the kubeconfig's source "+
 			"(without it, client-go's default of 5 applies with --kubeconfig and none in a cluster); -1: no client-side limit, "+
@@ -161,6 +171,9 @@ func (o *managerOptions) validate() error {
 		o.kubeAPITimeout = defaultKubeAPITimeout
 	case o.kubeAPITimeout < 0:
 		return errors.New("--kube-api-timeout must be positive, e.g. 30s")
+	}
+	if o.shard, err = shard.Parse(strings.TrimSpace(o.watchLabelSelector)); err != nil {
+		return fmt.Errorf("--watch-label-selector: %w", err)
 	}
 	var namespaces []string
 	for _, ns := range o.watchNamespaces {
@@ -278,7 +291,8 @@ func runManager(ctx context.Context, o *managerOptions) error {
 		return err
 	}
 
-	log.Info("starting", "leaderElection", o.leaderElect, "watchNamespaces", o.watchNamespaces, "webhook", o.webhookEnabled)
+	log.Info("starting", "leaderElection", o.leaderElect, "leaderElectionID", mc.manager.LeaderElectionID,
+		"watchNamespaces", o.watchNamespaces, "watchLabelSelector", o.shard.String(), "webhook", o.webhookEnabled)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/retentionguard/retention-guard/controllers"
 	"github.com/retentionguard/retention-guard/internal/heartbeat"
+	"github.com/retentionguard/retention-guard/internal/shard"
 )
 
 // managerConfig is what the flags amount to, computed once before
@@ -31,6 +32,24 @@ type managerConfig struct {
 	// watchNamespaces bounds what the manager reads (--watch-namespaces);
 	// empty: every namespace.
 	watchNamespaces []string
+	// shard is what the reconcilers own (--watch-label-selector); and
+	// cacheFiltered says the cache holds only that (no webhook), else the
+	// reconcilers filter by predicate.
+	shard         *shard.Shard
+	cacheFiltered bool
+}
+
+// electionIDFor is the leader election Lease's name: --leader-election-id,
+// else the default, suffixed with the shard's name when sharded (a
+// stable hash of the selector: each shard elects its own leader).
+func electionIDFor(o *managerOptions) string {
+	switch {
+	case o.leaderElectionID != "":
+		return o.leaderElectionID
+	case o.shard.Sharded():
+		return "retention-guard-" + o.shard.Name() + ".retentionguard.io"
+	}
+	return leaderElectionID
 }
 
 // newManagerConfig computes the manager's configuration from validated
@@ -56,10 +75,7 @@ func newManagerConfig(o *managerOptions) (*managerConfig, error) {
 	if o.wrapTransport != nil {
 		cfg.Wrap(o.wrapTransport)
 	}
-	electionID := o.leaderElectionID
-	if electionID == "" {
-		electionID = leaderElectionID
-	}
+	electionID := electionIDFor(o)
 	// The manager starts the webhook server once something asks for it
 	// (mgr.GetWebhookServer): only after the certificate is in place. The
 	// handler is registered on it before that (setupWebhook).
@@ -69,7 +85,7 @@ func newManagerConfig(o *managerOptions) (*managerConfig, error) {
 		CertDir: o.webhookCertDir,
 	})
 	mc := &managerConfig{rest: cfg, webhookServer: webhookServer, heartbeatNamespace: o.certs.SecretNamespace,
-		watchNamespaces: o.watchNamespaces}
+		watchNamespaces: o.watchNamespaces, shard: o.shard, cacheFiltered: o.shard.Sharded() && !o.webhookEnabled}
 	mc.manager = ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
@@ -88,6 +104,16 @@ func newManagerConfig(o *managerOptions) (*managerConfig, error) {
 	return mc, nil
 }
 
+// cacheSelector is the label selector the cache lists policies and
+// connections with: the shard's, when no webhook needs them all; nil
+// otherwise.
+func cacheSelector(o *managerOptions) labels.Selector {
+	if o.webhookEnabled {
+		return nil
+	}
+	return o.shard.Selector()
+}
+
 // managerCache is what the manager's cache holds: only what decisions read
 // (controllers/cache.go), the heartbeat Leases and nothing else of their
 // namespace's Leases, and with --watch-namespaces only those namespaces
@@ -96,9 +122,11 @@ func managerCache(o *managerOptions) cache.Options {
 	heartbeatNamespace := o.certs.SecretNamespace // --namespace: the manager's
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject:         controllers.CacheByObject(),
+		ByObject:         controllers.CacheByObject(cacheSelector(o)),
 	}
 	if heartbeatNamespace != "" {
+		// Every shard's Leases: a replica serving the webhook reads them
+		// all, and a shard renews only its own (internal/heartbeat).
 		opts.ByObject[&coordinationv1.Lease{}] = cache.ByObject{
 			Namespaces: map[string]cache.Config{heartbeatNamespace: {}},
 			Label:      labels.SelectorFromSet(labels.Set{heartbeat.Label: "true"}),

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,10 +69,17 @@ func setupKafka(mgr ctrl.Manager, o *managerOptions) (*kafkaSide, error) {
 		cursor.WithConnectTimeout(o.cursorTimeout),
 		cursor.WithLogger(ctrl.Log.WithName("cursor")),
 	)
+	var objects client.Reader = mgr.GetClient()
+	if o.shard.Sharded() && !o.webhookEnabled {
+		// The cache holds only the shard's connections: a policy whose
+		// connection is labelled for another shard (a move half done)
+		// still resolves it, from the API server.
+		objects = &connectionFallback{cached: mgr.GetClient(), api: mgr.GetAPIReader(), log: ctrl.Log.WithName("shard")}
+	}
 	resolver := &resolve.ConnectionResolver{
 		Metadata:         mgr.GetClient(),
 		Secrets:          mgr.GetAPIReader(),
-		Objects:          mgr.GetClient(),
+		Objects:          objects,
 		Allowlist:        o.allowlist,
 		ManagerNamespace: o.certs.SecretNamespace,
 		Cursors:          cursors,
@@ -88,6 +98,41 @@ func setupKafka(mgr ctrl.Manager, o *managerOptions) (*kafkaSide, error) {
 	return &kafkaSide{observer: observer, coalescer: coalescer, cursors: cursors, resolver: resolver, gatherer: gatherer}, nil
 }
 
+// connectionFallback reads from the cache, and a connection the cache does
+// not hold (another shard's, in a manager caching only its shard) from the
+// API server: a policy and its connection labelled for different shards,
+// for a moment during a move or by mistake, cost an uncached read per
+// check instead of a ConnectionNotFound proof (docs/scaling.md).
+type connectionFallback struct {
+	cached client.Reader
+	api    client.Reader
+	log    logr.Logger
+	// warned: the connections already logged as another shard's.
+	warned sync.Map
+}
+
+func (f *connectionFallback) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := f.cached.Get(ctx, key, obj, opts...)
+	switch obj.(type) {
+	case *rgv1.ClusterKafkaConnection, *rgv1.KafkaConnection:
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		if err = f.api.Get(ctx, key, obj, opts...); err == nil {
+			if _, seen := f.warned.LoadOrStore(fmt.Sprintf("%T/%s", obj, key), true); !seen {
+				f.log.Info("a policy of this shard names a connection of another shard: label the connection and its policies alike "+
+					"(docs/scaling.md); it is read from the API server on each check meanwhile",
+					"connection", key.String(), "labels", obj.GetLabels())
+			}
+		}
+	}
+	return err
+}
+
+func (f *connectionFallback) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return f.cached.List(ctx, list, opts...)
+}
+
 // setupReconcilers sets up the policy reconciler (with its heartbeats,
 // when the manager knows its namespace) and one connection reconciler per
 // connection kind.
@@ -96,12 +141,13 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, 
 		Client:   mgr.GetClient(),
 		Gatherer: k.gatherer,
 		Recorder: mgr.GetEventRecorder(controllers.ControllerName),
+		Shard:    mc.shard,
 	}
 	if mc.heartbeatNamespace != "" {
 		// Statuses are written when proofs change; the leader's heartbeat
 		// Leases confirm them in between (internal/heartbeat).
 		reconciler.Heartbeats = &heartbeat.Leases{Client: mgr.GetClient(), Namespace: mc.heartbeatNamespace,
-			Logger: ctrl.Log.WithName("heartbeat")}
+			Logger: ctrl.Log.WithName("heartbeat"), Shard: mc.shard}
 		if err := mgr.Add(reconciler.Heartbeats); err != nil {
 			return err
 		}
@@ -116,6 +162,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, mc *managerConfig, 
 			Coalescer: k.coalescer,
 			Recorder:  mgr.GetEventRecorder(controllers.ControllerName),
 			Kind:      kind,
+			Shard:     mc.shard,
 			Workloads: &workloadread.Reader{Reader: mgr.GetAPIReader(), Namespaces: mc.watchNamespaces},
 		}
 		if err := cr.SetupWithManager(mgr); err != nil {

@@ -45,6 +45,7 @@ func TestManagerUsageErrors(t *testing.T) {
 		{[]string{"manager", "--kube-api-qps", "0"}, "--kube-api-qps"},
 		{[]string{"manager", "--kube-api-qps", "-3"}, "--kube-api-qps"},
 		{[]string{"manager", "--kube-api-qps", "100", "--kube-api-burst", "10"}, "--kube-api-burst"},
+		{[]string{"manager", "--watch-label-selector", "retentionguard.io/shard in a"}, "--watch-label-selector"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -70,7 +71,7 @@ func TestManagerHelpNamesItsFlags(t *testing.T) {
 		"--allowed-bootstrap-servers", "--kafka-request-timeout", "--watch-namespaces", "--kubeconfig",
 		"--zap-log-level", "Empty (the default): none is allowed", "--allowed-cursor-hosts",
 		"--kube-api-qps", "--kube-api-burst", "--kube-api-timeout", "--pprof-bind-address",
-		"--enable-webhook", "--webhook-port", "--webhook-cert-dir", "--webhook-live-check-timeout", "--cert-rotation", "--cert-secret-name",
+		"--enable-webhook", "--watch-label-selector", "--webhook-port", "--webhook-cert-dir", "--webhook-live-check-timeout", "--cert-rotation", "--cert-secret-name",
 	} {
 		if !strings.Contains(stdout.String(), flag) {
 			t.Errorf("manager --help does not mention %s", flag)

@@ -4,6 +4,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,10 +28,14 @@ import (
 
 // CacheByObject returns the cache settings of the kinds the reconciler
 // watches, for ctrl.Options.Cache.ByObject. Namespaces follow
-// Cache.DefaultNamespaces (--watch-namespaces).
-func CacheByObject() map[client.Object]cache.ByObject {
+// Cache.DefaultNamespaces (--watch-namespaces). A shard's selector
+// (--watch-label-selector on a manager without the webhook; nil: every
+// object) limits the policies and both kinds of connection to the shard's.
+func CacheByObject(shardSelector labels.Selector) map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&rgv1.ConsumerRetentionPolicy{}: {Transform: stripPolicy},
+		&rgv1.ConsumerRetentionPolicy{}: {Transform: stripPolicy, Label: shardSelector},
+		&rgv1.KafkaConnection{}:         {Label: shardSelector},
+		&rgv1.ClusterKafkaConnection{}:  {Label: shardSelector},
 		&batchv1.CronJob{}:              {Transform: reduceCronJob},
 		// Keyed by GVK: this is the metadata-only informer WatchesMetadata
 		// starts (a PartialObjectMetadata of v1 Secret).

@@ -28,6 +28,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
 	"github.com/retentionguard/retention-guard/internal/resolve"
+	"github.com/retentionguard/retention-guard/internal/shard"
 	"github.com/retentionguard/retention-guard/internal/workloadread"
 	"github.com/retentionguard/retention-guard/internal/workloads"
 )
@@ -50,6 +51,12 @@ type KafkaConnectionReconciler struct {
 	// unguarded groups discovery finds (status.unguardedGroups[].workloads),
 	// once per fresh discovery pass.
 	Workloads *workloadread.Reader
+
+	// Shard is what this manager reconciles (--watch-label-selector); nil:
+	// every connection. A connection outside it is left alone, and one
+	// that leaves it is only forgotten by this process. Its status counts
+	// every policy naming it that the cache holds (docs/scaling.md).
+	Shard *shard.Shard
 
 	ready    lastReady
 	rechecks rechecks
@@ -118,13 +125,23 @@ func (r *KafkaConnectionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(map[string]string{rgv1.KindClusterKafkaConnection: "clusterkafkaconnection", rgv1.KindKafkaConnection: "kafkaconnection"}[r.Kind]).
-		For(obj, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		For(obj, builder.WithPredicates(r.changed())).
 		Watches(&rgv1.ConsumerRetentionPolicy{}, handler.EnqueueRequestsFromMapFunc(r.connectionOfPolicy),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsForSecret)).
 		WatchesRawSource(notifications).
 		Complete(r)
+}
+
+// changed passes the connection events worth a reconcile: spec and
+// annotation changes, and with a shard its label changes (a connection
+// relabelled into the shard is reconciled by it at once).
+func (r *KafkaConnectionReconciler) changed() predicate.Predicate {
+	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	if !r.Shard.Sharded() {
+		return changed
+	}
+	return predicate.And(r.Shard.Predicate(), predicate.Or(changed, predicate.LabelChangedPredicate{}))
 }
 
 // connectionOfPolicy maps a policy to the connection of this kind it names.
@@ -184,7 +201,8 @@ func (r *KafkaConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 		return ctrl.Result{}, err
 	}
-	if !obj.GetDeletionTimestamp().IsZero() {
+	if !obj.GetDeletionTimestamp().IsZero() || !r.Shard.Owns(obj) {
+		// Deleted, or relabelled to another shard: nothing is written.
 		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}

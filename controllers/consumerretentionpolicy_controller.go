@@ -28,6 +28,7 @@ import (
 	"github.com/retentionguard/retention-guard/internal/heartbeat"
 	"github.com/retentionguard/retention-guard/internal/kafka"
 	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/shard"
 	"github.com/retentionguard/retention-guard/internal/writerule"
 )
 
@@ -57,6 +58,11 @@ type ConsumerRetentionPolicyReconciler struct {
 	Heartbeats *heartbeat.Leases
 	// MaxConcurrentReconciles defaults to 4 (reconciles do no Kafka I/O).
 	MaxConcurrentReconciles int
+	// Shard is what this manager reconciles (--watch-label-selector); nil:
+	// every policy. Policies outside it are left alone: never written,
+	// never enqueued from another object's event, and one that leaves it
+	// is only forgotten by this process (shardOwns).
+	Shard *shard.Shard
 
 	verdicts lastVerdicts
 	rechecks rechecks
@@ -107,10 +113,15 @@ func (r *ConsumerRetentionPolicyReconciler) SetupWithManager(ctx context.Context
 		return nil
 	})
 
+	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	if r.Shard.Sharded() {
+		// A policy relabelled into (or out of) the shard is reconciled at
+		// once by the shard it joins, and forgotten by the one it left.
+		changed = predicate.And(r.Shard.Predicate(), predicate.Or(changed, predicate.LabelChangedPredicate{}))
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("consumerretentionpolicy").
-		For(&rgv1.ConsumerRetentionPolicy{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		For(&rgv1.ConsumerRetentionPolicy{}, builder.WithPredicates(changed)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.policiesForSecret)).
 		Watches(&rgv1.ClusterKafkaConnection{}, handler.EnqueueRequestsFromMapFunc(r.policiesForConnection),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -138,10 +149,7 @@ func (r *ConsumerRetentionPolicyReconciler) policiesForSecret(ctx context.Contex
 		log.Error(err, "listing the policies that reference a Secret", "secret", s.GetName())
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
+	reqs := r.requests(list.Items)
 	var keys []string
 	var kcs rgv1.KafkaConnectionList
 	if err := r.Client.List(ctx, &kcs, client.InNamespace(s.GetNamespace()),
@@ -176,9 +184,16 @@ func (r *ConsumerRetentionPolicyReconciler) policiesOf(ctx context.Context, key 
 		ctrl.LoggerFrom(ctx).Error(err, "listing the policies that name a connection", "connection", key)
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	return r.requests(list.Items)
+}
+
+// requests are the reconcile requests of the policies this shard owns.
+func (r *ConsumerRetentionPolicyReconciler) requests(policies []rgv1.ConsumerRetentionPolicy) []reconcile.Request {
+	reqs := make([]reconcile.Request, 0, len(policies))
+	for i := range policies {
+		if r.Shard.Owns(&policies[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&policies[i])})
+		}
 	}
 	return reqs
 }
@@ -206,7 +221,7 @@ func (r *ConsumerRetentionPolicyReconciler) policiesForNamespace(ctx context.Con
 	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		if ref := list.Items[i].Spec.Kafka.ConnectionRef; ref != nil && ref.Kind == rgv1.KindClusterKafkaConnection {
+		if ref := list.Items[i].Spec.Kafka.ConnectionRef; ref != nil && ref.Kind == rgv1.KindClusterKafkaConnection && r.Shard.Owns(&list.Items[i]) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
@@ -230,7 +245,7 @@ func (r *ConsumerRetentionPolicyReconciler) policiesForCronJob(ctx context.Conte
 	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		if gather.Selects(&list.Items[i], cj) {
+		if r.Shard.Owns(&list.Items[i]) && gather.Selects(&list.Items[i], cj) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
@@ -252,6 +267,13 @@ func (r *ConsumerRetentionPolicyReconciler) Reconcile(ctx context.Context, req c
 		return ctrl.Result{}, err
 	}
 	if !policy.DeletionTimestamp.IsZero() {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	if !r.Shard.Owns(policy) {
+		// Relabelled to another shard (a shard serving the webhook caches
+		// every policy): forget it here, write nothing. Its status stays
+		// the new shard's prior proof.
 		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}

@@ -313,7 +313,7 @@ func startManager(t *testing.T, o harnessOptions) *harness {
 		HealthProbeBindAddress: "0",
 		Cache: cache.Options{DefaultNamespaces: namespaces,
 			// As the manager command sets it: only what decisions read.
-			DefaultTransform: cache.TransformStripManagedFields(), ByObject: CacheByObject()},
+			DefaultTransform: cache.TransformStripManagedFields(), ByObject: CacheByObject(nil)},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/shard"
 )
 
 // The admission contract's rows, through a real kube-apiserver calling the
@@ -437,6 +438,81 @@ func TestHeartbeatKeepsAnUnchangedProofFresh(t *testing.T) {
 	waitLease(old.Time)
 	msg := mustDeny(t, changeTemplate("3"))
 	mustContain(t, msg, "LiveCheckFailed", "connection refused", "last confirmed by heartbeat Lease", lease.Name, "limit")
+}
+
+// Issue 34, seed 003: a shard's heartbeat Lease (its selector in
+// shard.SelectorAnnotation) confirms only the policies that shard
+// selects. The settlement policy, confirmed a moment ago by shard a's
+// Lease, is relabelled to shard b: shard a no longer proves it, so its
+// Lease no longer makes the hour-old proof fresh, and the rollout is
+// judged live (refused here: the brokers do not answer).
+func TestShardLeaseConfirmsOnlyItsShardsPolicies(t *testing.T) {
+	s := startSuite(t)
+	ns := s.newNamespace(t, "settlement")
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "retention-guard-heartbeat-0a1b2c3d4e5f-a1b2c3d4e5", Namespace: ns,
+			Annotations: map[string]string{shard.SelectorAnnotation: rgv1.ShardLabel + "=a"}},
+		Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: time.Now().Truncate(time.Second)}},
+	}
+	if err := s.admin.Create(ctxFor(t), lease); err != nil {
+		t.Fatal(err)
+	}
+	p := settlePolicy(withEnforcement(rgv1.EnforcementDeny), withConsumer("settle", resetEnv, commitEnv))
+	p.ObjectMeta = metav1.ObjectMeta{Name: p.Name, Namespace: ns, Labels: map[string]string{rgv1.ShardLabel: "a"}}
+	if err := s.admin.Create(ctxFor(t), p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Heartbeat = &rgv1.HeartbeatReference{Namespace: ns, Name: lease.Name}
+	s.setProof(t, p, proven(), time.Hour)
+
+	d := settleDeployment(ns, "settle", 2)
+	if err := s.alice.Create(ctxFor(t), d); err != nil {
+		t.Fatalf("creating the consumers: %v", err)
+	}
+	s.live.set(ns, func(context.Context, *rgv1.ConsumerRetentionPolicy) (*rgv1.ProofStatus, error) {
+		return nil, errFake("dial tcp 10.0.0.9:9093: connect: connection refused")
+	})
+	changeTemplate := func(version string) error {
+		var cur appsv1.Deployment
+		if err := s.alice.Get(ctxFor(t), client.ObjectKeyFromObject(d), &cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Spec.Template.Annotations = map[string]string{"version": version}
+		return s.alice.Update(ctxFor(t), &cur)
+	}
+	waitCached := func(obj client.Object, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := s.mgr.GetCache().Get(ctxFor(t), client.ObjectKeyFromObject(obj), obj)
+			if err == nil && ok() {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the webhook's cache did not catch up (err %v)", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	var cachedLease coordinationv1.Lease
+	cachedLease.Name, cachedLease.Namespace = lease.Name, ns
+	waitCached(&cachedLease, func() bool { return cachedLease.Spec.RenewTime != nil })
+	if err := changeTemplate("2"); err != nil {
+		t.Fatalf("a template change under a proof its shard's Lease confirmed a moment ago was not allowed: %v", err)
+	}
+
+	var cur rgv1.ConsumerRetentionPolicy
+	if err := s.admin.Get(ctxFor(t), client.ObjectKeyFromObject(p), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Labels[rgv1.ShardLabel] = "b"
+	if err := s.admin.Update(ctxFor(t), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cached := &rgv1.ConsumerRetentionPolicy{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: ns}}
+	waitCached(cached, func() bool { return cached.Labels[rgv1.ShardLabel] == "b" })
+	msg := mustDeny(t, changeTemplate("3"))
+	mustContain(t, msg, "LiveCheckFailed", "connection refused", "status proof checked")
 }
 
 type errFake string

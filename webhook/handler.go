@@ -24,6 +24,7 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/proof"
+	"github.com/retentionguard/retention-guard/internal/shard"
 )
 
 // Handler is the validating admission handler for apps/v1 Deployments and
@@ -325,6 +326,11 @@ func (h *Handler) heartbeat(dl *requestDeadline, p *rgv1.ConsumerRetentionPolicy
 	var l coordinationv1.Lease
 	if err := h.opts.Heartbeats.Get(dl.context(), client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &l); err != nil ||
 		l.Spec.RenewTime == nil {
+		return time.Time{}
+	}
+	if !shard.Vouches(l.Annotations, p.Labels) {
+		// A shard's Lease, and the policy was relabelled to another shard:
+		// the old shard no longer proves it.
 		return time.Time{}
 	}
 	return l.Spec.RenewTime.Time

@@ -346,6 +346,12 @@ func (k PolicyKafka) ReadsOffsetsTopic() bool {
 	return k.ReadOffsetsTopic == nil || *k.ReadOffsetsTopic
 }
 
+// ShardLabel is the label a manager started with --watch-label-selector
+// selects policies and connections by (docs/scaling.md, "Going past one
+// manager"): e.g. retentionguard.io/shard=a on a ClusterKafkaConnection and
+// every policy that names it.
+const ShardLabel = "retentionguard.io/shard"
+
 // Kinds a connectionRef may name.
 const (
 	KindClusterKafkaConnection = "ClusterKafkaConnection"

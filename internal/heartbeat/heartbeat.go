@@ -20,6 +20,7 @@ import (
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/freshness"
+	"github.com/retentionguard/retention-guard/internal/shard"
 )
 
 // A policy's status is written when its proof changes, not on every check
@@ -93,6 +94,11 @@ type Leases struct {
 	Logger logr.Logger
 	// Tick is how often due Leases are renewed. Default 5s.
 	Tick time.Duration
+	// Shard is the manager's (--watch-label-selector); nil: unsharded.
+	// A shard's Leases carry its name (rgv1.ShardLabel) and selector
+	// (shard.SelectorAnnotation); it renews and deletes only those, from
+	// the confirmations of the policies it selects.
+	Shard *shard.Shard
 
 	mu        sync.Mutex
 	confirmed map[types.NamespacedName]confirmation
@@ -114,9 +120,26 @@ type confirmation struct {
 	interval time.Duration
 }
 
+// ShardLeaseName names a shard's Lease of the policies on a Kafka cluster
+// with one checkInterval: LeaseName, suffixed with the shard's name when
+// sharded, so that two shards with policies on one cluster never renew
+// the same Lease (each renews it only for its own policies).
+func ShardLeaseName(s *shard.Shard, servers []string, interval time.Duration) string {
+	if !s.Sharded() {
+		return LeaseName(servers, interval)
+	}
+	return LeaseName(servers, interval) + "-" + s.Name()
+}
+
 // Reference is the heartbeat a policy on servers with interval names.
 func (h *Leases) Reference(servers []string, interval time.Duration) *rgv1.HeartbeatReference {
-	return &rgv1.HeartbeatReference{Namespace: h.Namespace, Name: LeaseName(servers, interval)}
+	return &rgv1.HeartbeatReference{Namespace: h.Namespace, Name: ShardLeaseName(h.Shard, servers, interval)}
+}
+
+// owns reports whether the Lease is this shard's: its shard label is the
+// shard's name ("" or none for an unsharded manager's Leases).
+func (h *Leases) owns(l *coordinationv1.Lease) bool {
+	return l.Labels[rgv1.ShardLabel] == h.Shard.Name()
 }
 
 // Confirm records that the policy's status holds the proof of an
@@ -215,8 +238,19 @@ func (h *Leases) renew(ctx context.Context) error {
 	if err := h.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
+	// Only the shard's policies: a shard serving the webhook caches every
+	// policy, and those of other shards name other shards' Leases.
+	mine := list.Items
+	if h.Shard.Sharded() {
+		mine = make([]rgv1.ConsumerRetentionPolicy, 0, len(list.Items))
+		for i := range list.Items {
+			if h.Shard.Owns(&list.Items[i]) {
+				mine = append(mine, list.Items[i])
+			}
+		}
+	}
 	h.mu.Lock()
-	due := dueRenewals(h.Namespace, list.Items, h.confirmed)
+	due := dueRenewals(h.Namespace, mine, h.confirmed)
 	h.mu.Unlock()
 
 	var leases coordinationv1.LeaseList
@@ -225,16 +259,22 @@ func (h *Leases) renew(ctx context.Context) error {
 	}
 	have := map[string]*coordinationv1.Lease{}
 	for i := range leases.Items {
-		have[leases.Items[i].Name] = &leases.Items[i]
+		if h.owns(&leases.Items[i]) {
+			have[leases.Items[i].Name] = &leases.Items[i]
+		}
 	}
 	var errs []error
 	for name, d := range due {
+		if _, ok := have[name]; !ok && hasLease(leases.Items, name) {
+			continue // another shard's (or an unsharded manager's): never written here
+		}
 		if err := h.write(ctx, name, d, have[name]); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	// Leases no policy names any more (a cluster or interval no longer
-	// used), once they have not been renewed for ten intervals.
+	// The shard's Leases no policy names any more (a cluster or interval
+	// no longer used, or its policies moved to another shard), once they
+	// have not been renewed for ten intervals.
 	named := map[string]bool{}
 	for i := range list.Items {
 		if ref := list.Items[i].Status.Heartbeat; ref != nil {
@@ -258,6 +298,15 @@ func (h *Leases) renew(ctx context.Context) error {
 		return errs[0]
 	}
 	return nil
+}
+
+func hasLease(leases []coordinationv1.Lease, name string) bool {
+	for i := range leases {
+		if leases[i].Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // write creates or renews one Lease when what it says is behind d.
@@ -288,6 +337,10 @@ func (h *Leases) write(ctx context.Context, name string, d leaseDue, cur *coordi
 			},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(h.Identity), RenewTime: &renew,
 				AcquireTime: &renew, LeaseDurationSeconds: ptr.To(duration)},
+		}
+		if h.Shard.Sharded() {
+			l.Labels[rgv1.ShardLabel] = h.Shard.Name()
+			l.Annotations[shard.SelectorAnnotation] = h.Shard.String()
 		}
 		err := h.Client.Create(ctx, l)
 		if apierrors.IsAlreadyExists(err) {

@@ -1,14 +1,21 @@
 package heartbeat
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
+	"github.com/retentionguard/retention-guard/internal/shard"
+	"github.com/retentionguard/retention-guard/internal/testenv"
 )
 
 func TestHeartbeatLeaseName(t *testing.T) {
@@ -110,4 +117,48 @@ func TestDueRenewals(t *testing.T) {
 			g.Expect(renewals(tc.policies, tc.confirmed)).To(Equal(tc.want))
 		})
 	}
+}
+
+// Seed 003, past one manager: a shard writes its own Lease (its name, its
+// shard label and selector) for its own policies, and never deletes or
+// renews another shard's Lease, however stale; its own stale Lease that no
+// policy names any more it deletes, as an unsharded manager does.
+func TestShardRenewsOnlyItsOwnLeases(t *testing.T) {
+	g := NewWithT(t)
+	const ns = "retention-guard"
+	now := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
+	a, err := shard.Parse(rgv1.ShardLabel + "=a")
+	g.Expect(err).NotTo(HaveOccurred())
+	b, _ := shard.Parse(rgv1.ShardLabel + "=b")
+	servers := []string{"kafka:9092"}
+	g.Expect(ShardLeaseName(a, servers, time.Minute)).NotTo(Equal(ShardLeaseName(b, servers, time.Minute)), "two shards on one cluster")
+	g.Expect(ShardLeaseName(nil, servers, time.Minute)).To(Equal(LeaseName(servers, time.Minute)), "unsharded names unchanged")
+
+	stale := metav1.NewMicroTime(now.Add(-time.Hour))
+	staleLease := func(name string, sh *shard.Shard) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+			Labels:      map[string]string{Label: "true", rgv1.ShardLabel: sh.Name()},
+			Annotations: map[string]string{heartbeatIntervalAnnotation: "1m"}},
+			Spec: coordinationv1.LeaseSpec{RenewTime: &stale}}
+	}
+	mine := ShardLeaseName(a, servers, time.Minute)
+	p := &rgv1.ConsumerRetentionPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ledger", Name: "ledger-settle", UID: "u1", Generation: 1,
+		Labels: map[string]string{rgv1.ShardLabel: "a"}},
+		Status: rgv1.ConsumerRetentionPolicyStatus{ObservedGeneration: 1, Heartbeat: &rgv1.HeartbeatReference{Namespace: ns, Name: mine},
+			Proof: &rgv1.ProofStatus{Verdict: rgv1.VerdictProven}}}
+	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).
+		WithObjects(p, staleLease("theirs", b), staleLease("mine-unused", a)).Build()
+	h := &Leases{Client: c, Namespace: ns, Shard: a, Identity: "shard-a-0", now: func() time.Time { return now }}
+	h.Confirm(client.ObjectKeyFromObject(p), p.UID, p.Status.Heartbeat, servers, time.Minute, now.Add(-10*time.Second))
+	g.Expect(h.renew(context.Background())).To(Succeed())
+
+	var l coordinationv1.Lease
+	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: mine}, &l)).To(Succeed())
+	g.Expect(l.Labels).To(HaveKeyWithValue(rgv1.ShardLabel, a.Name()))
+	g.Expect(l.Annotations).To(HaveKeyWithValue(shard.SelectorAnnotation, a.String()))
+	g.Expect(l.Spec.RenewTime.Time).To(BeTemporally("==", now.Add(-10*time.Second)))
+	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "theirs"}, &l)).To(Succeed(), "another shard's Lease deleted")
+	g.Expect(l.Spec.RenewTime.Time).To(BeTemporally("==", stale.Time), "another shard's Lease written")
+	err = c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "mine-unused"}, &l)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "its own stale unused Lease: %v", err)
 }

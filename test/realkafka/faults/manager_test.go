@@ -63,7 +63,7 @@ func startManager(t *testing.T, allowed []string) *manager {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{ns.Name: {}},
-			DefaultTransform: cache.TransformStripManagedFields(), ByObject: controllers.CacheByObject()},
+			DefaultTransform: cache.TransformStripManagedFields(), ByObject: controllers.CacheByObject(nil)},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
