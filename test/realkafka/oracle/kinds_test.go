@@ -19,7 +19,7 @@ import (
 // an exactly-once writer does: a commit marker follows each.
 func txnProducer(t *testing.T, b *apachekafka.Broker, id string) *kgo.Client {
 	t.Helper()
-	return b.Client(t, kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	return b.Client(t, kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0), kgo.UnknownTopicRetries(-1)) // as producer
 }
 
 func produceInTransaction(t *testing.T, cl *kgo.Client, recs []*kgo.Record) {

@@ -21,10 +21,17 @@ func setupContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), setupTimeout)
 }
 
-// producer writes the trial's records to the partitions they name.
+// producer writes the trial's records to the partitions they name. A
+// KRaft broker applies a new topic from the metadata log on its own
+// schedule: the metadata another broker answers can name a leader that
+// does not host the partition yet, and answers UNKNOWN_TOPIC_OR_PARTITION
+// (seen on a loaded three-node 3.9 cluster, the first produce of a
+// diverged trial). The topic exists (created and awaited), so the
+// producer retries that error without kgo's limit of 4, bounded by
+// setupTimeout.
 func producer(t *testing.T, b *apachekafka.Broker) *kgo.Client {
 	t.Helper()
-	return b.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	return b.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0), kgo.UnknownTopicRetries(-1))
 }
 
 func produceRecords(t *testing.T, cl *kgo.Client, recs []*kgo.Record) {
