@@ -379,20 +379,11 @@ func measureStep(ctx context.Context, o options, stk *stack.Stack, c client.With
 		return r, err
 	}
 	pid := stk.Manager.PID()
-	go tracker.run(stepCtx, c)
-	load := &admissionLoad{}
-	loadCtx, stopLoad := context.WithCancel(stepCtx)
-	go load.run(loadCtx, c, o.shape, tracker.pick, o.admissionRate)
-
-	// Every proof, or the timeout.
-	select {
-	case <-tracker.all:
-		r.allProven = tracker.allAt.Sub(start)
-	case <-time.After(o.provenTimeout):
-	case <-ctx.Done():
-		return r, ctx.Err()
+	load, allProven, err := tracker.untilProven(ctx, stepCtx, c, o)
+	if err != nil {
+		return r, err
 	}
-	stopLoad()
+	r.allProven = allProven
 	r.proofs, r.verdicts = tracker.counts()
 	afterStart, err := getMetrics(ctx, stk.MetricsAddr)
 	if err != nil {
@@ -412,7 +403,7 @@ func measureStep(ctx context.Context, o options, stk *stack.Stack, c client.With
 		return r, err
 	}
 	t0 := time.Now()
-	loadCtx, stopLoad = context.WithCancel(stepCtx)
+	loadCtx, stopLoad := context.WithCancel(stepCtx)
 	steadyLoad := &admissionLoad{}
 	go steadyLoad.run(loadCtx, c, o.shape, tracker.pick, o.admissionRate)
 	var rss, heap []float64

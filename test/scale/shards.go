@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,36 +53,6 @@ func shardSelectors(shards int) (main string, each []string) {
 		each = append(each, shardLabel+"="+shardName(i))
 	}
 	return shardLabel + " notin (" + strings.Join(names, ",") + ")", each
-}
-
-// withArgs returns the manager command line args (the command, then
-// --flag=value flags) with set's flags replacing theirs, and those args
-// lacked appended in name order. args is not modified.
-func withArgs(args []string, set map[string]string) []string {
-	out := make([]string, 0, len(args)+len(set))
-	seen := map[string]bool{}
-	for _, a := range args {
-		name, _, _ := strings.Cut(a, "=")
-		if v, ok := set[name]; ok {
-			if !seen[name] {
-				out = append(out, name+"="+v)
-			}
-			seen[name] = true
-			continue
-		}
-		out = append(out, a)
-	}
-	keys := make([]string, 0, len(set))
-	for k := range set {
-		if !seen[k] {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		out = append(out, k+"="+set[k])
-	}
-	return out
 }
 
 // instanceResult is what one manager process measured in a sharded step.
@@ -142,7 +111,7 @@ func measureShards(ctx context.Context, o options, stk *stack.Stack, c client.Wi
 
 	// The main manager: the webhook, and the default shard.
 	mainArgs := stk.ManagerArgs
-	stk.ManagerArgs = withArgs(mainArgs, map[string]string{"--watch-label-selector": mainSel})
+	stk.ManagerArgs = stack.OverrideArgs(mainArgs, map[string]string{"--watch-label-selector": mainSel})
 	defer func() { stk.ManagerArgs = mainArgs }()
 	insts := []*instance{{res: instanceResult{name: "main (webhook, default shard)", webhook: true},
 		metricsAddr: stk.MetricsAddr, pprofAddr: o.managerFlags["--pprof-bind-address"]}}
@@ -178,26 +147,18 @@ func measureShards(ctx context.Context, o options, stk *stack.Stack, c client.Wi
 			in.pprofAddr = "127.0.0.1:" + strconv.Itoa(ports[2])
 			set["--pprof-bind-address"] = in.pprofAddr
 		}
-		proc, err := stk.StartManagerInstance(ctx, "manager-"+name, withArgs(mainArgs, set), set["--health-probe-bind-address"])
+		proc, err := stk.StartManagerInstance(ctx, "manager-"+name, stack.OverrideArgs(mainArgs, set), set["--health-probe-bind-address"])
 		if err != nil {
 			return r, err
 		}
 		in.proc = proc
 		insts = append(insts, in)
 	}
-	go tracker.run(stepCtx, c)
-	load := &admissionLoad{}
-	loadCtx, stopLoad := context.WithCancel(stepCtx)
-	go load.run(loadCtx, c, o.shape, tracker.pick, o.admissionRate)
-
-	select {
-	case <-tracker.all:
-		r.allProven = tracker.allAt.Sub(start)
-	case <-time.After(o.provenTimeout):
-	case <-ctx.Done():
-		return r, ctx.Err()
+	load, allProven, err := tracker.untilProven(ctx, stepCtx, c, o)
+	if err != nil {
+		return r, err
 	}
-	stopLoad()
+	r.allProven = allProven
 	r.proofs, _ = tracker.counts()
 	for _, in := range insts[1:] {
 		if at, ok := tracker.groupDone(in.res.name); ok {
@@ -218,7 +179,7 @@ func measureShards(ctx context.Context, o options, stk *stack.Stack, c client.Wi
 		before[i] = m
 	}
 	t0 := time.Now()
-	loadCtx, stopLoad = context.WithCancel(stepCtx)
+	loadCtx, stopLoad := context.WithCancel(stepCtx)
 	steadyLoad := &admissionLoad{}
 	go steadyLoad.run(loadCtx, c, o.shape, tracker.pick, o.admissionRate)
 	profiled := make(chan struct{}, len(insts))

@@ -71,27 +71,6 @@ func TestShardSelectorsLeaveNoGap(t *testing.T) {
 	}
 }
 
-// TestWithArgs: a shard's command line is the main one with its flags
-// replaced (never given twice: the last would win silently) and the new
-// ones appended; the main one is left as it was.
-func TestWithArgs(t *testing.T) {
-	base := []string{"manager", "--leader-elect=true", "--metrics-bind-address=127.0.0.1:1", "--zap-log-level=info"}
-	orig := slices.Clone(base)
-	got := withArgs(base, map[string]string{
-		"--metrics-bind-address": "127.0.0.1:2",
-		"--watch-label-selector": shardLabel + " notin (shard-0,shard-1)",
-		"--enable-webhook":       "false",
-	})
-	want := []string{"manager", "--leader-elect=true", "--metrics-bind-address=127.0.0.1:2", "--zap-log-level=info",
-		"--enable-webhook=false", "--watch-label-selector=" + shardLabel + " notin (shard-0,shard-1)"}
-	if !slices.Equal(got, want) {
-		t.Errorf("withArgs:\n got %q\nwant %q", got, want)
-	}
-	if !slices.Equal(base, orig) {
-		t.Errorf("withArgs changed its input: %q", base)
-	}
-}
-
 // TestTrackerTimesEachShard: each shard's time to prove is when its own
 // last policy first had a proof of this run, not the run's last.
 func TestTrackerTimesEachShard(t *testing.T) {

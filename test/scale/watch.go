@@ -148,3 +148,24 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-time.After(d):
 	}
 }
+
+// untilProven runs the tracker and the admission load (both ending with
+// stepCtx) until every policy is proven, -proven-timeout passes or ctx
+// ends, then stops the load. It returns the load (its failures count in
+// the step) and the time from the tracker's start to the last proof: 0
+// when the timeout came first.
+func (t *proofTracker) untilProven(ctx, stepCtx context.Context, c client.WithWatch, o options) (*admissionLoad, time.Duration, error) {
+	go t.run(stepCtx, c)
+	load := &admissionLoad{}
+	loadCtx, stopLoad := context.WithCancel(stepCtx)
+	defer stopLoad()
+	go load.run(loadCtx, c, o.shape, t.pick, o.admissionRate)
+	select {
+	case <-t.all:
+		return load, t.allAt.Sub(t.since), nil
+	case <-time.After(o.provenTimeout):
+		return load, 0, nil
+	case <-ctx.Done():
+		return load, 0, ctx.Err()
+	}
+}

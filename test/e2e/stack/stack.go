@@ -288,7 +288,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		"--health-probe-bind-address": s.ProbeAddr,
 	}
 	maps.Copy(flags, o.ManagerFlags)
-	s.ManagerArgs = append([]string{"manager"}, overrideArgs(chartArgs, flags)...)
+	s.ManagerArgs = append([]string{"manager"}, OverrideArgs(chartArgs, flags)...)
 	if o.DeferManager {
 		return s, nil
 	}
@@ -331,9 +331,11 @@ func containerArgs(dep *unstructured.Unstructured) ([]string, error) {
 	return args[1:], nil
 }
 
-// overrideArgs replaces --flag=value args by set's values (in place) and
-// appends the flags of set the args did not have.
-func overrideArgs(args []string, set map[string]string) []string {
+// OverrideArgs returns args (a command line of --flag=value flags) with
+// set's values in place of theirs, never a flag twice (the last would win
+// silently), and the flags of set the args did not have appended in name
+// order. args is not modified.
+func OverrideArgs(args []string, set map[string]string) []string {
 	out := make([]string, 0, len(args)+len(set))
 	seen := map[string]bool{}
 	for _, a := range args {
