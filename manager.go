@@ -21,6 +21,7 @@ import (
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/certs"
 	"github.com/retentionguard/retention-guard/internal/cli"
+	"github.com/retentionguard/retention-guard/internal/coalesce"
 	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/logging"
 	"github.com/retentionguard/retention-guard/internal/resolve"
@@ -51,6 +52,7 @@ type managerOptions struct {
 	leaderElectionID        string
 	allowedBootstrapServers []string
 	kafkaRequestTimeout     time.Duration
+	liveChecksPerConnection int
 	allowedCursorHosts      []string
 	cursorTimeout           time.Duration
 	watchNamespaces         []string
@@ -100,6 +102,11 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.kafkaRequestTimeout, "kafka-request-timeout", 10*time.Second,
 		"How long one Kafka request may take, retries included. One observation of a cluster (metadata, then offsets, "+
 			"configs and groups, then record timestamps) is bounded by three times this.")
+	fs.IntVar(&o.liveChecksPerConnection, "live-checks-per-connection", coalesce.DefaultLiveChecks,
+		"How many one-group live observations (the webhook's live checks of policies whose status proof is stale, and "+
+			"re-reads) may run at once on one Kafka connection. Beyond it a live check waits for one to end within the "+
+			"webhook's deadline, else its policy is judged unproven (counted in retentionguard_live_checks_busy_total): "+
+			"a slow cluster is not buried under one-group requests on top of the passes that fell behind.")
 	fs.StringSliceVar(&o.allowedCursorHosts, "allowed-cursor-hosts", nil,
 		"Glob patterns (path.Match, case-insensitive, over host:port, or a unix socket path) of the database hosts that "+
 			`spec.cursor connection strings may name, e.g. "*.db.svc:5432,mariadb-?.prod:3306"; repeatable. A policy naming any `+
@@ -165,6 +172,12 @@ func (o *managerOptions) validate() error {
 	}
 	if o.kafkaRequestTimeout <= 0 {
 		return errors.New("--kafka-request-timeout must be positive")
+	}
+	switch {
+	case o.liveChecksPerConnection == 0:
+		o.liveChecksPerConnection = coalesce.DefaultLiveChecks
+	case o.liveChecksPerConnection < 0:
+		return fmt.Errorf("--live-checks-per-connection must be at least 1 (default %d), got %d", coalesce.DefaultLiveChecks, o.liveChecksPerConnection)
 	}
 	switch {
 	case o.kubeAPITimeout == 0:

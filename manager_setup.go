@@ -56,6 +56,8 @@ func setupKafka(mgr ctrl.Manager, o *managerOptions) (*kafkaSide, error) {
 	)
 	coalescer := coalesce.New(observer, coalesce.Options{
 		PassTimeout: 3 * o.kafkaRequestTimeout,
+		LiveChecks:  o.liveChecksPerConnection,
+		OnLiveBusy:  controllers.CountLiveCheckBusy,
 		Logger:      ctrl.Log.WithName("observations"),
 	})
 	// Every replica runs the coalescer: the webhook's live checks need it

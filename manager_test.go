@@ -38,6 +38,7 @@ func TestManagerUsageErrors(t *testing.T) {
 	}{
 		{[]string{"manager", "--allowed-bootstrap-servers", "*.kafka.svc:9093,kafka-[.prod:9092"}, "--allowed-bootstrap-servers"},
 		{[]string{"manager", "--kafka-request-timeout", "0s"}, "--kafka-request-timeout"},
+		{[]string{"manager", "--live-checks-per-connection", "-1"}, "--live-checks-per-connection must be at least 1"},
 		{[]string{"manager", "--no-such-flag"}, "unknown flag"},
 		{[]string{"manager", "--webhook-live-check-timeout", "10s"}, "--webhook-live-check-timeout"},
 		{[]string{"manager", "--cert-rotation", "--namespace", ""}, "--cert-rotation needs --namespace"},
@@ -70,7 +71,7 @@ func TestManagerHelpNamesItsFlags(t *testing.T) {
 		"--metrics-bind-address", "--health-probe-bind-address", "--leader-elect", "--leader-election-namespace",
 		"--allowed-bootstrap-servers", "--kafka-request-timeout", "--watch-namespaces", "--kubeconfig",
 		"--zap-log-level", "Empty (the default): none is allowed", "--allowed-cursor-hosts",
-		"--kube-api-qps", "--kube-api-burst", "--kube-api-timeout", "--pprof-bind-address",
+		"--kube-api-qps", "--kube-api-burst", "--kube-api-timeout", "--pprof-bind-address", "--live-checks-per-connection",
 		"--enable-webhook", "--watch-label-selector", "--webhook-port", "--webhook-cert-dir", "--webhook-live-check-timeout", "--cert-rotation", "--cert-secret-name",
 	} {
 		if !strings.Contains(stdout.String(), flag) {

@@ -98,6 +98,13 @@ var (
 			"Undecodable, NotRead). No series for a policy with spec.kafka.readOffsetsTopic: false.",
 	}, "reason")
 
+	liveChecksBusy = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "retentionguard_live_checks_busy_total",
+		Help: "Live checks (the webhook's re-check of a policy whose status proof is stale) that found every live slot of " +
+			"their Kafka connection busy until their deadline, so their policy was judged unproven: the cluster answers slowly " +
+			"or rollouts outpace it; see --live-checks-per-connection.",
+	})
+
 	kafkaRequestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "retentionguard_kafka_request_duration_seconds",
 		Help:    "Round trip of the Kafka requests made to observe clusters, by Kafka API.",
@@ -112,7 +119,7 @@ func policyDesc(o prometheus.GaugeOpts, more ...string) *prometheus.Desc {
 }
 
 func init() {
-	metrics.Registry.MustRegister(metricsState, kafkaRequestDuration)
+	metrics.Registry.MustRegister(metricsState, kafkaRequestDuration, liveChecksBusy)
 }
 
 // ObserveKafkaRequest feeds retentionguard_kafka_request_duration_seconds.
@@ -120,6 +127,10 @@ func init() {
 func ObserveKafkaRequest(api string, took time.Duration, _ error) {
 	kafkaRequestDuration.WithLabelValues(api).Observe(took.Seconds())
 }
+
+// CountLiveCheckBusy counts a live check that found every live slot of its
+// connection busy (coalesce.Options.OnLiveBusy).
+func CountLiveCheckBusy() { liveChecksBusy.Inc() }
 
 // metricsState holds the per-policy series of this process.
 var metricsState = newPolicyMetrics()

@@ -47,7 +47,8 @@ type connAccessor struct {
 	hasView      bool
 	discovered   bool
 
-	live map[string]*livePass // ObserveNow single flight, by target key
+	live  map[string]*livePass // ObserveNow single flight, by target key
+	slots chan struct{}        // one value per live pass running: at most Options.LiveChecks
 
 	passes uint64 // passes launched, numbering them
 }
@@ -113,6 +114,7 @@ func newConnAccessor(c *Coalescer, key string, conn kafka.Connection) *connAcces
 		targets:  make(map[string]*targetState),
 		watchers: make(map[ConnectionOwner]*kafka.Discovery),
 		live:     make(map[string]*livePass),
+		slots:    make(chan struct{}, c.opts.LiveChecks),
 	}
 }
 
@@ -120,8 +122,8 @@ func newConnAccessor(c *Coalescer, key string, conn kafka.Connection) *connAcces
 // joins the running pass when that covers the target and began no earlier
 // than notBefore, or joins the scheduled pass; else, when the cache
 // dropped an observation owner would have been served (every owner had
-// read it), it observes the target alone, and otherwise it schedules the
-// next pass. ok is false when the accessor was retired: ask the registry
+// read it), it observes the target alone in a free live slot, and
+// otherwise it schedules the next pass. ok is false when the accessor was retired: ask the registry
 // again.
 func (a *connAccessor) request(owner types.NamespacedName, target kafka.Target, maxAge time.Duration, notBefore time.Time) (obs proof.Observation, age time.Duration, fresh, ok bool) {
 	a.mu.Lock()
@@ -150,9 +152,11 @@ func (a *connAccessor) request(owner types.NamespacedName, target kafka.Target, 
 	}
 	if wouldServe && a.next == nil {
 		// Read and dropped: this target alone, not every target of the
-		// connection. Its owners are notified when it completes.
-		_, _ = a.observeLiveLocked(tk, ts.target)
-		return proof.Observation{}, 0, false, true
+		// connection, when a live slot is free (its owners are notified
+		// when it completes); else the next pass serves it.
+		if _, ok, _ := a.tryLiveLocked(tk, ts.target); ok {
+			return proof.Observation{}, 0, false, true
+		}
 	}
 	if p := a.scheduleLocked(); p != nil {
 		p.waiters[owner] = struct{}{}

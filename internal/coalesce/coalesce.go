@@ -3,6 +3,7 @@ package coalesce
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"sync"
 	"time"
@@ -47,12 +48,45 @@ type Options struct {
 	// Logger logs passes at V(1). Connections appear only as
 	// Connection.String().
 	Logger logr.Logger
+	// LiveChecks bounds the live passes (ObserveNow, and a policy's
+	// re-read of an observation the cache dropped) that run at once on
+	// one connection. Under a burst of rollouts whose proofs are stale
+	// (a slow cluster: its passes outrun the interval), live passes of
+	// one group each would otherwise pile onto the brokers that made the
+	// proofs stale and slow the next pass further. An ObserveNow beyond
+	// the bound waits for a slot within its context and then fails with
+	// a *BusyError (the webhook judges the policy unproven: fail closed);
+	// a re-read beyond it joins the next pass instead. Default
+	// DefaultLiveChecks.
+	LiveChecks int
+	// OnLiveBusy, when set, is called each time an ObserveNow gives up
+	// waiting for a live slot (a metric).
+	OnLiveBusy func()
 
 	now func() time.Time
 }
 
+// DefaultLiveChecks is Options.LiveChecks by default: four one-group
+// passes at once on a connection answer a burst of some tens of rollouts
+// a second within the webhook's live-check deadline on a healthy cluster,
+// and cost a slow one at most four groups' requests beside its pass.
+const DefaultLiveChecks = 4
+
 // ErrCoalescerClosed is returned by ObserveNow after Close.
 var ErrCoalescerClosed = errors.New("the observation coalescer is closed")
+
+// BusyError is ObserveNow's error when every live slot of the connection
+// (Options.LiveChecks) stayed busy until the caller's deadline.
+type BusyError struct {
+	// Limit is the number of live passes that were running.
+	Limit int
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("%d live checks were already observing this Kafka connection (the most the manager runs at once on one, "+
+		"--live-checks-per-connection) and none ended in time: the cluster answers slowly, or many rollouts need a live check at once; "+
+		"retry, and see the manager's retentionguard_kafka_request_duration_seconds and retentionguard_live_checks_busy_total", e.Limit)
+}
 
 // Coalescer shares observations of a Kafka cluster among every policy that
 // names it, so that N policies on one cluster cost one batched observation
@@ -113,6 +147,9 @@ func New(observer Observer, opts Options) *Coalescer {
 	}
 	if opts.Linger <= 0 {
 		opts.Linger = 100 * time.Millisecond
+	}
+	if opts.LiveChecks <= 0 {
+		opts.LiveChecks = DefaultLiveChecks
 	}
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
@@ -259,8 +296,13 @@ func (c *Coalescer) UnregisterCluster(owner ConnectionOwner) {
 // gives up leaves it to finish for the next caller. It observes only this
 // target, not the whole connection (a live check must be quick), and it
 // updates the target's cached observation, notifying the policies that
-// share it, so their status reflects what the webhook saw.
+// share it, so their status reflects what the webhook saw. At most
+// Options.LiveChecks such passes run on a connection at once: a call
+// beyond them waits for one to end, and when none does before ctx is
+// nearly over it returns a *BusyError.
 func (c *Coalescer) ObserveNow(ctx context.Context, conn kafka.Connection, target kafka.Target) (proof.Observation, error) {
+	target = normalizeTarget(target)
+	tk := targetKey(target)
 	var lp *livePass
 	for lp == nil {
 		c.mu.Lock()
@@ -271,7 +313,11 @@ func (c *Coalescer) ObserveNow(ctx context.Context, conn kafka.Connection, targe
 		a := c.accessorLocked(conn)
 		c.mu.Unlock()
 		var err error
-		if lp, err = a.observeLive(target); err != nil {
+		if lp, err = a.observeLive(ctx, tk, target); err != nil {
+			var busy *BusyError
+			if errors.As(err, &busy) && c.opts.OnLiveBusy != nil {
+				c.opts.OnLiveBusy()
+			}
 			return proof.Observation{}, err
 		}
 	}

@@ -2,8 +2,10 @@ package coalesce
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -544,4 +546,125 @@ func TestCoalescerDropsObservationsOnceRead(t *testing.T) {
 	g.Eventually(func() int { return n.of(owner(3)) }).Should(Equal(2))
 	g.Expect(f.passCount()).To(Equal(3))
 	g.Expect(f.pass(2)).To(HaveLen(2))
+}
+
+// Issue 34, seed 000 at scale: a cluster slow enough that its passes
+// outrun the interval leaves proofs stale, and every rollout of a stale
+// policy asks the webhook for a live check. Unbounded, those one-group
+// passes pile onto the brokers that made the proofs stale (make
+// bench-scale saw 525 of them per interval on one manager at 10,000
+// policies a cluster, and the passes fell further behind). At most
+// LiveChecks run at once on a connection: a caller beyond them waits for
+// a slot and, when none frees in time, gets a BusyError that says so (the
+// webhook then judges the policy unproven: fail closed), while a caller
+// whose target is already being observed joins that pass, and another
+// connection is not held back.
+func TestCoalescerBoundsLiveChecksPerConnection(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeObserver()
+	f.gate = make(chan struct{})
+	var busy atomic.Int32
+	c, _ := newTestCoalescer(t, f, Options{LiveChecks: 2, OnLiveBusy: func() { busy.Add(1) }})
+
+	observe := func(conn kafka.Connection, tg kafka.Target, within time.Duration) chan error {
+		out := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), within)
+			defer cancel()
+			obs, err := c.ObserveNow(ctx, conn, tg)
+			if err == nil && obs.Group.ID != tg.Group {
+				err = fmt.Errorf("observed %s", obs.Group.ID)
+			}
+			out <- err
+		}()
+		return out
+	}
+	first, second := observe(plainConn, target(1), 10*time.Second), observe(plainConn, target(2), 10*time.Second)
+	g.Eventually(f.started).Should(Receive())
+	g.Eventually(f.started).Should(Receive())
+
+	// Both slots busy: a third target waits, then fails with why.
+	third := observe(plainConn, target(3), 300*time.Millisecond)
+	var err error
+	g.Eventually(third).Should(Receive(&err))
+	var be *BusyError
+	g.Expect(errors.As(err, &be)).To(BeTrue(), "got %v", err)
+	g.Expect(be.Limit).To(Equal(2))
+	g.Expect(err.Error()).To(ContainSubstring("--live-checks-per-connection"))
+	g.Expect(errors.Is(err, context.DeadlineExceeded)).To(BeFalse(), "the caller learns why, not only that time ran out")
+	g.Expect(busy.Load()).To(Equal(int32(1)))
+	g.Expect(f.passCount()).To(Equal(2), "the third target was never observed")
+
+	// A caller that goes away while it waits is not a busy connection.
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan error, 1)
+	go func() {
+		_, err := c.ObserveNow(ctx, plainConn, target(5))
+		gone <- err
+	}()
+	g.Consistently(gone, 50*time.Millisecond).ShouldNot(Receive(), "it waits for a slot")
+	cancel()
+	g.Eventually(gone).Should(Receive(MatchError(context.Canceled)))
+	g.Expect(busy.Load()).To(Equal(int32(1)))
+
+	// The same target as a running pass joins it; another connection has
+	// slots of its own.
+	joined := observe(plainConn, target(1), 10*time.Second)
+	other := kafka.Connection{BootstrapServers: []string{"kafka-9:9092"}}
+	elsewhere := observe(other, target(3), 10*time.Second)
+	g.Eventually(f.started).Should(Receive(), "another connection's live check starts at once")
+	g.Expect(f.passCount()).To(Equal(3))
+
+	// A waiter gets the first slot that frees.
+	waiting := observe(plainConn, target(4), 10*time.Second)
+	g.Consistently(f.started, 100*time.Millisecond).ShouldNot(Receive(), "no slot free yet")
+	f.gate <- struct{}{} // one of the three running passes ends
+	g.Eventually(f.started).Should(Receive(), "the waiter's pass starts in the freed slot")
+	for range 3 {
+		f.gate <- struct{}{}
+	}
+	for _, ch := range []chan error{first, second, joined, elsewhere, waiting} {
+		g.Eventually(ch).Should(Receive(BeNil()))
+	}
+	g.Expect(f.passCount()).To(Equal(4), "one pass each for targets 1, 2, 4 and the other connection's; the joiner shared one")
+	g.Expect(busy.Load()).To(Equal(int32(1)))
+}
+
+// A policy re-reading an observation the cache dropped (TestCoalescer
+// DropsObservationsOnceRead) takes a live slot too; with every slot busy
+// it rides the connection's next pass instead of adding a pass of its own.
+func TestCoalescerRereadJoinsThePassWhenLiveSlotsAreBusy(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeObserver()
+	c, n := newTestCoalescer(t, f, Options{LiveChecks: 1})
+
+	c.Request(owner(1), plainConn, target(1), time.Minute)
+	c.Request(owner(3), plainConn, target(3), time.Minute)
+	g.Eventually(f.started).Should(Receive())
+	g.Eventually(func() int { return n.of(owner(1)) }).Should(Equal(1))
+	_, _, fresh := c.Request(owner(1), plainConn, target(1), time.Minute)
+	g.Expect(fresh).To(BeTrue())
+	g.Expect(holds(c, target(1))).To(BeFalse(), "read: dropped")
+	g.Expect(f.passCount()).To(Equal(1))
+
+	// A live check of another target holds the one slot.
+	f.mu.Lock()
+	f.gate = make(chan struct{})
+	f.mu.Unlock()
+	live := make(chan error, 1)
+	go func() {
+		_, err := c.ObserveNow(context.Background(), plainConn, target(2))
+		live <- err
+	}()
+	g.Eventually(f.started).Should(Receive())
+	_, _, fresh = c.Request(owner(1), plainConn, target(1), time.Minute)
+	g.Expect(fresh).To(BeFalse(), "nothing held to serve")
+	g.Eventually(f.started).Should(Receive(), "the next pass of the connection starts after its linger")
+	g.Expect(f.passCount()).To(Equal(3))
+	g.Expect(f.pass(2)).To(ConsistOf(normalizeTarget(target(1)), normalizeTarget(target(3))),
+		"the connection's pass (every registered target), not a live pass of one")
+	f.gate <- struct{}{}
+	f.gate <- struct{}{}
+	g.Eventually(live).Should(Receive(BeNil()))
+	g.Eventually(func() int { return n.of(owner(1)) }).Should(Equal(2))
 }

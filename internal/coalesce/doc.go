@@ -10,7 +10,10 @@
 // observed are notified and reconcile again with it. A connection nobody
 // asks for is forgotten (its client closed) after the linger. The webhook's
 // live check uses ObserveNow: one pass for one target, bounded by its
-// context, sharing the connection's client.
+// context, sharing the connection's client; at most Options.LiveChecks of
+// them run on one connection at once, so a cluster whose passes fell
+// behind is not also buried under one-group passes (a caller beyond them
+// waits for a slot, then gets a BusyError).
 //
 // Nothing here survives a restart: a new process registers each policy on
 // its first reconcile and observes every connection once before its first

@@ -2,6 +2,7 @@ package coalesce
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -147,33 +148,88 @@ func (a *connAccessor) deliver(p *observationPass, tk string, obs proof.Observat
 	a.c.notifyPolicies(ready)
 }
 
-// observeLive returns the live pass of target, starting it when none runs;
-// nil when the accessor was retired (ask the registry again), and
-// ErrCoalescerClosed when the Coalescer closed meanwhile.
-func (a *connAccessor) observeLive(target kafka.Target) (*livePass, error) {
-	target = normalizeTarget(target)
-	tk := targetKey(target)
+// observeLive returns the live pass of the normalized target tk, joining
+// the one running or starting one in a free live slot; when every slot is
+// busy it waits for one until shortly before ctx ends, and then returns a
+// *BusyError. It returns nil when the accessor was retired (ask the
+// registry again), and ErrCoalescerClosed when the Coalescer closed
+// meanwhile.
+func (a *connAccessor) observeLive(ctx context.Context, tk string, target kafka.Target) (*livePass, error) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if a.retired {
+		a.mu.Unlock()
 		return nil, nil
 	}
-	return a.observeLiveLocked(tk, target)
+	if lp, ok, err := a.tryLiveLocked(tk, target); ok || err != nil {
+		a.mu.Unlock()
+		return lp, err
+	}
+	a.mu.Unlock()
+	wait, cancel := slotWait(ctx)
+	defer cancel()
+	select {
+	case a.slots <- struct{}{}:
+	case <-wait.Done():
+		if err := ctx.Err(); errors.Is(err, context.Canceled) {
+			return nil, err // the caller went away: not a busy connection
+		}
+		return nil, &BusyError{Limit: cap(a.slots)}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch lp := a.live[tk]; {
+	case a.retired:
+		<-a.slots
+		return nil, nil
+	case lp != nil:
+		// Another caller started this target's pass while we waited.
+		<-a.slots
+		return lp, nil
+	}
+	return a.startLiveLocked(tk, target)
 }
 
-// observeLiveLocked returns the live pass of the normalized target tk,
-// starting it when none runs.
-func (a *connAccessor) observeLiveLocked(tk string, target kafka.Target) (*livePass, error) {
-	lp := a.live[tk]
-	if lp == nil {
-		if a.c.ctx.Err() != nil {
-			return nil, ErrCoalescerClosed
-		}
-		lp = &livePass{done: make(chan struct{})}
-		a.live[tk] = lp
-		a.c.wg.Add(1)
-		go a.runLive(tk, target, lp)
+// slotWait is the context a wait for a live slot ends with: ctx, less a
+// tenth of what is left of it (at most 50ms), so that a caller racing its
+// own deadline (the webhook) gets the BusyError, which says why, before
+// its deadline, which does not.
+func slotWait(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
 	}
+	margin := min(time.Until(d)/10, 50*time.Millisecond)
+	return context.WithDeadline(ctx, d.Add(-margin))
+}
+
+// tryLiveLocked returns the live pass of the normalized target tk: the
+// one running, or one it starts in a free live slot. ok is false when
+// every slot is busy.
+func (a *connAccessor) tryLiveLocked(tk string, target kafka.Target) (lp *livePass, ok bool, err error) {
+	if lp := a.live[tk]; lp != nil {
+		return lp, true, nil
+	}
+	select {
+	case a.slots <- struct{}{}:
+	default:
+		return nil, false, nil
+	}
+	lp, err = a.startLiveLocked(tk, target)
+	return lp, true, err
+}
+
+// startLiveLocked starts the live pass of tk in the slot the caller took
+// (runLive gives it back), or gives the slot back once the Coalescer is
+// closed.
+func (a *connAccessor) startLiveLocked(tk string, target kafka.Target) (*livePass, error) {
+	if a.c.ctx.Err() != nil {
+		<-a.slots
+		return nil, ErrCoalescerClosed
+	}
+	lp := &livePass{done: make(chan struct{})}
+	a.live[tk] = lp
+	a.c.wg.Add(1)
+	go a.runLive(tk, target, lp)
 	return lp, nil
 }
 
@@ -189,6 +245,7 @@ func (a *connAccessor) runLive(tk string, target kafka.Target, lp *livePass) {
 
 	a.mu.Lock()
 	delete(a.live, tk)
+	<-a.slots
 	var owners []types.NamespacedName
 	if ts := a.targets[tk]; ts != nil && len(obs) == 1 && !ts.olderThan(started) {
 		ts.setLocked(lp.obs, a.c.opts.now(), started, 0)

@@ -254,6 +254,7 @@ func alertCases(t *testing.T, c alertCombo) []alertCase {
 	cases = append(cases, b.offsetsTopicCases()...)
 	cases = append(cases, b.riskCases()...)
 	cases = append(cases, b.admissionCases()...)
+	cases = append(cases, b.liveChecksBusyCases()...)
 	cases = append(cases, b.apiserverCases()...)
 	cases = append(cases, b.managerDownCases()...)
 	return cases
@@ -676,6 +677,40 @@ func (b caseBuilder) admissionCases() []alertCase {
 			alert: failing, what: "rollouts denied by failing proofs",
 			series: b.decisions(map[[2]string][]string{{"Job", "denied"}: counter(n, b.pre, n)}),
 			evals:  b.silent(failing),
+		},
+	}
+}
+
+// liveChecksBusyCases: issue 34, one manager past its ceiling (seed 000
+// at scale). Its passes fell behind, every rollout of a stale policy is
+// checked live, and the live checks of a connection found every slot busy
+// until their deadline: those rollouts are refused as unproven. The alert
+// says the guard, not a proof, is the cause.
+func (b caseBuilder) liveChecksBusyCases() []alertCase {
+	n := b.length()
+	const alert = "RetentionGuardLiveChecksBusy"
+	busy := func(values []string) []promSeries {
+		return []promSeries{b.managerSeries("retentionguard_live_checks_busy_total", map[string]string{}, values)}
+	}
+	return []alertCase{
+		{
+			alert: alert, what: "live checks busy from pre on", fires: true,
+			series: busy(counter(n, b.pre, n)),
+			evals: b.firing(alert, b.pre, promAlert{
+				ExpLabels: map[string]string{"severity": "warning"},
+				ExpAnnotations: map[string]string{
+					"summary": "retention-guard refuses rollouts as unproven because its live checks of Kafka are saturated.",
+					"description": "Every live-check slot of a Kafka connection stayed busy until the webhook's deadline: the manager's " +
+						"passes are behind (its policies' checkedAt is old) and the cluster answers slowly. Look at " +
+						"retentionguard_kafka_request_duration_seconds; past one manager's ceiling, give the connection a shard of its own (docs/scaling.md).",
+					"runbook_url": b.runbook(alert),
+				},
+			}),
+		},
+		{
+			alert: alert, what: "no live check ever busy",
+			series: busy(flat(n, 0)),
+			evals:  b.silent(alert),
 		},
 	}
 }

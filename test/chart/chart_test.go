@@ -141,7 +141,7 @@ func TestDefaults(t *testing.T) {
 		"--metrics-bind-address": ":8080", "--health-probe-bind-address": ":8081",
 		"--kafka-request-timeout": "10s", "--zap-log-level": "info", "--zap-encoder": "json",
 		"--webhook-port": "9443", "--webhook-live-check-timeout": "3s", "--cert-rotation": "true",
-		"--kube-api-qps": "100", "--kube-api-burst": "200",
+		"--kube-api-qps": "100", "--kube-api-burst": "200", "--live-checks-per-connection": "4",
 	} {
 		if got := mustArg(t, c.Args, flag); got != want {
 			t.Errorf("%s=%s, want %s", flag, got, want)
@@ -639,7 +639,7 @@ func TestValuesReachTheManager(t *testing.T) {
 		"logLevel", "debug", "logEncoder", "console", "kafkaRequestTimeout", "20s",
 		"webhook.failurePolicy", "Ignore", "webhook.timeoutSeconds", 3, "webhook.liveCheckTimeout", "2s",
 		"replicaCount", 3, "image.tag", "v9.9.9",
-		"kubeAPI.qps", 40, "kubeAPI.burst", 80, "pprof.enabled", true,
+		"kubeAPI.qps", 40, "kubeAPI.burst", 80, "pprof.enabled", true, "liveChecksPerConnection", 8,
 	))
 	d, c := managerDeployment(t, m)
 	for flag, want := range map[string]string{
@@ -648,6 +648,7 @@ func TestValuesReachTheManager(t *testing.T) {
 		"--zap-log-level":        "debug", "--zap-encoder": "console", "--kafka-request-timeout": "20s",
 		"--webhook-live-check-timeout": "2s",
 		"--kube-api-qps":               "40", "--kube-api-burst": "80", "--pprof-bind-address": "127.0.0.1:8082",
+		"--live-checks-per-connection": "8",
 	} {
 		if got := mustArg(t, c.Args, flag); got != want {
 			t.Errorf("%s=%s, want %s", flag, got, want)
@@ -838,7 +839,7 @@ func TestMonitoring(t *testing.T) {
 		"RetentionGuardPolicyViolated", "RetentionGuardPolicyUnknown", "RetentionGuardRecoveryHeadroomLow",
 		"RetentionGuardGroupOffsetsExpireWithinADay", "RetentionGuardEmptyGroupNearingOffsetsRetention",
 		"RetentionGuardWebhookDenying", "RetentionGuardWebhookFailingClosed", "RetentionGuardWebhookErrors",
-		"RetentionGuardManagerDown", "RetentionGuardOffsetsTopicUnreadable",
+		"RetentionGuardManagerDown", "RetentionGuardOffsetsTopicUnreadable", "RetentionGuardLiveChecksBusy",
 	} {
 		expr, ok := alerts[want]
 		if !ok {

@@ -53,6 +53,7 @@ var defaultFor = map[string]time.Duration{
 	"RetentionGuardOffsetsTopicUnreadable":            30 * time.Minute,
 	"RetentionGuardWebhookDenying":                    0,
 	"RetentionGuardWebhookFailingClosed":              5 * time.Minute,
+	"RetentionGuardLiveChecksBusy":                    10 * time.Minute,
 	"RetentionGuardWebhookErrors":                     5 * time.Minute,
 	"RetentionGuardManagerDown":                       5 * time.Minute,
 }

@@ -31,6 +31,7 @@ func TestGeneratedSchemaRejects(t *testing.T) {
 		{"kafkaRequestTimeout in words", set("kafkaRequestTimeout", "ten seconds"), "kafkaRequestTimeout"},
 		{"a negative client rate other than -1", set("kubeAPI.qps", -2), "qps"},
 		{"no burst", set("kubeAPI.burst", 0), "burst"},
+		{"no live check per connection", set("liveChecksPerConnection", 0), "liveChecksPerConnection"},
 		{"argoRollouts yes", set("argoRollouts.enabled", "yes"), "enabled"},
 		{"a port beyond 65535", set("networkPolicy.apiServerPorts", []any{70000}), "apiServerPorts"},
 		{"an egress rule that is not an object", set("networkPolicy.egress", []any{"kafka"}), "egress"},

@@ -112,6 +112,7 @@ logs.
 */}}
 {{- define "retention-guard.sharedArgs" -}}
 - --kafka-request-timeout={{ .Values.kafkaRequestTimeout }}
+- --live-checks-per-connection={{ .Values.liveChecksPerConnection }}
 - --kube-api-qps={{ .Values.kubeAPI.qps }}
 - --kube-api-burst={{ .Values.kubeAPI.burst }}
 {{- if .Values.pprof.enabled }}
