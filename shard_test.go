@@ -79,8 +79,10 @@ next:
 // (its reconcilers select a shard no object names: predicate-filtered).
 // Each shard proves its connection's policy and renews its own heartbeat
 // Lease. Then the connection kafka-a and its policy are relabelled to
-// shard b (which the default shard takes), while a Deployment of the
-// settlement consumer is updated through the webhook again and again:
+// shard b (which the default shard takes), the connection first or the
+// policy first (a platform team relabels with kubectl, in either order),
+// while a Deployment of the settlement consumer is updated through the
+// webhook again and again:
 //   - every admission is judged by the policy (never "no policy selects")
 //     and allowed (its proof is Proven, fresh or checked live);
 //   - the policy's status is never seen without its Proven proof of the
@@ -89,6 +91,11 @@ next:
 //   - shard a stops writing the policy's status, the connection's status
 //     and its old Lease.
 func TestShardsMoveAConnectionWithoutLosingItsProof(t *testing.T) {
+	t.Run("connection first", func(t *testing.T) { moveShard(t, true) })
+	t.Run("policy first", func(t *testing.T) { moveShard(t, false) })
+}
+
+func moveShard(t *testing.T, connectionFirst bool) {
 	env, err := testenv.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -345,14 +352,28 @@ func TestShardsMoveAConnectionWithoutLosingItsProof(t *testing.T) {
 		patch := []byte(`{"metadata":{"labels":{"` + rgv1.ShardLabel + `":"b"}}}`)
 		g.Expect(env.Client.Patch(bg, obj, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 	}
-	relabel(&rgv1.ClusterKafkaConnection{ObjectMeta: metav1.ObjectMeta{Name: "kafka-a"}})
-	// Half moved: the policy is shard a's, its connection no longer in
-	// shard a's cache. Shard a keeps proving it, reading the connection
-	// from the API server (not ConnectionNotFound: the watchers would see
-	// Unknown), until the policy follows.
-	g.Eventually(func() int { return writesA.count("GET", "clusterkafkaconnections/kafka-a") }, 2*time.Minute,
-		200*time.Millisecond).Should(BeNumerically(">", 0))
-	relabel(&rgv1.ConsumerRetentionPolicy{ObjectMeta: metav1.ObjectMeta{Name: settle.Name, Namespace: ns}})
+	conn := &rgv1.ClusterKafkaConnection{ObjectMeta: metav1.ObjectMeta{Name: "kafka-a"}}
+	policy := &rgv1.ConsumerRetentionPolicy{ObjectMeta: metav1.ObjectMeta{Name: settle.Name, Namespace: ns}}
+	if connectionFirst {
+		relabel(conn)
+		// Half moved: the policy is shard a's, its connection no longer in
+		// shard a's cache. Shard a keeps proving it, reading the
+		// connection from the API server (not ConnectionNotFound: the
+		// watchers would see Unknown), until the policy follows.
+		g.Eventually(func() int { return writesA.count("GET", "clusterkafkaconnections/kafka-a") }, 2*time.Minute,
+			200*time.Millisecond).Should(BeNumerically(">", 0))
+		relabel(policy)
+	} else {
+		relabel(policy)
+		// Half moved the other way: the policy is the default shard's,
+		// its connection still shard a's and not in the default shard's
+		// cache. The default shard proves it all the same, reading the
+		// connection from the API server, until the connection follows.
+		g.Eventually(func() int { return writesRest.count("GET", "clusterkafkaconnections/kafka-a") }, 2*time.Minute,
+			200*time.Millisecond).Should(BeNumerically(">", 0))
+		provenWithOwnLease(settle, shardRest.shard, moved)
+		relabel(conn)
+	}
 
 	leaseB := provenWithOwnLease(settle, shardRest.shard, moved)
 	g.Expect(leaseB).NotTo(Equal(leaseA), "the default shard renews a Lease of its own")
