@@ -838,7 +838,7 @@ func TestMonitoring(t *testing.T) {
 		"RetentionGuardPolicyViolated", "RetentionGuardPolicyUnknown", "RetentionGuardRecoveryHeadroomLow",
 		"RetentionGuardGroupOffsetsExpireWithinADay", "RetentionGuardEmptyGroupNearingOffsetsRetention",
 		"RetentionGuardWebhookDenying", "RetentionGuardWebhookFailingClosed", "RetentionGuardWebhookErrors",
-		"RetentionGuardManagerDown", "RetentionGuardOffsetsTopicUnreadable",
+		"RetentionGuardManagerDown", "RetentionGuardOffsetsTopicUnreadable", "RetentionGuardLogDivergedBelowGroup",
 	} {
 		expr, ok := alerts[want]
 		if !ok {
