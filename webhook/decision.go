@@ -110,16 +110,20 @@ type policyResult struct {
 	OverrideRefused string
 	// AtRisk: the proof is Violated only by risks — records or offsets
 	// that will be lost before the window ends if the group stays down,
-	// none lost yet (proof.IsRisk), the violations the status omits
-	// counted too (violationsOmittedByReason). A rollout is then the way
-	// out, not the danger: it is allowed with a warning (see atRisk).
+	// none lost yet, or a log diverged under a commit the consumer
+	// validates and rewinds from (proof.IsRisk: a restart skips nothing
+	// unread), the violations the status omits counted too
+	// (violationsOmittedByReason). A rollout is then the way out, or
+	// harmless, not the danger: it is allowed with a warning (see atRisk).
 	AtRisk bool
 }
 
 // atRisk reports whether every violation of a failing proof (Violated, or
 // Unknown because an Empty group's offsets may expire) is a risk
 // (proof.IsRisk): records or offsets lost, or maybe lost, before the window
-// ends if the group stays down, none lost yet. An Unknown proof with any
+// ends if the group stays down, none lost yet; or a commit with its leader
+// epoch past a diverged log, which the consumer rewinds from on restart
+// (CommittedEpochDiverged: it re-reads, skipping nothing). An Unknown proof with any
 // other violation, or none listed (a failure to read Kafka), is no risk:
 // it refuses (fail closed). Refusing a rollout then protects
 // nothing — the group loses the same records whether the rollout happens
@@ -173,6 +177,28 @@ func (r *policyResult) riskOnly() bool {
 	return r.Enforcement == rgv1.EnforcementDeny && r.AtRisk && len(r.Consumer) == 0
 }
 
+// divergedRisk: a proof at risk (AtRisk) with a commit past a log that
+// diverged below it (proof.ReasonCommittedEpochDiverged) among its
+// violations, listed or omitted.
+func (r *policyResult) divergedRisk() bool {
+	if !r.AtRisk {
+		return false
+	}
+	for _, f := range r.Kafka {
+		if f.Reason == proof.ReasonCommittedEpochDiverged {
+			return true
+		}
+	}
+	if ps := r.Proof; ps != nil {
+		for _, c := range ps.ViolationsOmittedByReason {
+			if c.Reason == proof.ReasonCommittedEpochDiverged {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // warnsOnly: a failing policy that lets the rollout through with a warning
 // (enforcement Warn, or riskOnly).
 func (r *policyResult) warnsOnly() bool {
@@ -207,10 +233,12 @@ func (d *decision) allowed() bool { return d.Outcome != outcomeDenied }
 //     spec.consumer.
 //   - A failing policy refuses the rollout when its enforcement is Deny
 //     (Unknown fails: fail closed); Warn and Audit never refuse. A proof
-//     Violated only by risks (proof.IsRisk: nothing lost yet, the group
-//     cannot stay down its whole window; every violation a risk, the
-//     omitted ones counted by reason before the list was cut) warns
-//     instead: the rollout is the way out.
+//     Violated only by risks (proof.IsRisk: a restart skips nothing
+//     unread — nothing lost yet, the group cannot stay down its whole
+//     window, or a consumer that rewinds from a diverged log; every
+//     violation a risk, the omitted ones counted by reason before the
+//     list was cut) warns instead: the rollout is the way out, or
+//     harmless.
 //   - The override annotation lets the rollout through only when every
 //     refusing policy fails on the Kafka side alone and its current proof
 //     ID is among the annotation's values.

@@ -334,7 +334,7 @@ func severity(f finding) int64 {
 		return n(v.LogStart)
 	case proof.ReasonCommittedOffsetBeyondLogEnd:
 		return n(v.Committed)
-	case proof.ReasonCommittedOffsetDiverged:
+	case proof.ReasonCommittedOffsetDiverged, proof.ReasonCommittedEpochDiverged:
 		return n(v.DivergedRecords)
 	case proof.ReasonCursorBeyondLogEnd:
 		return n(v.Cursor)
@@ -443,6 +443,10 @@ func warnings(d *decision) []string {
 			}
 			if r.Enforcement == rgv1.EnforcementWarn {
 				add(head + "; allowed by enforcement Warn")
+			} else if r.divergedRisk() {
+				// The records the group read where the log diverged are
+				// gone from it: "nothing lost yet" would say otherwise.
+				add(head + " by risks only, no unread record skipped: allowed")
 			} else {
 				add(head + " by risks only, nothing lost yet: allowed")
 			}

@@ -286,6 +286,32 @@ func TestDenyMessageWayOutByReason(t *testing.T) {
 	}
 }
 
+// Issue 32: seed 000's diverged log under two partitions' commits, one
+// with its leader epoch (a risk: the consumer rewinds by itself), one
+// without (a loss: it resumes past replaced records). The denial the loss
+// makes lists the loss first and gives each its own way out: a reset for
+// the epoch-less commit, none for the one with its epoch.
+func TestDenyMessageWayOutOfADivergedLog(t *testing.T) {
+	ps := &rgv1.ProofStatus{Verdict: rgv1.VerdictViolated, ProofID: "12345678",
+		Violations: []rgv1.ViolationStatus{
+			{Reason: proof.ReasonCommittedEpochDiverged, Topic: "settle-task", Partition: ptr[int32](0), Message: "settle-task[0]: rewinds to 5"},
+			{Reason: proof.ReasonCommittedOffsetDiverged, Topic: "settle-task", Partition: ptr[int32](1), Message: "settle-task[1]: resumes past 5"},
+		}}
+	p := settlePolicy(withProof(ps, time.Second))
+	d := decide([]policyEval{{Policy: p, Proof: p.Status.Proof}}, "")
+	if d.Outcome != outcomeDenied {
+		t.Fatalf("outcome %s, want denied (an epoch-less commit past a diverged log is a loss)", d.Outcome)
+	}
+	msg := denyMessage(settleTarget, &d, testNow)
+	// The way out wraps: read it as words.
+	mustContain(t, strings.Join(strings.Fields(msg), " "), "reset the group's offsets on the diverged partition",
+		"none where the commit carries its leader epoch: the consumer rewinds to where the log diverged")
+	if i, j := strings.Index(msg, "CommittedOffsetDiverged"), strings.Index(msg, "CommittedEpochDiverged"); i < 0 || j < 0 || i > j {
+		t.Errorf("the loss is not listed before the risk:\n%s", msg)
+	}
+	checkMessageShape(t, msg)
+}
+
 // A policy that names a connection has no servers of its own: the way out
 // names the connection whose status holds them.
 func TestDenyMessageWayOutThroughAConnection(t *testing.T) {

@@ -81,6 +81,43 @@ func TestRiskOnlyViolationsWarnAndAllow(t *testing.T) {
 		})
 	}
 
+	// Issue 32: a commit with its leader epoch past a log that diverged
+	// below it (seed 000's diverged log, an unclean election): the
+	// consumer validates the epoch on restart and rewinds, so a Deny
+	// policy warns and allows, and says the restart skips nothing unread
+	// rather than "nothing lost yet" (the records read there are gone from
+	// the log). Beside a loss it refuses; an epoch-less commit past the same
+	// log (CommittedOffsetDiverged) is the loss.
+	for _, tc := range []struct {
+		name  string
+		proof *rgv1.ProofStatus
+		want  outcome
+	}{
+		{"diverged under a commit with its epoch", risk(proof.ReasonCommittedEpochDiverged), outcomeWarned},
+		{"diverged with a headroom risk", risk(proof.ReasonCommittedEpochDiverged, proof.ReasonRecoveryHeadroomShorterThanWindow), outcomeWarned},
+		{"diverged under an epoch-less commit", risk(proof.ReasonCommittedOffsetDiverged), outcomeDenied},
+		{"both", risk(proof.ReasonCommittedEpochDiverged, proof.ReasonCommittedOffsetDiverged), outcomeDenied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := decide([]policyEval{{Policy: settlePolicy(withEnforcement(rgv1.EnforcementDeny)), Proof: tc.proof}}, "")
+			if d.Outcome != tc.want {
+				t.Fatalf("outcome %s, want %s", d.Outcome, tc.want)
+			}
+			ws := strings.Join(warnings(&d), "\n")
+			if tc.want != outcomeWarned {
+				if strings.Contains(ws, "allowed") {
+					t.Errorf("a refused rollout warns %q", ws)
+				}
+				return
+			}
+			mustContain(t, ws, "is Violated (proof 5e1f00aa) by risks only, no unread record skipped: allowed",
+				"CommittedEpochDiverged outbox[0]")
+			if strings.Contains(ws, "nothing lost yet") {
+				t.Errorf("records read and gone from the log, yet %q", ws)
+			}
+		})
+	}
+
 	// A risk with a consumer clause that fails still refuses: the consumer
 	// settings are the danger, not the rollout.
 	p := settlePolicy(withEnforcement(rgv1.EnforcementDeny), withConsumer("settle", resetEnv, ""))

@@ -46,6 +46,10 @@ const (
 	remedyTombstoneHeadroom
 	remedyEmptyGroup
 	remedyEmptyGroupUndated
+	// remedyEpochDiverged: a commit with its leader epoch past a diverged
+	// log (a risk): the consumer rewinds by itself; the next commit, or a
+	// reset to where the log diverged, ends the warning.
+	remedyEpochDiverged
 	// remedyUnreadPartition: a partition without a commit that a reset to
 	// latest would skip (a partition added while the group was down).
 	remedyUnreadPartition
@@ -125,6 +129,8 @@ var adviceFor = map[string]advice{
 	proof.ReasonEmptyGroupOffsetsExpireBeforeWindow: {problem: problemOther, remedy: remedyEmptyGroup},
 	// Unknown: since when the group is Empty is not known well enough.
 	proof.ReasonEmptyGroupOffsetsMayExpireBeforeWindow: {problem: problemOther, remedy: remedyEmptyGroupUndated},
+	// The consumer rewinds to where the log diverged and re-reads.
+	proof.ReasonCommittedEpochDiverged: {problem: problemOther, remedy: remedyEpochDiverged},
 }
 
 // findingRank orders findings by what matters to the person rolling out
@@ -295,6 +301,22 @@ var wayTexts = map[remedy]wayText{
 		},
 		words: func(*way) string {
 			return "commit an offset for each partition without one (--reset-offsets --to-earliest) or show the consumers start at the log start"
+		},
+	},
+	// Either way changes the next proof: a commit carrying the epoch of
+	// the records the consumer read after it rewound ends at or past its
+	// offset, and a reset commits a new offset without an epoch (the
+	// manager forgets what it saw under the old one).
+	remedyEpochDiverged: {
+		full: func(*way) []line {
+			return proseLines("Way out: none needed for the rollout: the partition's log diverged below the group's position (truncated, then grown back), " +
+				"and the consumer validates the committed leader epoch on restart and rewinds to where it diverged (the offset named above), " +
+				"re-reading what the log holds there now. Decide whether what the group did with the records gone from the log must be undone; " +
+				"the group's next commit ends the warning, or reset its offsets on the partition to that offset (kafka-consumer-groups --reset-offsets --to-offset).")
+		},
+		words: func(*way) string {
+			return "none where the commit carries its leader epoch: the consumer rewinds to where the log diverged " +
+				"(the group's next commit, or a reset to that offset, ends the warning)"
 		},
 	},
 	remedyEmptyGroupUndated: {

@@ -16,10 +16,11 @@ const (
 	// exception: a proof failing only by risks (every violation, the
 	// omitted ones counted too, is RecoveryHeadroomShorterThanWindow,
 	// TombstoneHeadroomShorterThanWindow,
-	// EmptyGroupOffsetsExpireBeforeWindow or
-	// EmptyGroupOffsetsMayExpireBeforeWindow: nothing lost yet) with no
+	// EmptyGroupOffsetsExpireBeforeWindow,
+	// EmptyGroupOffsetsMayExpireBeforeWindow: nothing lost yet, or
+	// CommittedEpochDiverged: a restart rewinds and re-reads) with no
 	// consumer clause finding lets the rollout through with a warning, since
-	// starting or fixing the consumer is the way out.
+	// starting or fixing the consumer is the way out, or harmless.
 	EnforcementDeny Enforcement = "Deny"
 	// EnforcementWarn allows the rollout and returns a warning the client
 	// shows to the person deploying.
@@ -634,10 +635,11 @@ type ProofStatus struct {
 	// before the list is cut: one entry per reason, loss first as
 	// violations lists them, the counts summing to violationsOmitted. It
 	// is absent when nothing is omitted. Admission reads it to tell a
-	// proof failing only by risks (every reason, listed or omitted,
-	// RecoveryHeadroomShorterThanWindow, EmptyGroupOffsetsExpireBeforeWindow
-	// or EmptyGroupOffsetsMayExpireBeforeWindow: a lagging topic's many
-	// partitions, nothing lost yet) from one that lost records; a status
+	// proof failing only by risks (every reason, listed or omitted, a
+	// risk such as RecoveryHeadroomShorterThanWindow,
+	// EmptyGroupOffsetsExpireBeforeWindow or CommittedEpochDiverged: a
+	// lagging topic's many partitions, nothing skipped yet) from one that
+	// lost records; a status
 	// whose counts do not account for every omitted violation (written
 	// before this field existed) is read as not only risks.
 	// +optional
@@ -921,9 +923,10 @@ type ViolationStatus struct {
 
 	// divergedRecords counts the records the group read that the
 	// partition's log no longer holds: it was truncated below the group's
-	// position and grew back (CommittedOffsetDiverged: the committed
-	// offset less the end of the leader epoch it was committed in);
-	// absent when it counts none.
+	// position and grew back (CommittedEpochDiverged: the committed offset
+	// less the end of the leader epoch it was committed in;
+	// CommittedOffsetDiverged: of the epoch the guard first saw an
+	// epoch-less commit in); absent when it counts none.
 	// +optional
 	DivergedRecords *int64 `json:"divergedRecords,omitempty"`
 	// cursor is the business cursor on the partition (spec.cursor), for

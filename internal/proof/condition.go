@@ -20,18 +20,25 @@ var lossReasons = []string{
 	ReasonResetToLatestSkipsRecords,
 	ReasonCommittedOffsetBeyondLogEnd,
 	ReasonCommittedOffsetOfDeletedTopic,
+	// An epoch-less commit past a diverged log: the consumer resumes at it
+	// silently, past records it never read (CommittedEpochDiverged, the
+	// same log under a commit with its epoch, is a risk).
 	ReasonCommittedOffsetDiverged,
 	// Records a restart from the group's offsets would skip.
 	ReasonGroupAheadOfCursor,
 }
 
-// riskReasons are the violations that say the group cannot be down for its
-// whole window from now while nothing is lost yet: the oldest record it has
-// not read expires first (a lagging group, seed 000 before the loss), or an
-// Empty classic group's offsets expire, or may expire, first (seed 003
-// before the loss). Admission warns on a proof failing (Violated or
-// Unknown) only by them and refuses nothing (the rollout is the way out),
-// and the critical Violated alert leaves them to their own warning alerts.
+// riskReasons are the violations under which a restart skips nothing the
+// group has not read (yet): the group cannot be down for its whole window
+// from now while nothing is lost yet — the oldest record it has not read
+// expires first (a lagging group, seed 000 before the loss), or an Empty
+// classic group's offsets expire, or may expire, first (seed 003 before
+// the loss) — or the log diverged below a commit that carries its leader
+// epoch, which the consumer validates and rewinds from (the records it
+// read there are gone from the log; it re-reads what is there now).
+// Admission warns on a proof failing (Violated or Unknown) only by them and
+// refuses nothing (the rollout is the way out, or harmless), and the
+// critical Violated alert leaves them to their own warning alerts.
 var riskReasons = []string{
 	ReasonRecoveryHeadroomShorterThanWindow,
 	// A tombstone the lagging group has not read may be dropped first.
@@ -39,10 +46,14 @@ var riskReasons = []string{
 	ReasonEmptyGroupOffsetsExpireBeforeWindow,
 	// Unknown rather than Violated (missingFact), a risk all the same.
 	ReasonEmptyGroupOffsetsMayExpireBeforeWindow,
+	// A restart rewinds to where the log diverged (KIP-320 validation)
+	// and re-reads: nothing skipped, what the group read there gone.
+	ReasonCommittedEpochDiverged,
 }
 
 // IsRisk reports whether reason is one of the risks (riskReasons): a
-// violation that loses nothing yet.
+// violation under which a restart skips nothing the group has not read
+// (yet).
 func IsRisk(reason string) bool { return slices.Contains(riskReasons, reason) }
 
 // RiskReasons lists the risks (IsRisk), for what must know them all (the

@@ -13,10 +13,11 @@ import "time"
 //     (OffsetsForLeaderEpoch) and, when the end is below its position,
 //     rewinds to it, or throws under auto.offset.reset=none
 //     (SubscriptionState.maybeCompleteValidation). The observer asks the
-//     same question; an end below the commit is CommittedOffsetDiverged,
-//     with committed − end records read and gone. An epoch the leader does
-//     not know (above its own) stalls or resets the consumer:
-//     CommittedLeaderEpochUnknown.
+//     same question; an end below the commit is CommittedEpochDiverged,
+//     with committed − end records read and gone from the log: a risk, not
+//     a loss (the consumer skips nothing it has not read; it re-reads what
+//     the log holds there now). An epoch the leader does not know (above
+//     its own) stalls or resets the consumer: CommittedLeaderEpochUnknown.
 //   - A commit without an epoch (kafka-consumer-groups --reset-offsets,
 //     Admin.alterConsumerGroupOffsets, clients without KIP-320) is never
 //     validated: the consumer resumes at it silently, even under
@@ -38,7 +39,10 @@ import "time"
 // records from where the log diverged or accept the loss, then reset the
 // group's offsets on the partition. The reset commits without an epoch
 // (nothing left to validate) and the memory forgets a divergence once the
-// offset changes.
+// offset changes. CommittedEpochDiverged needs none for a rollout; the
+// group's next commit ends it (its consumer commits from where it rewound,
+// in an epoch that ends at or past the new offset), and so does a reset to
+// the epoch's end.
 
 // judgeEpoch judges an otherwise proven partition's commit against its
 // leader epoch and a divergence the observer witnessed; it returns the
@@ -60,7 +64,7 @@ func judgeEpoch(pr *PartitionResult, to *TopicObservation, po *PartitionObservat
 				"check which records the group processed, then reset its offsets on this partition " +
 				"(kafka-consumer-groups --reset-offsets --to-offset, which commits without an epoch)")
 	case e.HasEpoch && e.EndKnown && e.EndOffset < pr.Committed:
-		pr.Verdict, pr.Reason = Violated, ReasonCommittedOffsetDiverged
+		pr.Verdict, pr.Reason = Violated, ReasonCommittedEpochDiverged
 		pr.DivergedRecords = pr.Committed - e.EndOffset
 		m.partition(pr.Topic, pr.Partition).text(": committed offset ").int(pr.Committed).
 			text(" was committed in leader epoch ").int(int64(e.Epoch)).
@@ -68,12 +72,13 @@ func judgeEpoch(pr *PartitionResult, to *TopicObservation, po *PartitionObservat
 		if e.EndEpoch != e.Epoch {
 			m.text(" (the last epoch it knows up to it is ").int(int64(e.EndEpoch)).text(")")
 		}
-		m.text(": the log was truncated below the group's position and grew back, so the ").count(pr.DivergedRecords, "record").
-			text(" the group read at offsets ").int(e.EndOffset).text(" to ").int(pr.Committed - 1).
-			text(" are gone and those offsets now hold records it never read; the Java consumer rewinds to ").int(e.EndOffset).
-			text(" (throws under auto.offset.reset=none). Decide whether to re-read from ").int(e.EndOffset).
-			text(" or accept the loss, then reset the group's offsets on this partition (kafka-consumer-groups --reset-offsets --to-offset ").
-			int(e.EndOffset).text(" to re-read)")
+		m.text(": the log was truncated below the group's position (an unclean leader election) and grew back. "+
+			"The Java consumer validates the position on restart and rewinds to ").int(e.EndOffset).
+			text(", reading the ").count(pr.DivergedRecords, "record").text(" now at offsets ").int(e.EndOffset).text(" to ").int(pr.Committed-1).
+			text(" (under auto.offset.reset=none it throws LogTruncationException and stops, loudly): nothing is skipped silently, but the ").
+			count(pr.DivergedRecords, "record").text(" the group processed there are gone from the log: decide whether what it did with them must be undone. " +
+			"The rollout needs no way out; the group's next commit ends this warning, or reset its offsets on this partition to ").int(e.EndOffset).
+			text(" (kafka-consumer-groups --reset-offsets --to-offset ").int(e.EndOffset).text(")")
 	case !e.HasEpoch && witnessDiverged(po, pr.Committed):
 		w := po.CommitWitness
 		m.partition(pr.Topic, pr.Partition).text(": committed offset ").int(pr.Committed).

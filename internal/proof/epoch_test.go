@@ -43,12 +43,15 @@ func TestCommitEpoch(t *testing.T) {
 		diverged int64
 		says     []string
 	}{
-		{name: "seed000 diverged: commit 10 in epoch 0, which ends at 5: 5 records read and truncated",
-			po: withEpoch(10, 0, 0, 5), want: inRange(Violated, ConditionFalse, ReasonCommittedOffsetDiverged), diverged: 5,
+		// Issue 32: the consumer validates a commit with its epoch and
+		// rewinds (the oracle's false alarms): a risk, not a loss.
+		{name: "seed000 diverged: commit 10 in epoch 0, which ends at 5: 5 records read and truncated, the consumer rewinds to 5",
+			po: withEpoch(10, 0, 0, 5), want: inRange(Violated, ConditionFalse, ReasonCommittedEpochDiverged), diverged: 5,
 			says: []string{"settle-task[0]", "committed offset 10", "leader epoch 0", "ends at offset 5", "5 records", "offsets 5 to 9",
-				"rewinds to 5", "--reset-offsets --to-offset 5"}},
+				"rewinds to 5", "LogTruncationException", "nothing is skipped silently", "gone from the log",
+				"must be undone", "next commit ends this warning", "--reset-offsets --to-offset 5"}},
 		{name: "seed000 diverged: the leader answers an older epoch than the commit's (the floor it knows)",
-			po: withEpoch(10, 1, 0, 5), want: inRange(Violated, ConditionFalse, ReasonCommittedOffsetDiverged), diverged: 5,
+			po: withEpoch(10, 1, 0, 5), want: inRange(Violated, ConditionFalse, ReasonCommittedEpochDiverged), diverged: 5,
 			says: []string{"leader epoch 1", "the last epoch it knows up to it is 0"}},
 		{name: "commit 5 in epoch 0 ending at 5: the next record is the first of epoch 2, nothing diverged",
 			po: withEpoch(5, 0, 0, 5), want: proven()},
@@ -117,15 +120,71 @@ func TestCommitEpoch(t *testing.T) {
 	}
 }
 
-// A diverged commit is a loss, ranked with the others; the two that cannot
-// be proven are missing facts (Unknown), not losses.
+// Issue 32: a diverged commit that carries its epoch is a risk (the
+// consumer validates it and rewinds: it skips nothing it has not read), an
+// epoch-less one dated before the divergence a loss (the consumer resumes
+// at it silently); the two that cannot be proven are missing facts
+// (Unknown), neither.
 func TestCommitEpochReasonsRank(t *testing.T) {
+	if !IsRisk(ReasonCommittedEpochDiverged) || IsLoss(ReasonCommittedEpochDiverged) || missingFact(ReasonCommittedEpochDiverged) {
+		t.Errorf("%s: want a risk (Violated)", ReasonCommittedEpochDiverged)
+	}
 	if !IsLoss(ReasonCommittedOffsetDiverged) || IsRisk(ReasonCommittedOffsetDiverged) {
 		t.Errorf("%s: want a loss", ReasonCommittedOffsetDiverged)
 	}
 	for _, r := range []string{ReasonCommittedLeaderEpochUnknown, ReasonCommittedOffsetOnDivergedLog} {
 		if IsLoss(r) || IsRisk(r) || !missingFact(r) {
 			t.Errorf("%s: want a missing fact, neither loss nor risk", r)
+		}
+	}
+}
+
+// Issue 32, seed 000's diverged log read two ways: a commit of 10 that
+// carries epoch 0 (ending at 5) is a risk, Ready's reason and the whole
+// verdict's, while the same offset committed without an epoch, first seen
+// in epoch 0 and dated before that sighting, is a loss that ranks first
+// beside it on another partition. Each remedy the risk's message offers
+// ends it: the group's next commit (its consumer, rewound to 5, commits 5
+// in epoch 0, or further in epoch 2) and a reset to 5 (no epoch, a new
+// offset: seen in epoch 2, which ends at the log end).
+func TestCommitEpochDivergedIsARisk(t *testing.T) {
+	seen := now.Add(-time.Hour)
+	withEpoch := func(p int32, committed int64, epoch int32, end int64) PartitionObservation {
+		po := part(p, 0, 15, committed)
+		po.CommitEpoch = CommitEpoch{HasEpoch: true, Epoch: epoch, EndKnown: true, EndEpoch: epoch, EndOffset: end}
+		return po
+	}
+	r := Evaluate(observation(topic("settle-task", withEpoch(0, 10, 0, 5))), policy("settle-task"), now)
+	if r.Verdict != Violated || len(r.Violations) != 1 || r.Violations[0].Reason != ReasonCommittedEpochDiverged {
+		t.Fatalf("%s %+v, want Violated by %s alone", r.Verdict, r.Violations, ReasonCommittedEpochDiverged)
+	}
+	if ready := conditionOf(t, r, ClauseReady); ready.Reason != ReasonCommittedEpochDiverged || !IsRisk(ready.Reason) {
+		t.Errorf("Ready %+v, want the risk %s", ready, ReasonCommittedEpochDiverged)
+	}
+
+	epochless := part(1, 0, 15, 10)
+	epochless.CommitWitness = CommitWitness{Known: true, Epoch: 0, SeenAt: seen, EndKnown: true, EndEpoch: 0, EndOffset: 5}
+	epochless.LastCommit = seen.Add(-time.Minute)
+	r = Evaluate(observation(topic("settle-task", withEpoch(0, 10, 0, 5), epochless)), policy("settle-task"), now)
+	if r.Verdict != Violated || len(r.Violations) != 2 {
+		t.Fatalf("%s %+v, want Violated by two", r.Verdict, r.Violations)
+	}
+	if ready := conditionOf(t, r, ClauseReady); ready.Reason != ReasonCommittedOffsetDiverged || !IsLoss(ready.Reason) {
+		t.Errorf("Ready %+v, want the loss %s first", ready, ReasonCommittedOffsetDiverged)
+	}
+
+	// The memory forgets the old sighting once the offset changes
+	// (internal/groupmemory): the reset's offset is first seen in epoch 2.
+	reset := part(0, 0, 15, 5)
+	reset.CommitWitness = CommitWitness{Known: true, Epoch: 2, SeenAt: now.Add(-time.Minute), EndKnown: true, EndEpoch: 2, EndOffset: 15}
+	reset.LastCommit = now.Add(-2 * time.Minute)
+	for name, po := range map[string]PartitionObservation{
+		"the consumer commits where it rewound, 5 in epoch 0": withEpoch(0, 5, 0, 5),
+		"the consumer commits 12 in epoch 2 (the log end 15)": withEpoch(0, 12, 2, 15),
+		"reset to 5 without an epoch":                         reset,
+	} {
+		if r := Evaluate(observation(topic("settle-task", po)), policy("settle-task"), now); r.Verdict != Proven {
+			t.Errorf("%s: %s %+v, want Proven", name, r.Verdict, r.Violations)
 		}
 	}
 }

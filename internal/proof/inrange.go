@@ -303,7 +303,7 @@ func outOfRangeSummary(results []PartitionResult) string {
 			beyond++
 		case ReasonCommittedOffsetOfDeletedTopic:
 			recreated++
-		case ReasonCommittedOffsetDiverged:
+		case ReasonCommittedOffsetDiverged, ReasonCommittedEpochDiverged:
 			diverged++
 			divergedRecords = addSaturating(divergedRecords, results[i].DivergedRecords)
 		}

@@ -196,16 +196,30 @@ const (
 	// group's share.auto.offset.reset unread, or by_duration): the
 	// consumers may skip its records (Unknown, fail closed).
 	ReasonOffsetResetMaySkipRecords = "OffsetResetMaySkipRecords"
-	// ReasonCommittedOffsetDiverged: the committed offset carries a leader
-	// epoch that ends, on the partition's leader, below it
-	// (OffsetsForLeaderEpoch): the log was truncated below the group's
-	// position and grew back with other records. The records the group
-	// read from the epoch's end to its committed offset are gone, the
-	// offsets now hold records it never read, and the Java consumer
-	// rewinds to the epoch's end (throws under auto.offset.reset=none).
-	// Violated, a loss; the violation's divergedRecords is committed −
-	// the epoch's end.
+	// ReasonCommittedOffsetDiverged: the committed offset carries no
+	// leader epoch (kafka-consumer-groups --reset-offsets,
+	// Admin.alterConsumerGroupOffsets, clients without KIP-320), and the
+	// leader epoch the guard first saw it in ends, on the partition's
+	// leader, below it (OffsetsForLeaderEpoch), the offset committed before
+	// that sighting (__consumer_offsets): the log was truncated below the
+	// group's position and grew back with other records. No consumer
+	// validates an offset without an epoch: it resumes there silently and
+	// skips the records now at the epoch's end to the committed offset.
+	// Violated, a loss; the violation's divergedRecords is committed − the
+	// epoch's end.
 	ReasonCommittedOffsetDiverged = "CommittedOffsetDiverged"
+	// ReasonCommittedEpochDiverged: the committed offset carries the leader
+	// epoch it was read in (a KIP-320 client), which ends, on the
+	// partition's leader, below it (OffsetsForLeaderEpoch): the log was
+	// truncated below the group's position and grew back with other
+	// records. The records the group read from the epoch's end to its
+	// committed offset are gone from the log, but the Java consumer
+	// validates the position on restart and rewinds to the epoch's end
+	// (SubscriptionState.maybeCompleteValidation; it throws
+	// LogTruncationException under auto.offset.reset=none): it skips
+	// nothing it has not read. Violated, a risk (IsRisk); the violation's
+	// divergedRecords is committed − the epoch's end.
+	ReasonCommittedEpochDiverged = "CommittedEpochDiverged"
 	// ReasonCommittedLeaderEpochUnknown: the committed offset carries a
 	// leader epoch the partition's leader does not know (above its own,
 	// UNDEFINED_EPOCH): a consumer stalls there, or resets by
@@ -873,8 +887,9 @@ type Violation struct {
 	// logEnd − logStart); 0 otherwise.
 	SkippedRecords int64
 	// DivergedRecords counts the records the group read that a truncated
-	// log no longer holds (CommittedOffsetDiverged: committed − the end
-	// of the commit's leader epoch); 0 otherwise.
+	// log no longer holds (CommittedEpochDiverged, CommittedOffsetDiverged:
+	// committed − the end of the commit's leader epoch, or of the epoch the
+	// guard first saw it in); 0 otherwise.
 	DivergedRecords int64
 	// Cursor is the business cursor the violation speaks of (CursorInRange
 	// violations); NoOffset otherwise.
@@ -972,7 +987,8 @@ type PartitionResult struct {
 	// skips (ResetToLatestSkipsRecords, OffsetResetMaySkipRecords).
 	SkippedRecords int64
 	// DivergedRecords: committed − the end of the commit's leader epoch
-	// (CommittedOffsetDiverged): records the group read that the log no
+	// (CommittedEpochDiverged; CommittedOffsetDiverged: of the epoch the
+	// guard first saw it in): records the group read that the log no
 	// longer holds.
 	DivergedRecords int64
 	// Headroom: timestamp(record at committed) + retention.ms - now;

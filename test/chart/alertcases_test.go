@@ -253,6 +253,7 @@ func alertCases(t *testing.T, c alertCombo) []alertCase {
 	cases = append(cases, b.parkedByKEDACases()...)
 	cases = append(cases, b.offsetsTopicCases()...)
 	cases = append(cases, b.riskCases()...)
+	cases = append(cases, b.divergedCases()...)
 	cases = append(cases, b.admissionCases()...)
 	cases = append(cases, b.liveChecksBusyCases()...)
 	cases = append(cases, b.apiserverCases()...)
@@ -608,6 +609,61 @@ func (b caseBuilder) riskCases() []alertCase {
 			}),
 		},
 	}...)
+}
+
+// divergedCases: issue 32, seed 000's diverged log under a commit that
+// carries its leader epoch (an unclean election truncated below it, the
+// log grew back). The consumer rewinds on restart, so the page stays quiet
+// (riskCases) and this warning says that records the group read are gone
+// from the log; the group's next commit (Proven again) ends it. An
+// epoch-less commit past the same log (CommittedOffsetDiverged) pages
+// instead, and this warning stays quiet.
+func (b caseBuilder) divergedCases() []alertCase {
+	const (
+		diverged = "RetentionGuardLogDivergedBelowGroup"
+		violated = "RetentionGuardPolicyViolated"
+	)
+	who := "consumer group " + caseGroup + " (policy " + caseNS + "/" + casePolicy + ")"
+	// Diverged from pre for `for` and 3 steps, then Proven again.
+	steps := b.n(b.c.forOf[diverged]) + 3
+	return []alertCase{
+		{
+			alert: diverged, what: "seed 000's diverged log under a commit with its epoch", fires: true,
+			series: b.verdict("Violated", b.pre, steps, "Deny", "CommittedEpochDiverged"),
+			evals: b.firing(diverged, b.pre, promAlert{
+				ExpLabels: policyLabels("severity", "warning", "consumer_group", caseGroup),
+				ExpAnnotations: map[string]string{
+					"summary": "The log under the " + who + " was truncated below its committed offset and grew back (CommittedEpochDiverged): records it read are gone from Kafka.",
+					"description": "Its consumer rewinds to where the log diverged on restart and re-reads what is there now, so rollouts are allowed; " +
+						"decide whether what the group did with the records gone must be undone. The group's next commit ends this, " +
+						"or reset its offsets to where the log diverged. kubectl describe crp -n " + caseNS + " " + casePolicy + " names the partitions and offsets.",
+					"runbook_url": b.runbook(diverged),
+				},
+			}),
+		},
+		{
+			alert: diverged, what: "the group's next commit: Proven again",
+			series: b.verdict("Violated", b.pre, steps, "Deny", "CommittedEpochDiverged"),
+			evals:  []promAlertTest{{EvalTime: b.at(b.pre + steps + 1), AlertName: diverged, ExpAlerts: none()}},
+		},
+		{
+			alert: diverged, what: "an epoch-less commit past a diverged log (a loss)",
+			series: b.verdict("Violated", b.pre, steps, "Deny", "CommittedOffsetDiverged"),
+			evals:  b.silent(diverged),
+		},
+		{
+			alert: violated, what: "an epoch-less commit past a diverged log (a loss) pages", fires: true,
+			series: b.verdict("Violated", b.pre, steps, "Deny", "CommittedOffsetDiverged"),
+			evals: b.firing(violated, b.pre, promAlert{
+				ExpLabels: policyLabels("severity", "critical", "consumer_group", caseGroup, "enforcement", "Deny"),
+				ExpAnnotations: map[string]string{
+					"summary":     "The " + who + " has lost, or can lose, records to retention: CommittedOffsetDiverged.",
+					"description": "Rollouts of its consumers are refused until the proof holds again. kubectl describe crp -n " + caseNS + " " + casePolicy + " names each violation with its numbers.",
+					"runbook_url": b.runbook(violated),
+				},
+			}),
+		},
+	}
 }
 
 // decisions are the webhook's decision counters: every kind and decision

@@ -840,6 +840,7 @@ func TestMonitoring(t *testing.T) {
 		"RetentionGuardGroupOffsetsExpireWithinADay", "RetentionGuardEmptyGroupNearingOffsetsRetention",
 		"RetentionGuardWebhookDenying", "RetentionGuardWebhookFailingClosed", "RetentionGuardWebhookErrors",
 		"RetentionGuardManagerDown", "RetentionGuardOffsetsTopicUnreadable", "RetentionGuardLiveChecksBusy",
+		"RetentionGuardLogDivergedBelowGroup",
 	} {
 		expr, ok := alerts[want]
 		if !ok {

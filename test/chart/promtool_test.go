@@ -51,6 +51,7 @@ var defaultFor = map[string]time.Duration{
 	"RetentionGuardEmptyGroupNearingOffsetsRetention": 10 * time.Minute,
 	"RetentionGuardGroupOffsetsExpireWithinADay":      0,
 	"RetentionGuardOffsetsTopicUnreadable":            30 * time.Minute,
+	"RetentionGuardLogDivergedBelowGroup":             5 * time.Minute,
 	"RetentionGuardWebhookDenying":                    0,
 	"RetentionGuardWebhookFailingClosed":              5 * time.Minute,
 	"RetentionGuardLiveChecksBusy":                    10 * time.Minute,

@@ -23,7 +23,9 @@ import (
 // each, watched both through the fault:
 //
 //   - the commit with an epoch: the new leader says that epoch ends at 5
-//     (OffsetsForLeaderEpoch): CommittedOffsetDiverged, 3 records;
+//     (OffsetsForLeaderEpoch): CommittedEpochDiverged, 3 records, a risk
+//     (issue 32: the consumer validates the epoch and rewinds to 5); the
+//     group's next commit, 5 in that epoch, is Proven;
 //   - the commit without: no consumer validates it; the guard saw the log
 //     end fall from 10 to 5: CommittedOffsetOnDivergedLog (Unknown);
 //   - the same commit, watched by a guard that reads __consumer_offsets and
@@ -101,11 +103,22 @@ func TestUncleanElectionGrowsBackPastCommitted(t *testing.T) {
 			obs, res := g320.pass()
 			po := obs.Topics[0].Partitions[0]
 			t.Logf("Apache Kafka %s: commit 8 in epoch %d, the leader answers %+v: %s", d.Version, epoch, po.CommitEpoch, describe(res))
-			if res.Verdict != proof.Violated || len(res.Violations) != 1 || res.Violations[0].Reason != proof.ReasonCommittedOffsetDiverged ||
+			if res.Verdict != proof.Violated || len(res.Violations) != 1 || res.Violations[0].Reason != proof.ReasonCommittedEpochDiverged ||
 				res.Violations[0].DivergedRecords != 3 {
 				t.Fatalf("commit 8 in epoch %d on a log regrown past it: %s %+v, want Violated, %s, 3 records",
-					epoch, res.Verdict, res.Violations, proof.ReasonCommittedOffsetDiverged)
+					epoch, res.Verdict, res.Violations, proof.ReasonCommittedEpochDiverged)
 			}
+			// The group's next commit ends it (issue 32): its consumer,
+			// rewound to 5, commits 5 in the epoch the leader answered
+			// (SubscriptionState.maybeCompleteValidation seeks with it).
+			var next kadm.Offsets
+			next.Add(kadm.Offset{Topic: topic, Partition: 0, At: 5, LeaderEpoch: po.CommitEpoch.EndEpoch})
+			nctx, ncancel := context.WithTimeout(context.Background(), time.Minute)
+			defer ncancel()
+			if err := f.Admin(t).CommitAllOffsets(nctx, kip320, next); err != nil {
+				t.Fatalf("committing 5 in epoch %d: %v", po.CommitEpoch.EndEpoch, err)
+			}
+			g320.untilProven("after the group's next commit, 5 where the log diverged", truth{committed: 5, logStart: 0, logEnd: 10})
 			obs, res = gunseen.pass()
 			po = obs.Topics[0].Partitions[0]
 			t.Logf("Apache Kafka %s: commit 8 without an epoch, first seen in epoch %d, the leader answers %+v, no fall seen: %s",

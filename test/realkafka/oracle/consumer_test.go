@@ -220,6 +220,37 @@ func (r consumerRun) resets(topic string) map[int32]string {
 	return out
 }
 
+// restartedAt is, per partition of topic, where the run fetched from
+// first: the offset of its first record (after the rewind a commit with
+// its leader epoch past a diverged log gets,
+// SubscriptionState.maybeCompleteValidation, the first offset known to
+// diverge), else, with no record, the position it logged after its first
+// poll.
+func (r consumerRun) restartedAt(topic string) map[int32]int64 {
+	out, positions := map[int32]int64{}, map[int32]int64{}
+	for _, l := range r.lines {
+		if l.Topic != topic || l.Offset == nil {
+			continue
+		}
+		switch l.Msg {
+		case "first record":
+			if _, seen := out[l.Partition]; !seen {
+				out[l.Partition] = *l.Offset
+			}
+		case "position":
+			if _, seen := positions[l.Partition]; !seen {
+				positions[l.Partition] = *l.Offset
+			}
+		}
+	}
+	for p, at := range positions {
+		if _, ok := out[p]; !ok {
+			out[p] = at
+		}
+	}
+	return out
+}
+
 // assignedState is what the consumer found when each partition of topic
 // was first assigned to it: the group's committed offset and the log
 // start.

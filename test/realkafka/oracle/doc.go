@@ -60,9 +60,11 @@
 // Each verdict is scored claim by claim (score_test.go): every violation
 // reason claims something of the broker — the group's offsets expire, a
 // record it needs is deleted, a tombstone it needs is dropped, a
-// partition without an offset leaves the reset to decide — and the harness
-// reads what the broker did (the committed offsets and log starts when the
-// consumer was back, the needed tombstones still in the log).
+// partition without an offset leaves the reset to decide — or of the
+// client (a commit with its leader epoch past a diverged log: the consumer
+// rewinds to the epoch's end), and the harness reads what the broker did
+// (the committed offsets and log starts when the consumer was back, the
+// needed tombstones still in the log) and where the consumer first read.
 //
 // The restart is timed to the window: the consumer's JVM starts before the
 // window ends, connecting through a gate (a TCP proxy) that holds its

@@ -1,6 +1,7 @@
 package oracle
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -117,6 +118,27 @@ func TestReadOffsets(t *testing.T) {
 		if !slices.Equal(offs, want) {
 			t.Errorf("partition %d read %v, want %v", p, offs, want)
 		}
+	}
+}
+
+// Where the restarted consumer fetched from first (issue 32's claim that
+// it rewinds): its first record; without one, the position it logged after
+// its first poll (past that poll's records, seed 1 trial 32: position 18
+// logged, first record 8); the first of each only.
+func TestRestartedAt(t *testing.T) {
+	off := func(v int64) *int64 { return &v }
+	r := consumerRun{lines: []consumerLine{
+		{Msg: "assigned", Topic: "t", Partition: 0, Committed: off(13)},
+		{Msg: "position", Topic: "t", Partition: 0, Offset: off(18)},
+		{Msg: "first record", Topic: "t", Partition: 0, Offset: off(8)},
+		{Msg: "first record", Topic: "t", Partition: 0, Offset: off(20)},
+		{Msg: "position", Topic: "t", Partition: 1, Offset: off(12)},
+		{Msg: "position", Topic: "t", Partition: 1, Offset: off(20)},
+		{Msg: "first record", Topic: "other", Partition: 2, Offset: off(3)},
+	}}
+	got := r.restartedAt("t")
+	if want := map[int32]int64{0: 8, 1: 12}; !maps.Equal(got, want) {
+		t.Errorf("restarted at %v, want %v", got, want)
 	}
 }
 

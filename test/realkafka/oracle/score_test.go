@@ -35,13 +35,17 @@ const (
 	// auto.offset.reset decides where the group starts on it (latest
 	// skips them).
 	claimResetDecides = "reset decides"
+	// The log diverged below a commit that carries its leader epoch: the
+	// consumer validates the epoch on restart and rewinds to where it
+	// ends (issue 32), on every partition where it diverged.
+	claimRewinds = "consumer rewinds to the epoch's end"
 )
 
 // reasonClaims maps each reason the oracle's scenarios can produce to what
 // it claims. A reason not here (connection failures, policies such as
-// InfiniteRetentionNotAllowed, diverged logs, cursors, share groups) is
-// not scored: a verdict with no scored reason is judged by the consumer's
-// loss alone, as before.
+// InfiniteRetentionNotAllowed, epoch-less commits on diverged logs,
+// cursors, share groups) is not scored: a verdict with no scored reason is
+// judged by the consumer's loss alone, as before.
 var reasonClaims = map[string]string{
 	proof.ReasonOffsetsRetentionUnreadable:             claimOffsetsExpire,
 	proof.ReasonOffsetsRetentionShorterThanWindow:      claimOffsetsExpire,
@@ -68,6 +72,11 @@ var reasonClaims = map[string]string{
 	proof.ReasonNoCommittedOffset:         claimResetDecides,
 	proof.ReasonResetToLatestSkipsRecords: claimResetDecides,
 	proof.ReasonOffsetResetMaySkipRecords: claimResetDecides,
+
+	// A risk, not a loss: the consumer rewinds and re-reads. A verdict
+	// Violated by it alone whose consumer did rewind, nothing lost, is a
+	// true alarm (claims held), not a false one.
+	proof.ReasonCommittedEpochDiverged: claimRewinds,
 }
 
 // partitionFacts is what the broker did to one partition, as far as the
@@ -88,10 +97,33 @@ type partitionFacts struct {
 	// record of their key, at or after Committed); TombstonesGone how many
 	// of them the log no longer held when the consumer was back.
 	TombstonesNeeded, TombstonesGone int
+	// Diverged: the log was truncated below a commit that carries its
+	// leader epoch, to DivergedTo (the end of that epoch on the new
+	// leader). RestartedAt is where the restarted consumer fetched from
+	// first (its first record, else its logged position; -1: neither
+	// logged).
+	Diverged                bool
+	DivergedTo, RestartedAt int64
 }
 
-// claimHeld reports whether the broker did what claim says.
+// claimHeld reports whether the broker (or, for claimRewinds, the
+// client) did what claim says.
 func claimHeld(claim string, facts map[int32]partitionFacts) bool {
+	if claim == claimRewinds {
+		// Every partition where the log diverged under the commit, and at
+		// least one.
+		diverged := 0
+		for _, f := range facts {
+			if !f.Diverged {
+				continue
+			}
+			if f.RestartedAt != f.DivergedTo {
+				return false
+			}
+			diverged++
+		}
+		return diverged > 0
+	}
 	for _, f := range facts {
 		from := max(f.Committed, 0)
 		switch claim {
@@ -331,6 +363,18 @@ func TestScoreClaims(t *testing.T) {
 	addedEmpty := map[int32]partitionFacts{1: {Committed: -1, CommittedBack: -1, LogStartBack: 0, Last: -1}}
 	tombGone := map[int32]partitionFacts{0: {Committed: 10, CommittedBack: 10, Last: 30, TombstonesNeeded: 2, TombstonesGone: 1}}
 	tombKept := map[int32]partitionFacts{0: {Committed: 10, CommittedBack: 10, Last: 30, TombstonesNeeded: 2}}
+	// Issue 32, seed 000's diverged log: committed 10 with its epoch, the
+	// log truncated to 5 and grown back; the restarted consumer fetched
+	// first from 5 (it validated the epoch and rewound), or from 10.
+	rewound := map[int32]partitionFacts{
+		0: {Committed: 5, CommittedBack: 10, Last: 30, Diverged: true, DivergedTo: 5, RestartedAt: 5},
+		1: {Committed: 12, CommittedBack: 12, Last: 30, RestartedAt: 12},
+	}
+	resumed := map[int32]partitionFacts{0: {Committed: 5, CommittedBack: 10, Last: 30, Diverged: true, DivergedTo: 5, RestartedAt: 10}}
+	halfRewound := map[int32]partitionFacts{
+		0: {Committed: 5, CommittedBack: 10, Last: 30, Diverged: true, DivergedTo: 5, RestartedAt: 5},
+		1: {Committed: 6, CommittedBack: 9, Last: 30, Diverged: true, DivergedTo: 6, RestartedAt: -1},
+	}
 
 	cases := []struct {
 		name  string
@@ -350,6 +394,10 @@ func TestScoreClaims(t *testing.T) {
 		{"expired offsets leave the reset to decide", claimResetDecides, expired, true},
 		{"a partition without an offset and without records", claimResetDecides, addedEmpty, false},
 		{"every partition committed", claimResetDecides, kept, false},
+		{"the consumer rewound to where the log diverged", claimRewinds, rewound, true},
+		{"the consumer resumed at the commit", claimRewinds, resumed, false},
+		{"one diverged partition never positioned", claimRewinds, halfRewound, false},
+		{"no partition diverged", claimRewinds, kept, false},
 	}
 	for _, c := range cases {
 		if got := claimHeld(c.claim, c.facts); got != c.held {
@@ -361,7 +409,7 @@ func TestScoreClaims(t *testing.T) {
 	// records, tombstones or resets is scored.
 	for _, r := range []string{proof.ReasonOffsetsRetentionShorterThanWindow, proof.ReasonEmptyGroupOffsetsMayExpireBeforeWindow,
 		proof.ReasonRecoveryHeadroomShorterThanWindow, proof.ReasonTombstoneRetentionShorterThanWindow, proof.ReasonOffsetResetMaySkipRecords,
-		proof.ReasonNoCommittedOffset} {
+		proof.ReasonNoCommittedOffset, proof.ReasonCommittedEpochDiverged} {
 		if reasonClaims[r] == "" {
 			t.Errorf("%s is not scored", r)
 		}
@@ -390,6 +438,12 @@ func TestScoreClaims(t *testing.T) {
 		{"alarm, the tombstone claim did not hold", false, false, false, onlyOffsets, falseAlarm, ""},
 		{"alarm, nothing scored", false, false, false, scoreClaims([]string{proof.ReasonInfiniteRetentionNotAllowed}, nil), falseAlarm, ""},
 		{"alarm, no reasons", false, false, false, nil, falseAlarm, ""},
+		// Issue 32: Violated by CommittedEpochDiverged alone, the consumer
+		// rewound and lost nothing: a true alarm (before: a false one).
+		{"alarm, diverged under its epoch, rewound", false, false, false,
+			scoreClaims([]string{proof.ReasonCommittedEpochDiverged}, rewound), trueAlarm, alarmClaims},
+		{"alarm, diverged under its epoch, not rewound, nothing lost", false, false, false,
+			scoreClaims([]string{proof.ReasonCommittedEpochDiverged}, resumed), falseAlarm, ""},
 	}
 	for _, c := range judged {
 		if kind, how := judge(c.proven, c.lost, c.warned, c.claims); kind != c.kind || how != c.how {

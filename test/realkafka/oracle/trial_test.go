@@ -363,6 +363,7 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		write(recs)
 	}
 	commitAt := time.Now()
+	divergedTo := map[int32]int64{}
 	var watch *watcher
 	if div != nil {
 		// The manager's pass before the fault (watch_test.go).
@@ -376,6 +377,11 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		ends := div.electUncleanly(t, b)
 		for p, end := range ends {
 			log[p] = truncate(log[p], end)
+			if epochs != nil && committed[p] > end {
+				// A commit with its epoch past the truncation: the
+				// consumer validates it and rewinds to end (claimRewinds).
+				divergedTo[p] = end
+			}
 			committed[p] = min(committed[p], end)
 		}
 		pcl.Close() // its sequence numbers went with the truncated records
@@ -522,6 +528,7 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 	}
 	// What the broker did, against what the verdict's reasons claim.
 	facts := map[int32]partitionFacts{}
+	restartedAt := run.restartedAt(topic)
 	for p := range parts {
 		f := partitionFacts{Committed: -1, CommittedBack: atEnd[p].committed, LogStartBack: atEnd[p].logStart, Last: -1,
 			TombstonesNeeded: len(needed[p]), TombstonesGone: tombs[p]}
@@ -530,6 +537,11 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		}
 		if n := len(log[p]); n > 0 {
 			f.Last = log[p][n-1].offset
+		}
+		f.DivergedTo, f.Diverged = divergedTo[p]
+		f.RestartedAt = -1
+		if at, ok := restartedAt[p]; ok {
+			f.RestartedAt = at
 		}
 		facts[p] = f
 	}

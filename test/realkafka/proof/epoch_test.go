@@ -78,16 +78,29 @@ func TestCommitPastItsLeaderEpochIsADivergence(t *testing.T) {
 					e1, r.Verdict, reasons(r), po.CommitEpoch)
 			}
 
-			// Offset 10 read in E0, which ends at 5: 5 records diverged.
+			// Offset 10 read in E0, which ends at 5: 5 records diverged,
+			// a risk (issue 32: the consumer validates the epoch and
+			// rewinds to 5, test/realkafka/clients).
 			commitInEpoch(t, b, "ledger-diverged", topic, 10, e0)
 			po, r = judge("ledger-diverged")
 			if po.CommitEpoch != (proof.CommitEpoch{HasEpoch: true, Epoch: e0, EndKnown: true, EndEpoch: e0, EndOffset: 5}) {
 				t.Fatalf("commit 10 in epoch %d: the leader answered %+v, want epoch %d ending at 5", e0, po.CommitEpoch, e0)
 			}
-			v := only(t, r, proof.ReasonCommittedOffsetDiverged)
-			if r.Verdict != proof.Violated || v.DivergedRecords != 5 || v.Committed != 10 {
-				t.Fatalf("commit 10 in epoch %d ending at 5: %s %v (diverged records %d), want Violated, %s, 5 records",
-					e0, r.Verdict, reasons(r), v.DivergedRecords, proof.ReasonCommittedOffsetDiverged)
+			v := only(t, r, proof.ReasonCommittedEpochDiverged)
+			if r.Verdict != proof.Violated || v.DivergedRecords != 5 || v.Committed != 10 || !proof.IsRisk(v.Reason) {
+				t.Fatalf("commit 10 in epoch %d ending at 5: %s %v (diverged records %d), want Violated, %s (a risk), 5 records",
+					e0, r.Verdict, reasons(r), v.DivergedRecords, proof.ReasonCommittedEpochDiverged)
+			}
+
+			// The group's next commit ends it: the consumer, rewound to 5,
+			// commits 5 in the epoch the leader gave it (E0, which ends
+			// there; SubscriptionState.maybeCompleteValidation seeks to
+			// the end with that epoch).
+			commitInEpoch(t, b, "ledger-rewound", topic, 5, e0)
+			target := kafka.Target{Group: "ledger-rewound", Topics: []string{topic}, ReadOffsetsTopic: true}
+			obs := observeUntil(t, b, target, func(po proof.PartitionObservation) bool { return po.Committed == 5 && po.CommitEpoch.EndKnown })
+			if r = proof.Evaluate(obs, policy("ledger-rewound"), obs.ObservedAt); r.Verdict != proof.Proven {
+				t.Fatalf("the group's next commit, 5 in epoch %d: %s %v, want Proven", e0, r.Verdict, reasons(r))
 			}
 
 			// The way out: reset the group to where the log diverged
