@@ -63,6 +63,22 @@ func judgeEpoch(pr *PartitionResult, to *TopicObservation, po *PartitionObservat
 				"a consumer stalls at it, or resets by auto.offset.reset, so where the group resumes cannot be proven; " +
 				"check which records the group processed, then reset its offsets on this partition " +
 				"(kafka-consumer-groups --reset-offsets --to-offset, which commits without an epoch)")
+	case e.HasEpoch && e.EndKnown && e.EndOffset < pr.Committed && e.EndOffset < pr.LogStart:
+		// The consumer rewinds to the epoch's end, which retention has
+		// deleted since: out of range, it resets by auto.offset.reset and
+		// skips what lay from there to the log start, records it never
+		// read. A loss, as for a committed offset below the log start.
+		pr.Verdict, pr.Reason = Violated, ReasonCommittedOffsetExpired
+		pr.DivergedRecords = pr.Committed - e.EndOffset
+		pr.ExpiredRecords = pr.LogStart - e.EndOffset
+		m.partition(pr.Topic, pr.Partition).text(": committed offset ").int(pr.Committed).
+			text(" was committed in leader epoch ").int(int64(e.Epoch)).
+			text(", which ends at offset ").int(e.EndOffset).
+			text(" on the partition's leader: the log was truncated below the group's position (an unclean leader election) and grew back, "+
+				"and the Java consumer rewinds to ").int(e.EndOffset).
+			text(", but retention has deleted it since (log start ").int(pr.LogStart).
+			text("): out of range, the consumer resets by auto.offset.reset and skips the ").count(pr.ExpiredRecords, "record").
+			text(" that expired before this group read them")
 	case e.HasEpoch && e.EndKnown && e.EndOffset < pr.Committed:
 		pr.Verdict, pr.Reason = Violated, ReasonCommittedEpochDiverged
 		pr.DivergedRecords = pr.Committed - e.EndOffset

@@ -173,6 +173,22 @@ func TestCommitEpochDivergedIsARisk(t *testing.T) {
 		t.Errorf("Ready %+v, want the loss %s first", ready, ReasonCommittedOffsetDiverged)
 	}
 
+	// Retention deleted the epoch's end since (log start 8): the consumer
+	// rewinds to 5, out of range, and resets past 5 to 7, records it never
+	// read: a loss, not a risk.
+	gone := part(0, 8, 15, 10)
+	gone.CommitEpoch = CommitEpoch{HasEpoch: true, Epoch: 0, EndKnown: true, EndEpoch: 0, EndOffset: 5}
+	r = Evaluate(observation(topic("settle-task", gone)), policy("settle-task"), now)
+	if r.Verdict != Violated || len(r.Violations) != 1 || r.Violations[0].Reason != ReasonCommittedOffsetExpired {
+		t.Fatalf("%s %+v, want Violated by %s", r.Verdict, r.Violations, ReasonCommittedOffsetExpired)
+	}
+	if got := r.Partitions[0]; got.ExpiredRecords != 3 || got.DivergedRecords != 5 {
+		t.Errorf("expired %d, diverged %d records; want 3 (offsets 5 to 7) and 5", got.ExpiredRecords, got.DivergedRecords)
+	}
+	if ready := conditionOf(t, r, ClauseReady); !IsLoss(ready.Reason) {
+		t.Errorf("Ready %+v, want a loss", ready)
+	}
+
 	// The memory forgets the old sighting once the offset changes
 	// (internal/groupmemory): the reset's offset is first seen in epoch 2.
 	reset := part(0, 0, 15, 5)
