@@ -565,3 +565,59 @@ func TestTimestampWants(t *testing.T) {
 		t.Errorf("needers = %v, want %v", needers, wantNeeders)
 	}
 }
+
+// Which records the pass reads for diverged consumers, and what it keeps:
+// seed 000's lagging group after an unclean election, its commits on
+// orders carrying leader epochs whose ends the leaders answered. Only a
+// commit whose epoch ends inside the log and below it is asked about
+// (the consumer rewinds there); one record is kept per group, the first
+// at or after the end, and an unread one leaves nothing.
+func TestRewindWants(t *testing.T) {
+	orders := func(p int32) topicPartition { return topicPartition{Topic: "orders", Partition: p} }
+	ts := &topicState{name: "orders", partitions: map[int32]*partitionState{
+		0: {leader: 1, usable: true, logStart: 0, logEnd: 500},   // diverged: ends at 300 < 400
+		1: {leader: 2, usable: true, logStart: 100, logEnd: 500}, // ends at 50, below the log start: expired, not asked
+		2: {leader: 2, usable: true, logStart: 0, logEnd: 500},   // ends at the committed offset: not diverged
+		3: {leader: 3, logStart: 0, logEnd: 500},                 // no leader
+		4: {leader: 3, usable: true, logStart: 0, logEnd: 500},   // no epoch
+		5: {leader: 2, usable: true, logStart: 0, logEnd: 500},   // diverged: ends at 10
+		6: {leader: 2, usable: true, logStart: 0, logEnd: 500},   // epoch unknown to the leader
+	}}
+	p := &pass{
+		topics: map[string]*topicState{"orders": ts},
+		groups: []string{"ledger-settle-consumer"},
+		groupInfo: map[string]*groupState{
+			"ledger-settle-consumer": {
+				committed: map[topicPartition]int64{orders(0): 400, orders(1): 400, orders(2): 400, orders(3): 400, orders(4): 400, orders(5): 20, orders(6): 400},
+				epochs:    map[topicPartition]int32{orders(0): 3, orders(1): 3, orders(2): 3, orders(3): 3, orders(5): 1, orders(6): 9},
+			},
+		},
+		epochEnds: map[epochAt]epochEnd{
+			{orders(0), 3}: {3, 300}, {orders(1), 3}: {3, 50}, {orders(2), 3}: {3, 400}, {orders(3), 3}: {3, 300},
+			{orders(5), 1}: {1, 10}, {orders(6), 9}: {-1, -1},
+		},
+	}
+	byLeader, needers := p.rewindWants()
+	want := map[int32]map[topicPartition][]int64{1: {orders(0): {300}}, 2: {orders(5): {10}}}
+	if !maps.EqualFunc(byLeader, want, func(a, b map[topicPartition][]int64) bool { return maps.EqualFunc(a, b, slices.Equal) }) {
+		t.Errorf("asked %v, want %v", byLeader, want)
+	}
+	wantNeeders := map[timestampWant][]commitNeeds{
+		{orders(0), 300}: {{group: "ledger-settle-consumer", committed: 400, target: -1}},
+		{orders(5), 10}:  {{group: "ledger-settle-consumer", committed: 20, target: -1}},
+	}
+	if !maps.EqualFunc(needers, wantNeeders, slices.Equal) {
+		t.Errorf("needers = %v, want %v", needers, wantNeeders)
+	}
+
+	at300 := time.UnixMilli(1_700_000_000_000)
+	found := map[timestampWant]fetchedRecords{
+		// The batch holding 300 starts at 298.
+		{orders(0), 300}: {records: []recordStamp{{298, at300.Add(-time.Second)}, {300, at300}, {301, at300.Add(time.Second)}}, through: 302},
+	}
+	missing := foldRewindTimestamps(p.groupInfo, needers, found)
+	got := p.groupInfo["ledger-settle-consumer"].rewind
+	if missing != 1 || len(got) != 1 || !got[orders(0)].Equal(at300) {
+		t.Errorf("kept %v (%d missing), want orders/0 at %v and orders/5 missing", got, missing, at300)
+	}
+}

@@ -130,6 +130,10 @@ type groupState struct {
 	// precedingMarker: of the transaction markers before it (dates the
 	// commit by the leader's clock); made when first needed.
 	precedingMarker map[topicPartition]time.Time
+	// rewind: of the record at the end of the committed offset's leader
+	// epoch, where a diverged consumer rewinds to (rewind.go); made when
+	// first needed.
+	rewind map[topicPartition]time.Time
 	// tombstones: what the fetch at a lagging committed offset of a
 	// compacting topic showed of its tombstones (timestamps.go).
 	tombstones map[topicPartition]*proof.TombstoneScan
@@ -291,6 +295,8 @@ func (p *pass) run(ctx context.Context) {
 	p.fetchCommittedTimestamps(ctx)
 	p.listOffsetsForUnread(ctx)
 	wg.Wait()
+	// The records diverged consumers rewind to need the epochs' ends.
+	p.fetchRewindTimestamps(ctx)
 
 	for _, g := range p.groups {
 		gs := p.groupInfo[g]
@@ -427,6 +433,7 @@ func (p *pass) partitionObservation(i int, t Target, gs *groupState, recall grou
 	if gs != nil && po.Committed >= 0 {
 		po.CommitEpoch = p.commitEpoch(gs, tp)
 		po.CommitWitness = p.commitWitness(gs, tp)
+		po.RewindTimestamp = gs.rewind[tp]
 	}
 	if t.Cursor != nil {
 		po.CursorTimestamp = p.cursors[i].timestamps[tp]

@@ -341,7 +341,9 @@ func mergeCursor(pr *PartitionResult, cj cursorJudgement, fromCursor bool) {
 		cj.verdict == Violated && LossRank(cj.reason) < LossRank(pr.Reason):
 		pr.Verdict, pr.Reason, pr.ExpiredRecords = cj.verdict, cj.reason, cj.expired
 	}
-	if pr.Verdict != Proven {
+	if _, rewinds := rewindPoint(pr); pr.Verdict != Proven && !rewinds {
+		// (A diverged commit keeps the headroom of its rewind point:
+		// setRewindHeadroom.)
 		pr.Headroom, pr.HasHeadroom = 0, false
 		pr.TombstoneHeadroom, pr.HasTombstoneHeadroom = 0, false
 		clearUnreadHeadroom(pr)

@@ -16,8 +16,12 @@ import "time"
 //     same question; an end below the commit is CommittedEpochDiverged,
 //     with committed − end records read and gone from the log: a risk, not
 //     a loss (the consumer skips nothing it has not read; it re-reads what
-//     the log holds there now). An epoch the leader does not know (above
-//     its own) stalls or resets the consumer: CommittedLeaderEpochUnknown.
+//     the log holds there now), while retention keeps the record at the
+//     end: the partition's headroom is measured from it (RewindTimestamp,
+//     setRewindHeadroom), and one below the window adds
+//     RecoveryHeadroomShorterThanWindow, a risk too. An epoch the leader
+//     does not know (above its own) stalls or resets the consumer:
+//     CommittedLeaderEpochUnknown.
 //   - A commit without an epoch (kafka-consumer-groups --reset-offsets,
 //     Admin.alterConsumerGroupOffsets, clients without KIP-320) is never
 //     validated: the consumer resumes at it silently, even under
@@ -47,7 +51,11 @@ import "time"
 // judgeEpoch judges an otherwise proven partition's commit against its
 // leader epoch and a divergence the observer witnessed; it returns the
 // violation's message, or "" when nothing is wrong.
-func judgeEpoch(pr *PartitionResult, to *TopicObservation, po *PartitionObservation) string {
+//
+// retention is the topic's retention.ms when it deletes by time after a
+// finite one (finite): a diverged commit's message says until when the
+// records from its rewind point on are kept (setRewindHeadroom).
+func judgeEpoch(pr *PartitionResult, to *TopicObservation, po *PartitionObservation, retention time.Duration, finite bool) string {
 	if pr.Verdict != Proven || pr.Committed < 0 {
 		return ""
 	}
@@ -90,8 +98,22 @@ func judgeEpoch(pr *PartitionResult, to *TopicObservation, po *PartitionObservat
 		}
 		m.text(": the log was truncated below the group's position (an unclean leader election) and grew back. "+
 			"The Java consumer validates the position on restart and rewinds to ").int(e.EndOffset).
-			text(", reading the ").count(pr.DivergedRecords, "record").text(" now at offsets ").int(e.EndOffset).text(" to ").int(pr.Committed-1).
-			text(" (under auto.offset.reset=none it throws LogTruncationException and stops, loudly): nothing is skipped silently, but the ").
+			text(", reading the ").count(pr.DivergedRecords, "record").text(" now at offsets ").int(e.EndOffset).text(" to ").int(pr.Committed - 1).
+			text(" (under auto.offset.reset=none it throws LogTruncationException and stops, loudly)")
+		switch {
+		case !finite:
+			m.text(": nothing is skipped silently while the log keeps the record at ").int(e.EndOffset).
+				text(" (no finite ").text(keyRetentionMs).text(" was read to say how long)")
+		case po.RewindTimestamp.IsZero():
+			m.text(": nothing is skipped silently while retention keeps the record at ").int(e.EndOffset).
+				text(", whose age was not read (how long it is kept is not known)")
+		default:
+			m.text(": nothing is skipped silently while retention keeps the records from ").int(e.EndOffset).
+				text(" on, until ").text(po.RewindTimestamp.Add(retention).UTC().Format(time.RFC3339)).
+				text(" (the record at ").int(e.EndOffset).text("'s timestamp plus ").text(keyRetentionMs).
+				text("; a consumer that comes back later finds it deleted and resets by auto.offset.reset)")
+		}
+		m.text(", but the ").
 			count(pr.DivergedRecords, "record").text(" the group processed there are gone from the log: decide whether what it did with them must be undone. " +
 			"The rollout needs no way out; the group's next commit ends this warning, or reset its offsets on this partition to ").int(e.EndOffset).
 			text(" (kafka-consumer-groups --reset-offsets --to-offset ").int(e.EndOffset).text(")")

@@ -269,3 +269,111 @@ func TestEpochlessCommitBelowLaterRecords(t *testing.T) {
 		}
 	}
 }
+
+// Issue 32 follow-up, seed 000's lagging group after an unclean election:
+// its commit of 10 carries leader epoch 0, which the leader says ends at
+// 5, so the Java consumer rewinds to 5 and re-reads from there. The
+// oldest record it has not read is the one at 5: the headroom is measured
+// from its timestamp (RewindTimestamp), not the committed record's, on a
+// topic of 30 days of retention.ms and a 10-day window. Below the window
+// it is RecoveryHeadroomShorterThanWindow beside CommittedEpochDiverged,
+// both risks; undated, there is no headroom and the message says so.
+func TestRewindHeadroom(t *testing.T) {
+	diverged := func(rewind time.Time) PartitionObservation {
+		po := part(0, 0, 15, 10)
+		po.CommitEpoch = CommitEpoch{HasEpoch: true, Epoch: 0, EndKnown: true, EndEpoch: 0, EndOffset: 5}
+		// The record at the committed offset is younger: a headroom from
+		// it would say 29 days.
+		po.CommittedTimestamp = now.Add(-day)
+		po.RewindTimestamp = rewind
+		return po
+	}
+	cases := []struct {
+		name        string
+		rewind      time.Time
+		hasHeadroom bool
+		headroom    time.Duration
+		shorter     bool     // RecoveryHeadroomShorterThanWindow beside CommittedEpochDiverged
+		says        []string // the CommittedEpochDiverged message
+		shorterSays []string // the RecoveryHeadroomShorterThanWindow message and the warning
+	}{
+		{name: "seed000 rewind point written 2 days ago: 28 days of headroom, inside the window's margin",
+			rewind: now.Add(-2 * day), hasHeadroom: true, headroom: 28 * day,
+			says: []string{"rewinds to 5", "nothing is skipped silently while retention keeps the records from 5 on, until " +
+				now.Add(28*day).UTC().Format(time.RFC3339), "the record at 5's timestamp plus retention.ms"}},
+		{name: "seed000 rewind point written 25 days ago: 5 days, below the 10-day window",
+			rewind: now.Add(-25 * day), hasHeadroom: true, headroom: 5 * day, shorter: true,
+			says:        []string{"until " + now.Add(5*day).UTC().Format(time.RFC3339)},
+			shorterSays: []string{"settle-task[0]", "offset 5", "rewinds to", "in 120h (5d), sooner than recoveryWindow 240h (10d)"}},
+		{name: "seed000 rewind point past retention by a day: deletable any moment",
+			rewind: now.Add(-31 * day), hasHeadroom: true, headroom: -day, shorter: true,
+			shorterSays: []string{"offset 5", "past retention by 24h (1d)"}},
+		{name: "seed000 rewind point not dated: no headroom, not the committed record's",
+			says: []string{"nothing is skipped silently while retention keeps the record at 5, whose age was not read"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Evaluate(observation(topic("settle-task", diverged(tc.rewind))), policy("settle-task"), now)
+			pr := r.Partitions[0]
+			if pr.Reason != ReasonCommittedEpochDiverged || pr.HasHeadroom != tc.hasHeadroom || pr.Headroom != tc.headroom {
+				t.Fatalf("partition %s headroom %v (%v), want %s with %v (%v)", pr.Reason, pr.Headroom, pr.HasHeadroom,
+					ReasonCommittedEpochDiverged, tc.headroom, tc.hasHeadroom)
+			}
+			if r.HasRecoveryHeadroom != tc.hasHeadroom || r.RecoveryHeadroom != tc.headroom ||
+				(tc.hasHeadroom && !r.RecoveryHeadroomExpiresAt.Equal(now.Add(tc.headroom))) {
+				t.Errorf("recovery headroom %v (%v, expires %v), want %v (%v)", r.RecoveryHeadroom, r.HasRecoveryHeadroom,
+					r.RecoveryHeadroomExpiresAt, tc.headroom, tc.hasHeadroom)
+			}
+			reasons := map[string]Violation{}
+			for _, v := range r.Violations {
+				reasons[v.Reason] = v
+				if !IsRisk(v.Reason) {
+					t.Errorf("%s: not a risk; admission would change", v.Reason)
+				}
+			}
+			if r.Verdict != Violated || len(r.Violations) != 1+btoi(tc.shorter) {
+				t.Fatalf("%s %+v, want Violated by %s (and RecoveryHeadroomShorterThanWindow: %v)", r.Verdict, r.Violations, ReasonCommittedEpochDiverged, tc.shorter)
+			}
+			for _, s := range tc.says {
+				if msg := reasons[ReasonCommittedEpochDiverged].Message; !strings.Contains(msg, s) {
+					t.Errorf("message %q does not say %q", msg, s)
+				}
+			}
+			var warning *Warning
+			for i := range r.Warnings {
+				if r.Warnings[i].Type == WarningRecoveryHeadroom {
+					warning = &r.Warnings[i]
+				}
+			}
+			if !tc.shorter {
+				if warning != nil {
+					t.Errorf("headroom warning %+v, want none", warning)
+				}
+				return
+			}
+			v, ok := reasons[ReasonRecoveryHeadroomShorterThanWindow]
+			if !ok || v.Topic != "settle-task" || v.Partition != 0 || !v.ExpiresAt.Equal(now.Add(tc.headroom)) {
+				t.Fatalf("violations %+v, want %s on settle-task[0] expiring at %v", r.Violations, ReasonRecoveryHeadroomShorterThanWindow, now.Add(tc.headroom))
+			}
+			if warning == nil || warning.Reason != WarningReasonRewindShorterThanWindow || warning.Offset == nil || *warning.Offset != 5 ||
+				warning.Duration != tc.headroom {
+				t.Fatalf("warning %+v, want %s at offset 5 for %v", warning, WarningReasonRewindShorterThanWindow, tc.headroom)
+			}
+			for _, s := range tc.shorterSays {
+				if !strings.Contains(v.Message, s) || !strings.Contains(warning.Message, s) {
+					t.Errorf("violation %q or warning %q does not say %q", v.Message, warning.Message, s)
+				}
+			}
+			if strings.Contains(v.Message, "committed offset 10 in") || strings.Contains(warning.Message, "committed offset 10") {
+				t.Errorf("%q / %q speak of the committed record, not the rewind point", v.Message, warning.Message)
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

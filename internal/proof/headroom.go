@@ -24,6 +24,30 @@ func setHeadroom(pr *PartitionResult, committedTimestamp time.Time, retention ti
 	}
 }
 
+// setRewindHeadroom sets, on a CommittedEpochDiverged partition, how long
+// until retention deletes the record at the end of the commit's leader
+// epoch: the Java consumer validates its position and rewinds there, so
+// that record, not the one at the committed offset, is the oldest it has
+// not read (timestamp + retention.ms − now, as setHeadroom; the caller
+// checks the topic deletes by time after a finite retention.ms). A
+// record the observer did not date (RewindTimestamp zero) is not guessed:
+// the partition has no headroom, and its violation says the age was not
+// read.
+func setRewindHeadroom(pr *PartitionResult, rewindTimestamp time.Time, retention time.Duration, now time.Time) {
+	if _, ok := rewindPoint(pr); ok && !rewindTimestamp.IsZero() {
+		pr.Headroom, pr.HasHeadroom = rewindTimestamp.Add(retention).Sub(now), true
+	}
+}
+
+// rewindPoint is where a consumer whose commit diverged
+// (CommittedEpochDiverged) resumes: the end of its leader epoch.
+func rewindPoint(pr *PartitionResult) (int64, bool) {
+	if pr.Verdict != Violated || pr.Reason != ReasonCommittedEpochDiverged {
+		return 0, false
+	}
+	return pr.Committed - pr.DivergedRecords, true
+}
+
 // recoveryHeadroom returns the smallest partition headroom, record or
 // tombstone, with a warning when it is below the recovery window: a
 // lagging consumer that goes down now would lose data (a record, or a
@@ -53,7 +77,9 @@ func recoveryHeadroom(window time.Duration, results []PartitionResult) (time.Dur
 	w := &Warning{Type: WarningRecoveryHeadroom, Reason: WarningReasonShorterThanWindow,
 		Subject: partitionName(pr.Topic, pr.Partition), Offset: &committed,
 		Duration: pr.Headroom, Limit: window}
-	switch {
+	switch rewind, rewinds := rewindPoint(pr); {
+	case rewinds:
+		w.Reason, w.Offset = WarningReasonRewindShorterThanWindow, &rewind
 	case !pr.MayExpireBy.IsZero():
 		// Undated (undated.go): it may be deleted any moment.
 		w.Reason = WarningReasonMayExpireBeforeWindow
@@ -67,6 +93,15 @@ func recoveryHeadroom(window time.Duration, results []PartitionResult) (time.Dur
 // headroomMessage renders a WarningRecoveryHeadroom.
 func headroomMessage(w *Warning) string {
 	switch w.Reason {
+	case WarningReasonRewindShorterThanWindow:
+		m := w.Subject + ": the group's consumer rewinds to offset " + itoa(*w.Offset) +
+			" (its committed leader epoch ends there: the log diverged below its position), and retention "
+		if w.Duration <= 0 {
+			return m + "may delete the record there at any moment (past retention by " + FormatDuration(-w.Duration) +
+				"): a consumer that goes down now loses the records from there on that it has not read"
+		}
+		return m + "deletes the record there in " + FormatDuration(w.Duration) + ", sooner than recoveryWindow " + FormatDuration(w.Limit) +
+			": a consumer that goes down now loses the records from there on that it has not read before the window ends"
 	case WarningReasonMayExpireBeforeWindow:
 		return w.Subject + ": the record at committed offset " + itoa(*w.Offset) + " was not dated and may be deleted by retention before recoveryWindow " +
 			FormatDuration(w.Limit) + " ends: a consumer that goes down now may lose data"
@@ -127,8 +162,14 @@ func headroomViolations(o *clauseOutcome, f *facts, partitions []PartitionResult
 		m.partition(pr.Topic, pr.Partition)
 		at := "committed offset "
 		position := pr.Committed
-		if fromCursor {
+		rewind, rewinds := rewindPoint(pr)
+		switch {
+		case fromCursor:
 			at, position = "business cursor ", pr.Cursor
+		case rewinds:
+			// CommittedEpochDiverged: the consumer resumes at the end of
+			// its commit's leader epoch (setRewindHeadroom).
+			at, position = "offset ", rewind
 		}
 		if pr.Headroom <= 0 {
 			m.text(": the record at ").text(at).int(position).text(" is past retention by ").text(FormatDuration(-pr.Headroom)).
@@ -137,7 +178,13 @@ func headroomViolations(o *clauseOutcome, f *facts, partitions []PartitionResult
 			m.text(": retention deletes the record at ").text(at).int(position).text(" in ").text(FormatDuration(pr.Headroom)).
 				text(", sooner than recoveryWindow ").text(FormatDuration(window))
 		}
-		m.text(": the group is ").count(pr.Lag, "record").text(" behind and cannot be down for its window without losing them; " +
+		behind := pr.Lag
+		if rewinds && !fromCursor {
+			m.text(", where the group's consumer rewinds to from committed offset ").int(pr.Committed).
+				text(" (its leader epoch ends there: the log diverged below the group's position)")
+			behind += pr.DivergedRecords
+		}
+		m.text(": the group is ").count(behind, "record").text(" behind and cannot be down for its window without losing them; " +
 			"let it catch up (nothing is lost yet: a rollout of a faster consumer is allowed with a warning), or raise ").
 			text(keyRetentionMs)
 		o.add(Violation{

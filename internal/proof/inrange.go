@@ -61,12 +61,13 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 			} else if !share {
 				if message := judgeTopicID(pr, t.obs, po); message != "" {
 					o.add(partitionViolation(pr, message))
-				} else if message := judgeEpoch(pr, t.obs, po); message != "" {
+				} else if message := judgeEpoch(pr, t.obs, po, retention, finite); message != "" {
 					o.add(partitionViolation(pr, message))
 				}
 			}
 			if finite {
 				setHeadroom(pr, po.CommittedTimestamp, retention, f.now)
+				setRewindHeadroom(pr, po.RewindTimestamp, retention, f.now)
 				setUnreadHeadroom(pr, po, retention, f.policy.RecoveryWindow, f.now)
 			}
 			if compactClock {

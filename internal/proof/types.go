@@ -798,6 +798,12 @@ type PartitionObservation struct {
 	// leader epoch a long-running observer first saw it in, and where
 	// the leader now says that epoch ends (epoch.go).
 	CommitWitness CommitWitness
+	// RewindTimestamp is the timestamp of the record at the end of the
+	// commit's leader epoch when that end is inside the log and below the
+	// committed offset (CommittedEpochDiverged): where the Java consumer
+	// rewinds to, the oldest record it has not read, whose expiry the
+	// headroom measures (epoch.go); zero when unknown or not asked.
+	RewindTimestamp time.Time
 	// LogDiverged: the observer saw the partition's log end go down
 	// (a truncation: an unclean leader election, a leader that lost
 	// what it had not flushed), from DivergedFrom to DivergedTo, first
@@ -922,7 +928,8 @@ type Warning struct {
 	Subject string
 	// Detail is the problem it reports, when it reports one.
 	Detail string
-	// Offset is the committed offset it speaks of; nil for none.
+	// Offset is the committed offset it speaks of (RewindShorterThanWindow:
+	// the offset the consumer rewinds to); nil for none.
 	Offset *int64
 	// Duration is the headroom or time left it foresees, measured from
 	// now: it shrinks as time passes. Zero for the types that foresee no
@@ -954,6 +961,12 @@ const (
 	// recoveryWindow, or may already have.
 	WarningReasonTombstoneShorterThanWindow = "TombstoneShorterThanWindow"
 	WarningReasonTombstoneMayBeDropped      = "TombstoneMayBeDropped"
+	// WarningReasonRewindShorterThanWindow: a recoveryHeadroom warning
+	// about the record a consumer whose commit diverged
+	// (CommittedEpochDiverged) rewinds to, rather than the record at its
+	// committed offset (the warning's Offset is the rewind point):
+	// retention deletes it sooner than recoveryWindow, or already may.
+	WarningReasonRewindShorterThanWindow = "RewindShorterThanWindow"
 	// WarningReasonMay…: the same, at the earliest (the Empty time is a
 	// bound, not exact).
 	WarningReasonMayBePastRetention     = "MayBePastRetention"
@@ -991,9 +1004,11 @@ type PartitionResult struct {
 	// guard first saw it in): records the group read that the log no
 	// longer holds.
 	DivergedRecords int64
-	// Headroom: timestamp(record at committed) + retention.ms - now;
-	// HasHeadroom is false when it cannot be computed (infinite/compact
-	// retention or unknown timestamps).
+	// Headroom: timestamp(record at committed) + retention.ms - now (on a
+	// CommittedEpochDiverged partition, of the record at the epoch's end,
+	// where the consumer rewinds to: RewindTimestamp); HasHeadroom is
+	// false when it cannot be computed (infinite/compact retention or
+	// unknown timestamps).
 	Headroom    time.Duration
 	HasHeadroom bool
 	// TombstoneHeadroom, on a compacting topic with the group lagging

@@ -2,10 +2,12 @@ package proof
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/retentionguard/retention-guard/internal/kafka"
@@ -52,7 +54,16 @@ func TestCommitPastItsLeaderEpochIsADivergence(t *testing.T) {
 			e0 := leaderEpoch(t, b, topic)
 			b.Restart(t, b.Nodes[0].ID)
 			e1 := waitEpochAbove(t, b, topic, e0)
-			b.ProduceTo(t, topic, 0, 10)
+			// Offsets 5-14 stamped two days ago, a minute apart: the
+			// record at 5, where a diverged consumer rewinds to, dates
+			// its headroom (28 days of the 30, above the window).
+			written := time.UnixMilli(time.Now().Add(-48 * time.Hour).UnixMilli())
+			stamp := func(offset int64) time.Time { return written.Add(time.Duration(offset-5) * time.Minute) }
+			var recs []*kgo.Record
+			for offset := int64(5); offset < 15; offset++ {
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: 0, Timestamp: stamp(offset), Value: []byte("l")})
+			}
+			b.ProduceRecords(t, recs...)
 			t.Logf("Apache Kafka %s: leader epoch %d for offsets 0-4, %d after the restart (offsets 5-14)", d.Version, e0, e1)
 
 			policy := func(group string) proof.Policy {
@@ -90,6 +101,20 @@ func TestCommitPastItsLeaderEpochIsADivergence(t *testing.T) {
 			if r.Verdict != proof.Violated || v.DivergedRecords != 5 || v.Committed != 10 || !proof.IsRisk(v.Reason) {
 				t.Fatalf("commit 10 in epoch %d ending at 5: %s %v (diverged records %d), want Violated, %s (a risk), 5 records",
 					e0, r.Verdict, reasons(r), v.DivergedRecords, proof.ReasonCommittedEpochDiverged)
+			}
+			// The consumer rewinds to 5: the headroom is the record at 5's
+			// (its timestamp + retention.ms − now), not the record at 10's.
+			if !po.RewindTimestamp.Equal(stamp(5)) || !po.CommittedTimestamp.Equal(stamp(10)) {
+				t.Fatalf("rewind timestamp %v, committed %v; want the records at 5 (%v) and 10 (%v)",
+					po.RewindTimestamp, po.CommittedTimestamp, stamp(5), stamp(10))
+			}
+			if want := stamp(5).Add(30 * 24 * time.Hour); !r.HasRecoveryHeadroom || !r.RecoveryHeadroomExpiresAt.Equal(want) ||
+				!r.Partitions[0].HasHeadroom || r.Partitions[0].Headroom != r.RecoveryHeadroom {
+				t.Fatalf("recovery headroom %v (%v, expires %v), partition %v; want it to expire at %v, from the record at 5",
+					r.RecoveryHeadroom, r.HasRecoveryHeadroom, r.RecoveryHeadroomExpiresAt, r.Partitions[0].Headroom, want)
+			}
+			if until := stamp(5).Add(30 * 24 * time.Hour).UTC().Format(time.RFC3339); !strings.Contains(v.Message, "from 5 on, until "+until) {
+				t.Errorf("message %q does not say the records from 5 on are kept until %s", v.Message, until)
 			}
 
 			// The group's next commit ends it: the consumer, rewound to 5,
