@@ -621,3 +621,35 @@ func TestRewindWants(t *testing.T) {
 		t.Errorf("kept %v (%d missing), want orders/0 at %v and orders/5 missing", got, missing, at300)
 	}
 }
+
+// Seed 003's group while its coordinator moves: OffsetFetch answered no
+// committed offset, but the reader of __consumer_offsets holds the
+// group's commit of 6 with no tombstone after it. The observation carries
+// it (LoggedOffset) so the proof tells neither a fresh group nor offsets
+// gone; an answered offset the log holds is dated as before, and one the
+// log does not hold carries nothing.
+func TestExactTimesKeepACommitTheCoordinatorDidNotAnswer(t *testing.T) {
+	committedAt := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
+	tp := func(p int32) topicPartition { return topicPartition{Topic: "settle-task", Partition: p} }
+	r := offsetsTopicResult{groups: map[string]groupRecords{"ledger-settle-consumer": {commits: map[topicPartition]commitRecord{
+		tp(0): {offset: 6, commitTime: committedAt},
+		tp(1): {offset: 4, commitTime: committedAt},
+	}}}}
+	obs := proof.Observation{Group: proof.GroupObservation{ID: "ledger-settle-consumer"}, Topics: []proof.TopicObservation{{
+		Name: "settle-task", Partitions: []proof.PartitionObservation{
+			{Partition: 0, Committed: proof.NoOffset},
+			{Partition: 1, Committed: 4},
+			{Partition: 2, Committed: proof.NoOffset},
+		}}}}
+	r.exactTimes(&obs)
+	ps := obs.Topics[0].Partitions
+	if !ps[0].LoggedOffsetKnown || ps[0].LoggedOffset != 6 || !ps[0].LastCommit.IsZero() {
+		t.Errorf("partition 0: logged %d (%v), last commit %v; want the log's 6 and no commit time", ps[0].LoggedOffset, ps[0].LoggedOffsetKnown, ps[0].LastCommit)
+	}
+	if ps[1].LoggedOffsetKnown || !ps[1].LastCommit.Equal(committedAt) {
+		t.Errorf("partition 1: logged %v, last commit %v; want dated %v", ps[1].LoggedOffsetKnown, ps[1].LastCommit, committedAt)
+	}
+	if ps[2].LoggedOffsetKnown {
+		t.Error("partition 2: the log holds no commit, none carried")
+	}
+}

@@ -77,6 +77,14 @@ func (r *offsetsTopicResult) exactTimes(obs *proof.Observation) {
 		for j := range t.Partitions {
 			po := &t.Partitions[j]
 			c, ok := rec.commits[topicPartition{Topic: t.Name, Partition: po.Partition}]
+			if ok && po.Committed < 0 && c.offset >= 0 {
+				// OffsetFetch answered none, the log still holds a commit
+				// (expiry and deletion write tombstones): the proof must
+				// not take the group for a fresh one, nor its offsets for
+				// gone.
+				po.LoggedOffset, po.LoggedOffsetKnown = c.offset, true
+				continue
+			}
 			if !ok || c.offset != po.Committed || po.Committed < 0 {
 				continue
 			}

@@ -200,6 +200,19 @@ func judgePartition(pr *PartitionResult, po *PartitionObservation, compacts, sha
 		return m.String()
 	}
 	switch {
+	case pr.Committed == NoOffset && po.LoggedOffsetKnown:
+		// Neither a fresh group (Proven below) nor offsets gone (the
+		// vanished case, Violated): the log holds the commit, the
+		// coordinator does not answer it yet (issue 32, found by
+		// test/realkafka/faults TestGroupCoordinatorMoved on a loaded 4.4
+		// cluster). Unknown until they agree.
+		pr.Verdict, pr.Reason = Unknown, ReasonNotEvaluated
+		m.partition(pr.Topic, pr.Partition)
+		m.text(": the group's coordinator answered no committed offset, but __consumer_offsets still holds its commit of ").
+			int(po.LoggedOffset).
+			text(" with no tombstone after it (expiry and deletion write one): a coordinator that has just taken the group over " +
+				"answers at its high watermark until its followers catch up, so where the group resumes cannot be told yet; " +
+				"this ends when the coordinator answers the commit, or the log's tombstone says it is gone")
 	case pr.Committed == NoOffset && po.OffsetVanished && pr.LogStart == 0 && pr.LogEnd >= 0:
 		// Seen committed, now gone, on a log that starts at 0: not a
 		// fresh group (seed 003 on a young topic). With log start > 0 the

@@ -90,3 +90,31 @@ func TestVanishedOffsetOnALogStartingAtZeroIsNotFresh(t *testing.T) {
 		}
 	}
 }
+
+// Seed 003's group while its coordinator moves (test/realkafka/faults
+// TestGroupCoordinatorMoved, on a loaded Apache Kafka 4.4 cluster): the
+// broker that took __consumer_offsets over answered OffsetFetch with no
+// committed offset for a while, though nothing expired, because it
+// answers at a high watermark its followers had not yet moved past the
+// commit. The manager remembered the commit of 6 and said Violated (the
+// offsets gone); a manager that had just restarted would have said Proven
+// (a fresh group bootstraps from 0) — and a latest restart would skip 4
+// records. __consumer_offsets still holds the commit with no tombstone
+// after it (expiry and deletion write one): Unknown, with or without the
+// memory, until the coordinator and the log agree.
+func TestCommitTheLogHoldsButTheCoordinatorDoesNotAnswer(t *testing.T) {
+	po := part(0, 0, 10, NoOffset)
+	po.LoggedOffset, po.LoggedOffsetKnown = 6, true
+	for name, vanished := range map[string]bool{"a manager that just started": false, "a manager that saw the commit": true} {
+		if vanished {
+			po.OffsetVanished, po.VanishedOffset, po.VanishedSeenAt = true, 6, now.Add(-time.Minute)
+		}
+		r := Evaluate(observation(topic("settle-task", po)), policy("settle-task"), now)
+		if r.Verdict != Unknown || len(r.Violations) != 1 || r.Violations[0].Reason != ReasonNotEvaluated {
+			t.Fatalf("%s: %s %+v, want Unknown (%s)", name, r.Verdict, r.Violations, ReasonNotEvaluated)
+		}
+		if msg := r.Violations[0].Message; !strings.Contains(msg, "still holds its commit of 6") {
+			t.Errorf("%s: message %q does not name the commit the log holds", name, msg)
+		}
+	}
+}

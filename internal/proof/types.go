@@ -742,6 +742,16 @@ type PartitionObservation struct {
 	// LastCommit is when the offset was last committed, read from
 	// __consumer_offsets (exact); zero when not read.
 	LastCommit time.Time
+	// LoggedOffset is the committed offset __consumer_offsets still holds
+	// for this partition (its latest commit record, no tombstone read
+	// after it) when OffsetFetch answered none (Committed NoOffset):
+	// LoggedOffsetKnown then. Expiry and deletion both write a tombstone,
+	// so the offset is not gone: the coordinator that answered has not
+	// caught up with it (one that just took the group over answers at its
+	// high watermark, which lags behind the log it took over until its
+	// followers catch up). Zero and false otherwise.
+	LoggedOffset      int64
+	LoggedOffsetKnown bool
 	// ExpireAt is the explicit expiry the offset was committed with
 	// (OffsetCommit v2–v4 retention_time; OffsetCommitValue v1
 	// expireTimestamp), read from __consumer_offsets; zero when it has
