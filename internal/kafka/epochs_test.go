@@ -24,16 +24,7 @@ func TestObserveCommitLeaderEpoch(t *testing.T) {
 	c := kafkatest.NewCluster(t)
 	c.CreateTopic(t, "events", 1, nil)
 	c.ProduceTo(t, "events", 0, 10)
-	commit := func(group string, epoch int32) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		var os kadm.Offsets
-		os.Add(kadm.Offset{Topic: "events", Partition: 0, At: 4, LeaderEpoch: epoch})
-		if err := c.Admin(t).CommitAllOffsets(ctx, group, os); err != nil {
-			t.Fatalf("committing %s: %v", group, err)
-		}
-	}
+	commit := func(group string, epoch int32) { commitWithEpoch(t, c, group, "events", 4, epoch) }
 	commit("current", 0)
 	commit("future", 5)
 	commit("reset", -1)
@@ -86,16 +77,7 @@ func TestObserveRewindTimestamp(t *testing.T) {
 	produce(0, 10)
 	c.ShufflePartitionLeaders()
 	produce(10, 20)
-	commit := func(group string, epoch int32) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		var os kadm.Offsets
-		os.Add(kadm.Offset{Topic: "settle-task", Partition: 0, At: 15, LeaderEpoch: epoch})
-		if err := c.Admin(t).CommitAllOffsets(ctx, group, os); err != nil {
-			t.Fatalf("committing %s: %v", group, err)
-		}
-	}
+	commit := func(group string, epoch int32) { commitWithEpoch(t, c, group, "settle-task", 15, epoch) }
 	commit("ledger-settle-consumer", 0)
 	commit("ledger-settle-current", 1)
 
@@ -127,5 +109,18 @@ func TestObserveRewindTimestamp(t *testing.T) {
 	if len(r.Partitions) != 1 || r.Partitions[0].Reason != proof.ReasonCommittedEpochDiverged ||
 		!r.Partitions[0].HasHeadroom || r.Partitions[0].Headroom != stamp(10).Add(30*24*time.Hour).Sub(obs.ObservedAt) {
 		t.Errorf("partitions %+v, want %s with the headroom of the record at 10", r.Partitions, proof.ReasonCommittedEpochDiverged)
+	}
+}
+
+// commitWithEpoch commits at on partition 0 of topic for group, carrying
+// leader epoch epoch (-1: none, as kafka-consumer-groups --reset-offsets).
+func commitWithEpoch(t *testing.T, c *kafkatest.Cluster, group, topic string, at int64, epoch int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: 0, At: at, LeaderEpoch: epoch})
+	if err := c.Admin(t).CommitAllOffsets(ctx, group, os); err != nil {
+		t.Fatalf("committing %s: %v", group, err)
 	}
 }

@@ -3,7 +3,6 @@ package docs
 import (
 	"go/scanner"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,21 +46,8 @@ func TestArchitectureNamesExist(t *testing.T) {
 	}
 	idents := map[string]bool{}
 	goFiles := map[string]bool{}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin" || d.Name() == "dist" || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		goFiles[d.Name()] = true
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	err = walkGo(root, func(path string, src []byte) error {
+		goFiles[filepath.Base(path)] = true
 		var s scanner.Scanner
 		fset := token.NewFileSet()
 		s.Init(fset.AddFile(path, -1, len(src)), src, nil, 0)

@@ -29,19 +29,9 @@ func TestKafkaSemanticsRowsNameExistingTests(t *testing.T) {
 	}
 	defined := map[string]bool{}
 	onRealBroker := map[string]bool{} // tests under test/realkafka and the harness
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin" || d.Name() == "dist") {
-			return filepath.SkipDir
-		}
+	err = walkGo(root, func(path string, src []byte) error {
 		if !strings.HasSuffix(path, "_test.go") {
 			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
 		}
 		real := strings.Contains(filepath.ToSlash(path), "test/realkafka/") || strings.Contains(filepath.ToSlash(path), "internal/kafka/apachekafka/")
 		for _, m := range regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]+)\(`).FindAllSubmatch(src, -1) {
@@ -95,4 +85,25 @@ func TestKafkaSemanticsRowsNameExistingTests(t *testing.T) {
 	if rows < 20 {
 		t.Errorf("only %d rows read from docs/kafka-semantics.md", rows)
 	}
+}
+
+// walkGo calls fn with every Go file of the repository under root and its
+// source, skipping .git and build outputs.
+func walkGo(root string, fn func(path string, src []byte) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin" || d.Name() == "dist" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return fn(path, src)
+	})
 }
