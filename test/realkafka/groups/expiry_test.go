@@ -256,7 +256,10 @@ func TestStableClassicGroupExpiresOnlyUnsubscribedTopics(t *testing.T) {
 			if o := ordersCommit.Add(retention); o.Before(want) {
 				want, wantTopic = o, orders
 			}
-			if x.Clock != proof.ExpiryClockLastCommit || x.Topic != wantTopic || !x.Exact || refundsCommit.IsZero() ||
+			// Both commits in the same millisecond (a loaded machine): either
+			// topic is the soonest.
+			tie := ordersCommit.Equal(refundsCommit) && (x.Topic == orders || x.Topic == refunds)
+			if x.Clock != proof.ExpiryClockLastCommit || (x.Topic != wantTopic && !tie) || !x.Exact || refundsCommit.IsZero() ||
 				!x.Soonest.Equal(want) || x.Soonest.After(refundsCommit.Add(retention)) {
 				t.Fatalf("offset expiry = %+v, want the LastCommit clock, exactly at %v (%s/0: the earlier commit + 1m)", x, want, wantTopic)
 			}
