@@ -112,7 +112,7 @@ func main() {
 	flag.Var(&envKV, "manager-env", "KEY=VALUE in the manager's environment (repeatable)")
 	flag.StringVar(&o.out, "out", "", "also write the results as Markdown to this file")
 	flag.StringVar(&o.dir, "dir", "", "keep the stack's files (logs, kubeconfigs) in this directory instead of a temporary one")
-	flag.StringVar(&o.profileDir, "profile-dir", "", "write the manager's CPU profile of each steady state and its heap profile at the end into this directory (--pprof-bind-address)")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "write the manager's CPU profile of each steady state and its heap profile at the end, and heap-first-N.{pprof,txt} at the first proofs' RSS peak, into this directory (--pprof-bind-address)")
 	flag.IntVar(&o.shards, "shards", 0, "also measure the last step on this many shards (2 or more; issue 34): each Kafka cluster's policies labelled retentionguard.io/shard=shard-<cluster mod shards>, one manager per shard (--watch-label-selector, its own --leader-election-id, --enable-webhook=false) beside the main one serving the webhook")
 	flag.Float64Var(&o.waitLoad, "wait-load", 0, "before each step, wait until the 1-minute load average is at most this (0: do not wait)")
 	flag.DurationVar(&o.maxLoadWaiting, "max-load-wait", 30*time.Minute, "give up waiting for -wait-load after this long (the step runs anyway, the load is printed)")
@@ -379,7 +379,20 @@ func measureStep(ctx context.Context, o options, stk *stack.Stack, c client.With
 		return r, err
 	}
 	pid := stk.Manager.PID()
+	// The first proofs are the RSS peak: follow it with heap profiles.
+	firstCtx, cancelFirst := context.WithCancel(stepCtx)
+	firstDone := make(chan struct{})
+	if o.profileDir != "" {
+		go func() {
+			defer close(firstDone)
+			followPeak(firstCtx, pid, o.managerFlags["--pprof-bind-address"], filepath.Join(o.profileDir, fmt.Sprintf("heap-first-%d", n)))
+		}()
+	} else {
+		close(firstDone)
+	}
 	load, allProven, err := tracker.untilProven(ctx, stepCtx, c, o)
+	cancelFirst()
+	<-firstDone
 	if err != nil {
 		return r, err
 	}
@@ -563,6 +576,32 @@ func clearStatuses(ctx context.Context, c client.Client) error {
 		return fmt.Errorf("clearing statuses: %w", err)
 	}
 	return nil
+}
+
+// followPeak keeps the manager's heap profile (file.pprof) and its
+// runtime.MemStats (file.txt, pprof's debug=1 text) taken when its RSS
+// was highest, until ctx ends: each time RSS passes the last profile's by
+// 32 MiB, both are taken again. A profile's in-use figures are as of the
+// last garbage collection; MemStats says what is heap, stacks and the rest.
+func followPeak(ctx context.Context, pid int, addr, file string) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last := 0.0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		rss, _, err := procMemory(pid)
+		if err != nil || rss < last+32<<20 {
+			continue
+		}
+		last = rss
+		logf("RSS %.0f MiB: heap profile %s", rss/(1<<20), filepath.Base(file))
+		saveProfile(ctx, addr, "heap", file+".pprof")
+		saveProfile(ctx, addr, "heap?debug=1", file+".txt")
+	}
 }
 
 // saveProfile fetches one pprof profile from the manager into file; a
