@@ -88,7 +88,7 @@ func newManagerConfig(o *managerOptions) (*managerConfig, error) {
 		watchNamespaces: o.watchNamespaces, shard: o.shard, cacheFiltered: o.shard.Sharded() && !o.webhookEnabled}
 	mc.manager = ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr, FilterProvider: controllers.MetricsFilter}, // /metrics: controllers.MetricsFilter
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              electionID,

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	rgv1 "github.com/retentionguard/retention-guard/api/v1alpha1"
 	"github.com/retentionguard/retention-guard/internal/cursor/cursortest"
@@ -193,9 +192,7 @@ func TestCursorSourceProblems(t *testing.T) {
 		return condition(getPolicy(g, h.ns, "missing").Status, ConditionStalled)
 	}, eventually, poll).Should(BeNil())
 
-	families, err := metrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	texts := map[string]string{"logs": h.logs.String(), "metrics": fmt.Sprint(families)}
+	texts := map[string]string{"logs": h.logs.String(), "metrics": fmt.Sprint(scrape())}
 	for _, name := range []string{"missing", "far", "bad"} {
 		p := getPolicy(g, h.ns, name)
 		texts["status of "+name] = fmt.Sprintf("%+v", p.Status)

@@ -3,7 +3,9 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +16,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"go.uber.org/zap/zapcore"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -519,14 +523,26 @@ func gauge(g Gomega, name string, labels map[string]string) float64 {
 	return v
 }
 
-// seriesOf returns the series of a metric whose labels include labels.
-func seriesOf(name string, labels map[string]string) []*dto.Metric {
-	families, err := metrics.Registry.Gather()
+// scrape is what the manager's /metrics serves, parsed as Prometheus
+// parses it: controller-runtime's registry and every policy's series.
+func scrape() map[string]*dto.MetricFamily {
+	rec := httptest.NewRecorder()
+	metricsHandler(metrics.Registry, metricsState).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		panic(fmt.Sprintf("/metrics: %d %s", rec.Code, rec.Body))
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(rec.Body)
 	if err != nil {
 		panic(err)
 	}
+	return families
+}
+
+// seriesOf returns the series of a metric whose labels include labels.
+func seriesOf(name string, labels map[string]string) []*dto.Metric {
 	var out []*dto.Metric
-	for _, f := range families {
+	for _, f := range scrape() {
 		if f.GetName() != name {
 			continue
 		}
