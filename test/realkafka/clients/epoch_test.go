@@ -23,7 +23,8 @@ import (
 // client validates a position that carries an epoch
 // (SubscriptionState.maybeCompleteValidation, after an
 // OffsetsForLeaderEpoch): it does not resume at the committed offset 10.
-// Kafka's defaults, as deployed.
+// franz-go does the same; Debian's librdkafka (2.0.2, before KIP-320 came
+// to librdkafka) does resume at 10. Kafka's defaults, as deployed.
 func TestJavaConsumerValidatesTheCommittedLeaderEpoch(t *testing.T) {
 	t.Parallel()
 	for _, d := range apachekafka.Dists(t) {
@@ -80,6 +81,39 @@ func TestJavaConsumerValidatesTheCommittedLeaderEpoch(t *testing.T) {
 				t.Fatalf("commit 10 in epoch %d ending at 5, none: want LogTruncationException and no record:\n%s", e0, run)
 			}
 
+			// The same divergence under franz-go and librdkafka (issue 32:
+			// the risk rests on what the client does next). franz-go
+			// validates a position that carries an epoch as the Java
+			// consumer does (kgo consumer.go: an exact offset with an
+			// epoch loads as loadTypeEpoch; an OffsetForLeaderEpoch end
+			// below it is ErrDataLoss, reported, and the position becomes
+			// that end): it reads from 5.
+			commitWithEpoch(t, b, "diverged-franz", topic, 10, e0)
+			fr := Franz(t, env("diverged-franz", "earliest"))
+			if first := fr.One(t, "first record", topic, 0); first.Int("offset") != 5 {
+				t.Fatalf("commit 10 in epoch %d ending at 5: franz-go's first record %d, want 5 (it rewinds to the divergence):\n%s",
+					e0, first.Int("offset"), fr)
+			}
+			// librdkafka validates from 2.1.0 (KIP-320: rdkafka_offset.c
+			// rd_kafka_offset_validate, then a seek to the epoch's end);
+			// Debian's 2.0.2 does not: it resumes at the committed 10 and
+			// skips 5..9, records written after the divergence that the
+			// group never read, the one client pinned here for which the
+			// risk is a loss. It commits no epoch of its own either
+			// (OffsetCommit's CommittedLeaderEpoch -1), so a group that
+			// only such clients consume has epoch-less commits, judged
+			// CommittedOffsetDiverged (a loss): the risk's verdict meets
+			// it only on a commit a validating client wrote
+			// (docs/kafka-semantics.md).
+			commitWithEpoch(t, b, "diverged-kcat", topic, 10, e0)
+			k := Kcat(t, b.Addrs(), "diverged-kcat", topic, "auto.offset.reset=earliest")
+			if got := k.Offsets[0]; len(got) == 0 || got[0] != 10 {
+				t.Fatalf("commit 10 in epoch %d ending at 5: librdkafka 2.0.2 read %v, want from 10 (no epoch validation before 2.1)", e0, got)
+			}
+			if off, epoch := committedEpoch(t, b, "diverged-kcat", topic); off != 15 || epoch != -1 {
+				t.Fatalf("librdkafka 2.0.2's own commit: offset %d in leader epoch %d, want 15 in none (-1)", off, epoch)
+			}
+
 			// Committed 10 in an epoch above the leader's: the product
 			// cannot prove it (Unknown). The client, having read the
 			// commit's epoch (ClassicKafkaConsumer.committed →
@@ -102,6 +136,34 @@ func TestJavaConsumerValidatesTheCommittedLeaderEpoch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// committedEpoch reads group's commit on topic/0 and its leader epoch
+// (-1: none); offset -1 when it has no commit.
+func committedEpoch(t *testing.T, b *apachekafka.Broker, group, topic string) (offset int64, epoch int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{0}
+	req.Topics = []kmsg.OffsetFetchRequestTopic{rt}
+	resp, err := req.RequestWith(ctx, b.Client(t))
+	if err != nil {
+		t.Fatalf("OffsetFetch of %s: %v", group, err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		t.Fatalf("OffsetFetch of %s: %v", group, err)
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rt.Topic == topic && rp.Partition == 0 && rp.ErrorCode == 0 && rp.Offset >= 0 {
+				return rp.Offset, rp.LeaderEpoch
+			}
+		}
+	}
+	return -1, -1
 }
 
 // epochOf reads the leader epoch of topic/0 and the topic's ID.
