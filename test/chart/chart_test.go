@@ -730,7 +730,8 @@ var externalMetrics = []string{
 	"up",
 }
 
-// knownMetrics are the metric names the Go code registers, and
+// knownMetrics are the metric names the Go code registers (the Name of
+// a collector's options, the name of a per-policy family), and
 // externalMetrics.
 func knownMetrics(t *testing.T) map[string]bool {
 	t.Helper()
@@ -743,7 +744,7 @@ func knownMetrics(t *testing.T) map[string]bool {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range regexp.MustCompile(`Name:\s+"(retentionguard_[a-z_]+)"`).FindAllStringSubmatch(string(b), -1) {
+		for _, m := range regexp.MustCompile(`(?:Name|name):\s+"(retentionguard_[a-z_]+)"`).FindAllStringSubmatch(string(b), -1) {
 			known[m[1]] = true
 		}
 	}
