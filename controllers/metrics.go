@@ -51,11 +51,7 @@ var (
 		help: "When the group's recovery headroom runs out, in unix seconds: the soonest, over partitions, of " +
 			"timestamp(record at committed offset) + retention.ms (a caught-up partition: the check's time + retention.ms). " +
 			"Alert on (this - time()): it stays right between checks.",
-		series: func(s *policySeries, w *seriesWriter) {
-			if s.hasHeadroom {
-				w.gauge(s.headroomAt)
-			}
-		},
+		series: headroomSeries(func(s *policySeries) float64 { return s.headroomAt }),
 	}
 
 	// Deprecated: recoveryHeadroomExpiration without going stale between
@@ -65,22 +61,14 @@ var (
 		help: "Deprecated, removed in a later release: use retentionguard_recovery_headroom_expiration_timestamp_seconds - time(). " +
 			"How long the group could go down, as of the last check, without losing records: the smallest, over partitions, of " +
 			"timestamp(record at committed offset) + retention.ms - the check's time.",
-		series: func(s *policySeries, w *seriesWriter) {
-			if s.hasHeadroom {
-				w.gauge(s.headroomIn)
-			}
-		},
+		series: headroomSeries(func(s *policySeries) float64 { return s.headroomIn }),
 	}
 
 	expiredRecords = &policyFamily{
 		name:   "retentionguard_expired_records",
 		help:   "Records of the topic deleted by retention before the group read them (log start minus committed offset, summed over partitions).",
 		labels: []string{"topic"},
-		series: func(s *policySeries, w *seriesWriter) {
-			for _, e := range s.expired {
-				w.gauge(e.value, e.label)
-			}
-		},
+		series: labeledSeries(func(s *policySeries) []labeledValue { return s.expired }),
 	}
 
 	groupOffsetsExpiration = &policyFamily{
@@ -91,11 +79,7 @@ var (
 			"No series while no clock runs (a classic group with members) or no commit can be dated. " +
 			"Alert on (this - time()): it stays right between checks.",
 		labels: []string{"clock"},
-		series: func(s *policySeries, w *seriesWriter) {
-			if s.hasOffsets {
-				w.gauge(s.offsetsAt, s.clock)
-			}
-		},
+		series: offsetsSeries(func(s *policySeries) float64 { return s.offsetsAt }),
 	}
 
 	// Deprecated: groupOffsetsExpiration without going stale between
@@ -105,11 +89,7 @@ var (
 		help: "Deprecated, removed in a later release: use retentionguard_group_offsets_expiration_timestamp_seconds - time(). " +
 			"How long, as of the last check, until the group's soonest committed offset may expire, on the clock named by the clock label.",
 		labels: []string{"clock"},
-		series: func(s *policySeries, w *seriesWriter) {
-			if s.hasOffsets {
-				w.gauge(s.offsetsIn, s.clock)
-			}
-		},
+		series: offsetsSeries(func(s *policySeries) float64 { return s.offsetsIn }),
 	}
 
 	recoveryWindowSeconds = &policyFamily{
@@ -137,11 +117,7 @@ var (
 		// Before the policy's first proof too: recordSchedules may come
 		// first.
 		beforeProof: true,
-		series: func(s *policySeries, w *seriesWriter) {
-			for _, g := range s.gaps {
-				w.gauge(g.value, g.label)
-			}
-		},
+		series:      labeledSeries(func(s *policySeries) []labeledValue { return s.gaps }),
 	}
 
 	offsetsTopicReadable = &policyFamily{
@@ -180,6 +156,35 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15), // 1ms .. ~16s
 	}, []string{"api"})
 )
+
+// headroomSeries is the one series of a recovery headroom family, while
+// the proof has a headroom.
+func headroomSeries(value func(*policySeries) float64) func(*policySeries, *seriesWriter) {
+	return func(s *policySeries, w *seriesWriter) {
+		if s.hasHeadroom {
+			w.gauge(value(s))
+		}
+	}
+}
+
+// labeledSeries is a series per labeled value (a topic's, a CronJob's).
+func labeledSeries(values func(*policySeries) []labeledValue) func(*policySeries, *seriesWriter) {
+	return func(s *policySeries, w *seriesWriter) {
+		for _, v := range values(s) {
+			w.gauge(v.value, v.label)
+		}
+	}
+}
+
+// offsetsSeries is the one series of a group offsets expiry family, on
+// its clock, while a clock runs.
+func offsetsSeries(value func(*policySeries) float64) func(*policySeries, *seriesWriter) {
+	return func(s *policySeries, w *seriesWriter) {
+		if s.hasOffsets {
+			w.gauge(value(s), s.clock)
+		}
+	}
+}
 
 func init() {
 	metrics.Registry.MustRegister(kafkaRequestDuration, liveChecksBusy)
