@@ -30,8 +30,9 @@ import (
 // handler, which gathers every series as a dto.Metric before writing the
 // first byte, and refuses ExtraHandlers at that path; its filter is the
 // one hook that lets a program serve the path while keeping the server
-// (its listener, TLS options and shutdown). A filter for authentication
-// would wrap this one.
+// (its listener, TLS options and shutdown). controller-runtime takes one
+// FilterProvider: an authentication filter added later has to wrap this
+// one's handler.
 func MetricsFilter(*rest.Config, *http.Client) (metricsserver.Filter, error) {
 	return func(_ logr.Logger, next http.Handler) (http.Handler, error) {
 		own := metricsHandler(metrics.Registry, metricsState)
