@@ -137,8 +137,8 @@ var (
 		},
 	}
 
-	// policyFamilies are written in this order (the order Collect sent
-	// them in).
+	// policyFamilies are every per-policy family, written at each scrape
+	// in this order.
 	policyFamilies = []*policyFamily{cronJobScheduleGapSeconds, policyInfo, recoveryWindowSeconds, policyVerdict,
 		recoveryHeadroomExpiration, recoveryHeadroomSeconds, groupOffsetsExpiration, groupOffsetsExpirySeconds,
 		expiredRecords, offsetsTopicReadable}
