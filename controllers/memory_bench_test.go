@@ -30,8 +30,11 @@ func (shapeObserver) ObserveCluster(_ context.Context, _ kafka.Connection, req k
 	for i, t := range req.Targets {
 		out[i] = shapeObservation(t, now)
 		if req.Deliver != nil {
-			req.Deliver(i, out[i])
+			req.Deliver(i, kafka.ObservedAs(out[i]))
 		}
+	}
+	if req.Deliver != nil {
+		out = nil // each went to Deliver
 	}
 	return kafka.ClusterObservation{ObservedAt: now, Observations: out, Brokers: []int32{1, 2, 3}}
 }

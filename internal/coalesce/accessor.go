@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/retentionguard/retention-guard/internal/kafka"
-	"github.com/retentionguard/retention-guard/internal/proof"
 )
 
 // connAccessor is one Kafka connection's share of the Coalescer (Cluster
@@ -64,16 +63,28 @@ type connAccessor struct {
 // would have been served the dropped observation, and is served a fresh
 // one of its target alone (the live single flight) rather than a pass of
 // the whole connection.
+//
+// A pass's observation is cached as the pass delivered it (issue 34): a
+// kafka.Observed, built when an owner reads it, which keeps the pass's
+// own state (about 400 bytes a partition) rather than an observation per
+// target (about 650). So the cache keeps, per connection, about one
+// pass's state until its targets are read or replaced by the next pass's;
+// and once most of a pass's targets have been read, those left unread
+// (a policy with a longer checkInterval than its neighbours, say) are
+// built and the pass let go (keepLocked).
 type targetState struct {
 	target  kafka.Target
 	refs    int
-	has     bool              // obs is held
-	obs     proof.Observation // the last observation, while has
-	at      time.Time         // when the pass that produced the last observation completed (zero: none yet)
-	started time.Time         // when it started
-	seq     uint64            // counts the observations cached, so an owner knows which it read
-	unread  int               // registered owners that have not read obs
-	pass    uint64            // the pass that delivered the last observation (0: a live check)
+	has     bool           // obs is held
+	obs     kafka.Observed // the last observation, while has
+	at      time.Time      // when the pass that produced the last observation completed (zero: none yet)
+	started time.Time      // when it started
+	seq     uint64         // counts the observations cached, so an owner knows which it read
+	unread  int            // registered owners that have not read obs
+	pass    uint64         // the pass that delivered the last observation (0: a live check)
+	// keeps: the pass whose state obs keeps, unbuilt; nil when obs is
+	// built (a live check's) or none is held.
+	keeps *observationPass
 }
 
 // ownerState is one policy's registration: its target and the last of
@@ -83,20 +94,88 @@ type ownerState struct {
 	read uint64
 }
 
-// setLocked caches obs as the target's observation, for every registered
-// owner to read.
-func (ts *targetState) setLocked(obs proof.Observation, at, started time.Time, pass uint64) {
+// setLocked caches obs as ts's observation, for every registered owner to
+// read; keeps is the pass whose state obs keeps unbuilt (nil: obs is
+// built).
+func (a *connAccessor) setLocked(ts *targetState, obs kafka.Observed, keeps *observationPass, at, started time.Time, pass uint64) {
+	a.releaseLocked(ts)
 	ts.has, ts.obs, ts.at, ts.started, ts.pass = true, obs, at, started, pass
 	ts.seq++
 	ts.unread = ts.refs
+	if keeps != nil {
+		ts.keeps = keeps
+		keeps.kept++
+		keeps.delivered++
+	}
 }
 
-// dropIfReadLocked drops the observation once every registered owner has
-// read it.
-func (ts *targetState) dropIfReadLocked() {
+// dropIfReadLocked drops ts's observation once every registered owner
+// has read it.
+func (a *connAccessor) dropIfReadLocked(ts *targetState) {
 	if ts.has && ts.unread <= 0 {
-		ts.has, ts.obs = false, proof.Observation{}
+		a.releaseLocked(ts)
+		ts.has, ts.obs = false, kafka.Observed{}
 	}
+}
+
+// releaseLocked lets go of the pass ts's observation keeps, if any (it is
+// dropped, replaced, or its target forgotten), and builds what the pass's
+// other targets still keep of it once fewer than half of them do: built,
+// those cost less than the pass they keep whole (keepLocked).
+func (a *connAccessor) releaseLocked(ts *targetState) {
+	p := ts.keeps
+	if p == nil {
+		return
+	}
+	ts.keeps = nil
+	p.kept--
+	a.keepLocked(p)
+}
+
+// keepLocked builds, in a goroutine of its own (building takes no lock),
+// the observations that still keep pass p once p has delivered every
+// target and fewer than half of them still keep it: a built observation
+// costs about 1.6 times its target's share of the pass's state
+// (kafka.BenchmarkPassKeptForItsTargets), so building fewer than half of
+// them costs less than the pass, and the pass is freed.
+func (a *connAccessor) keepLocked(p *observationPass) {
+	if !p.ended || p.building || p.kept <= 0 || 2*p.kept >= p.delivered || a.c.ctx.Err() != nil {
+		return
+	}
+	p.building = true
+	a.c.wg.Add(1)
+	go a.build(p)
+}
+
+// build replaces each cached observation that keeps pass p with one built,
+// unless it changed meanwhile.
+func (a *connAccessor) build(p *observationPass) {
+	defer a.c.wg.Done()
+	type keeper struct {
+		ts  *targetState
+		seq uint64
+		obs kafka.Observed
+	}
+	var keepers []keeper
+	a.mu.Lock()
+	for _, ts := range a.targets {
+		if ts.keeps == p {
+			keepers = append(keepers, keeper{ts, ts.seq, ts.obs})
+		}
+	}
+	a.mu.Unlock()
+	built := make([]kafka.Observed, len(keepers))
+	for i, k := range keepers {
+		built[i] = kafka.ObservedAs(k.obs.Observation())
+	}
+	a.mu.Lock()
+	for i, k := range keepers {
+		if k.ts.keeps == p && k.ts.seq == k.seq {
+			k.ts.obs, k.ts.keeps = built[i], nil
+			p.kept--
+		}
+	}
+	a.mu.Unlock()
 }
 
 // olderThan says whether an observation that started at started is older
@@ -124,12 +203,12 @@ func newConnAccessor(c *Coalescer, key string, conn kafka.Connection) *connAcces
 // dropped an observation owner would have been served (every owner had
 // read it), it observes the target alone in a free live slot, and
 // otherwise it schedules the next pass. ok is false when the accessor was retired: ask the registry
-// again.
-func (a *connAccessor) request(owner types.NamespacedName, target kafka.Target, maxAge time.Duration, notBefore time.Time) (obs proof.Observation, age time.Duration, fresh, ok bool) {
+// again. The observation is built by the caller, outside the lock.
+func (a *connAccessor) request(owner types.NamespacedName, target kafka.Target, maxAge time.Duration, notBefore time.Time) (obs kafka.Observed, age time.Duration, fresh, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.retired {
-		return proof.Observation{}, 0, false, false
+		return kafka.Observed{}, 0, false, false
 	}
 	tk := a.registerLocked(owner, target)
 	ts := a.targets[tk]
@@ -141,13 +220,13 @@ func (a *connAccessor) request(owner types.NamespacedName, target kafka.Target, 
 			ts.unread--
 		}
 		obs, age := ts.obs, max(a.c.opts.now().Sub(ts.at), 0)
-		ts.dropIfReadLocked()
+		a.dropIfReadLocked(ts)
 		return obs, age, true, true
 	}
 	if r := a.running; r != nil && !r.started.Before(notBefore) {
 		if _, covered := r.targets[tk]; covered {
 			r.waiters[owner] = struct{}{}
-			return proof.Observation{}, 0, false, true
+			return kafka.Observed{}, 0, false, true
 		}
 	}
 	if wouldServe && a.next == nil {
@@ -155,13 +234,13 @@ func (a *connAccessor) request(owner types.NamespacedName, target kafka.Target, 
 		// connection, when a live slot is free (its owners are notified
 		// when it completes); else the next pass serves it.
 		if _, ok, _ := a.tryLiveLocked(tk, ts.target); ok {
-			return proof.Observation{}, 0, false, true
+			return kafka.Observed{}, 0, false, true
 		}
 	}
 	if p := a.scheduleLocked(); p != nil {
 		p.waiters[owner] = struct{}{}
 	}
-	return proof.Observation{}, 0, false, true
+	return kafka.Observed{}, 0, false, true
 }
 
 // requestCluster registers owner as watching the cluster, with discovery
@@ -229,12 +308,13 @@ func (a *connAccessor) unregisterLocked(owner types.NamespacedName) {
 	delete(a.owners, owner)
 	if ts := a.targets[o.tk]; ts != nil {
 		if ts.refs--; ts.refs <= 0 {
+			a.releaseLocked(ts)
 			delete(a.targets, o.tk)
 			return
 		}
 		if ts.has && o.read != ts.seq {
 			ts.unread--
-			ts.dropIfReadLocked()
+			a.dropIfReadLocked(ts)
 		}
 	}
 }

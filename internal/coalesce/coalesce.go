@@ -236,7 +236,7 @@ func (c *Coalescer) RequestSince(owner types.NamespacedName, conn kafka.Connecti
 			return proof.Observation{}, 0, false
 		}
 		if obs, age, fresh, ok := a.request(owner, target, maxAge, notBefore); ok {
-			return obs, age, fresh
+			return obs.Observation(), age, fresh
 		}
 		// Retired between the registry and its lock: ask the registry again.
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
@@ -667,4 +669,113 @@ func TestCoalescerRereadJoinsThePassWhenLiveSlotsAreBusy(t *testing.T) {
 	f.gate <- struct{}{}
 	g.Eventually(live).Should(Receive(BeNil()))
 	g.Eventually(func() int { return n.of(owner(1)) }).Should(Equal(2))
+}
+
+// lazyObserver delivers each target's observation unbuilt, as
+// kafka.Observer does: a kafka.Observed keeping its pass's state (here an
+// object per pass the test can watch) and counting its builds.
+type lazyObserver struct {
+	mu     sync.Mutex
+	builds map[string]int                // by group
+	passes []weak.Pointer[[1 << 20]byte] // each pass's state
+}
+
+func (f *lazyObserver) ObserveCluster(_ context.Context, _ kafka.Connection, req kafka.ClusterRequest) kafka.ClusterObservation {
+	at := time.Now()
+	state := new([1 << 20]byte) // what a pass reads, kept by its Observeds
+	state[0] = 7
+	f.mu.Lock()
+	f.passes = append(f.passes, weak.Make(state))
+	f.mu.Unlock()
+	for i, t := range req.Targets {
+		req.Deliver(i, kafka.ObservedBy(func() proof.Observation {
+			f.mu.Lock()
+			f.builds[t.Group]++
+			f.mu.Unlock()
+			return proof.Observation{ObservedAt: at, Group: proof.GroupObservation{ID: t.Group}, ClusterID: fmt.Sprint(state[0])}
+		}))
+	}
+	return kafka.ClusterObservation{ObservedAt: at, Brokers: []int32{1}}
+}
+
+func (f *lazyObserver) Forget(kafka.Connection) {}
+
+func (f *lazyObserver) buildsOf(group string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.builds[group]
+}
+
+func (f *lazyObserver) passKept(i int) bool {
+	runtime.GC()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.passes[i].Value() != nil
+}
+
+// Issue 34, the first proofs' peak: the cache keeps a pass's observations
+// unbuilt, each built when its policy reads it, so that it holds one
+// pass's state rather than an observation per target; and once at most
+// half of the pass's targets are still unread (a policy with a longer
+// checkInterval than its neighbours), it builds those and lets the pass
+// go, so a few slow readers never keep a whole pass.
+func TestCoalescerBuildsObservationsWhenReadAndLetsThePassGo(t *testing.T) {
+	g := NewWithT(t)
+	f := &lazyObserver{builds: make(map[string]int)}
+	c := New(f, Options{Linger: 20 * time.Millisecond})
+	n := &notifications{count: make(map[types.NamespacedName]int)}
+	c.SetNotify(n.add)
+	t.Cleanup(c.Close)
+
+	const policies = 6
+	for i := range policies {
+		c.Request(owner(i), plainConn, target(i), time.Minute)
+	}
+	for i := range policies {
+		g.Eventually(func() int { return n.of(owner(i)) }).Should(Equal(1), "policy %d is notified", i)
+	}
+	for i := range policies {
+		g.Expect(f.buildsOf(target(i).Group)).To(BeZero(), "nothing is built before a policy reads it")
+	}
+
+	// Three of six read: half still keep the pass, which is kept whole.
+	for i := range 3 {
+		obs, _, fresh := c.Request(owner(i), plainConn, target(i), time.Minute)
+		g.Expect(fresh).To(BeTrue())
+		g.Expect(obs.Group.ID).To(Equal(target(i).Group))
+		g.Expect(f.buildsOf(target(i).Group)).To(Equal(1), "built when read")
+	}
+	g.Expect(f.passKept(0)).To(BeTrue(), "three targets of six still keep the pass")
+
+	// The fourth read leaves two: built, and the pass let go.
+	c.Request(owner(3), plainConn, target(3), time.Minute)
+	g.Eventually(func() bool { return f.passKept(0) }).Should(BeFalse(), "two unread targets of six do not keep the pass")
+	for i := 4; i < policies; i++ {
+		g.Expect(f.buildsOf(target(i).Group)).To(Equal(1), "built once, when the pass was let go")
+		obs, _, fresh := c.Request(owner(i), plainConn, target(i), time.Minute)
+		g.Expect(fresh).To(BeTrue())
+		g.Expect(obs.Group.ID).To(Equal(target(i).Group), "the built observation is the target's")
+		g.Expect(obs.ClusterID).To(Equal("7"), "and the pass's")
+		g.Expect(f.buildsOf(target(i).Group)).To(Equal(1), "served built, not built again")
+	}
+
+	// The next pass replaces every target's observation: the one before
+	// is kept by none.
+	_, _, stale := c.Request(owner(0), plainConn, target(0), 0)
+	g.Expect(stale).To(BeFalse())
+	g.Eventually(func() int { return n.of(owner(0)) }).Should(Equal(2))
+	g.Eventually(func() bool { return f.passKept(1) }).Should(BeTrue(), "the second pass is kept by its unread targets")
+	c.Request(owner(0), plainConn, target(0), time.Minute)
+	g.Expect(f.buildsOf(target(0).Group)).To(Equal(2))
+	g.Expect(f.passKept(0)).To(BeFalse(), "the first pass is kept by none")
+	// Policies deleted unread count as let go: one target of six is left
+	// keeping the pass, which is built and the pass let go.
+	for i := 1; i < policies-1; i++ {
+		c.Unregister(owner(i))
+	}
+	g.Eventually(func() bool { return f.passKept(1) }).Should(BeFalse(), "one unread target of six does not keep the pass")
+	obs, _, fresh := c.Request(owner(policies-1), plainConn, target(policies-1), time.Minute)
+	g.Expect(fresh).To(BeTrue())
+	g.Expect(obs.Group.ID).To(Equal(target(policies - 1).Group))
+	g.Expect(f.buildsOf(target(policies-1).Group)).To(Equal(2), "one build a pass")
 }

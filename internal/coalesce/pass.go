@@ -26,6 +26,13 @@ type observationPass struct {
 	discover *kafka.Discovery             // set at launch
 	started  time.Time                    // set at launch
 	seq      uint64                       // set at launch: which of the connection's passes
+
+	// What the cache keeps of it (targetState.keeps, keepLocked): the
+	// targets it delivered unbuilt, how many still keep it, whether it has
+	// ended (delivered every target) and whether what is left is being
+	// built.
+	delivered, kept int
+	ended, building bool
 }
 
 // livePass is one ObserveNow pass, shared by its concurrent callers.
@@ -93,24 +100,28 @@ func (a *connAccessor) runPass(p *observationPass, keys []string, targets []kafk
 	start := a.c.opts.now()
 	ctx, cancel := context.WithTimeout(a.c.ctx, a.c.opts.PassTimeout)
 	co := a.c.observer.ObserveCluster(ctx, a.conn, kafka.ClusterRequest{Targets: targets, Discover: p.discover,
-		Deliver: func(i int, obs proof.Observation) { a.deliver(p, keys[i], obs) }})
+		Deliver: func(i int, obs kafka.Observed) { a.deliver(p, keys[i], obs) }})
 	cancel()
 	results := co.Observations
 
 	a.mu.Lock()
 	done := a.c.opts.now()
 	if len(results) == len(keys) {
+		// An observer that answered without delivering (kafka.Observer
+		// delivers every target and returns none here).
 		for i, tk := range keys {
 			// A live check that began after this pass may have ended
 			// first: the cache keeps the observation that began last,
 			// never moving back in time. What deliver cached (and its
 			// owners may have read, and the cache dropped) stays as is.
 			if ts := a.targets[tk]; ts != nil && ts.pass != p.seq && !ts.olderThan(p.started) {
-				ts.setLocked(results[i], done, p.started, p.seq)
+				a.setLocked(ts, kafka.ObservedAs(results[i]), nil, done, p.started, p.seq)
 			}
 		}
 	}
 	co.Observations = nil
+	p.ended = true
+	a.keepLocked(p)
 	a.cluster, a.clusterAt, a.clusterStart, a.hasView, a.discovered = co, done, p.started, true, p.discover != nil
 	a.running = nil
 	if a.next != nil {
@@ -132,11 +143,11 @@ func (a *connAccessor) runPass(p *observationPass, keys []string, targets []kafk
 // deliver caches one target's observation as soon as the pass has it and
 // notifies the owners waiting for that target, before the pass ends: a
 // target whose business cursor is slow to read holds back no neighbour.
-func (a *connAccessor) deliver(p *observationPass, tk string, obs proof.Observation) {
+func (a *connAccessor) deliver(p *observationPass, tk string, obs kafka.Observed) {
 	a.mu.Lock()
 	var ready []types.NamespacedName
 	if ts := a.targets[tk]; ts != nil && !ts.olderThan(p.started) {
-		ts.setLocked(obs, a.c.opts.now(), p.started, p.seq)
+		a.setLocked(ts, obs, p, a.c.opts.now(), p.started, p.seq)
 		for o := range p.waiters {
 			if a.owners[o].tk == tk {
 				ready = append(ready, o)
@@ -248,7 +259,7 @@ func (a *connAccessor) runLive(tk string, target kafka.Target, lp *livePass) {
 	<-a.slots
 	var owners []types.NamespacedName
 	if ts := a.targets[tk]; ts != nil && len(obs) == 1 && !ts.olderThan(started) {
-		ts.setLocked(lp.obs, a.c.opts.now(), started, 0)
+		a.setLocked(ts, kafka.ObservedAs(lp.obs), nil, a.c.opts.now(), started, 0)
 		for o, os := range a.owners {
 			if os.tk == tk {
 				owners = append(owners, o)

@@ -19,9 +19,10 @@ type ClusterRequest struct {
 	// in Targets) as soon as it is complete, from any goroutine: the
 	// targets without a business cursor once Kafka has answered, a target
 	// with one after its cursor (and the log end read after it), so one
-	// tenant's slow database never holds back its neighbours. ObserveCluster
-	// still returns every observation.
-	Deliver func(i int, obs proof.Observation)
+	// tenant's slow database never holds back its neighbours. An Observed
+	// builds its observation when read, from the pass it keeps; a
+	// ClusterObservation then carries no Observations (each went here).
+	Deliver func(i int, obs Observed)
 }
 
 // ClusterObservation is one pass's answer: an observation per target, what
@@ -31,7 +32,8 @@ type ClusterObservation struct {
 	// ClusterID is the cluster ID the brokers report (Metadata v2+), as
 	// each observation carries it; empty when unreachable or unreported.
 	ClusterID string
-	// Observations, one per request target, in order.
+	// Observations, one per request target, in order; nil when the request
+	// had Deliver (every target's went there).
 	Observations []proof.Observation
 	// Brokers are the node ids metadata listed, sorted; empty when the
 	// cluster could not be reached.
@@ -65,9 +67,14 @@ func (o *Observer) ObserveCluster(ctx context.Context, conn Connection, req Clus
 		}}
 		p := &pass{o: o, conn: conn, targets: req.Targets, now: now}
 		p.fail(f)
-		obs := p.observations()
-		deliverAll(req, obs)
-		return p.clusterObservation(req, obs)
+		observed := make([]Observed, len(p.targets))
+		for i := range observed {
+			observed[i] = p.observed(i)
+			if req.Deliver != nil {
+				req.Deliver(i, observed[i])
+			}
+		}
+		return p.clusterObservation(req, observed)
 	}
 	defer o.release(pc)
 
@@ -78,15 +85,53 @@ func (o *Observer) ObserveCluster(ctx context.Context, conn Connection, req Clus
 	return p.clusterObservation(req, p.observeTargets(ctx, req.Deliver))
 }
 
-func deliverAll(req ClusterRequest, obs []proof.Observation) {
-	if req.Deliver != nil {
-		for i := range obs {
-			req.Deliver(i, obs[i])
-		}
-	}
+// Observed is one target's share of a pass: its proof.Observation, built
+// when read (Observation) from the pass it keeps. A cache of a pass's
+// targets then holds what the pass read once — a partition's offsets and
+// times in the pass's maps, about 400 bytes — rather than an observation
+// per target, about 650 bytes a partition (BenchmarkPassKeptForItsTargets):
+// at 20,000 policies those observations, waiting for reconciles the status
+// writes pace, were the first proofs' peak (docs/benchmarks.md, "Two
+// shards of 10,000"). Nothing writes a pass once it has delivered, so an
+// Observed may be read from any goroutine, any number of times: each read
+// builds an equal observation, which the reader owns (its slices are its
+// own, or shared read-only with other reads, as a built observation's
+// always were). The zero Observed reads as the zero Observation.
+type Observed struct {
+	build func() proof.Observation
 }
 
-func (p *pass) clusterObservation(req ClusterRequest, observations []proof.Observation) ClusterObservation {
+// ObservedBy is an Observed that build reads: it must return equal
+// observations on every call, from any goroutine.
+func ObservedBy(build func() proof.Observation) Observed { return Observed{build: build} }
+
+// ObservedAs is an Observed of an observation already built (a one-group
+// live check's).
+func ObservedAs(obs proof.Observation) Observed {
+	return Observed{build: func() proof.Observation { return obs }}
+}
+
+// observed is target i's Observed of pass p.
+func (p *pass) observed(i int) Observed {
+	return Observed{build: func() proof.Observation { return p.observation(i, p.targets[i]) }}
+}
+
+// Observation builds the target's observation.
+func (o Observed) Observation() proof.Observation {
+	if o.build == nil {
+		return proof.Observation{}
+	}
+	return o.build()
+}
+
+func (p *pass) clusterObservation(req ClusterRequest, observed []Observed) ClusterObservation {
+	var observations []proof.Observation
+	if req.Deliver == nil {
+		observations = make([]proof.Observation, len(observed))
+		for i, o := range observed {
+			observations[i] = o.Observation()
+		}
+	}
 	out := ClusterObservation{
 		ObservedAt:              p.now,
 		ClusterID:               p.clusterID,

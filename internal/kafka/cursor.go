@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -34,13 +35,13 @@ type CursorReader interface {
 // busy topic; read before it, the log end can only be at or past it; read
 // after the log start, a cursor below it really was below it), and no
 // target waits for another tenant's database.
-func (p *pass) observeTargets(ctx context.Context, deliver func(int, proof.Observation)) []proof.Observation {
-	out := make([]proof.Observation, len(p.targets))
+func (p *pass) observeTargets(ctx context.Context, deliver func(int, Observed)) []Observed {
+	out := make([]Observed, len(p.targets))
 	byKey := map[string][]int{}
 	var keys []string
 	for i, t := range p.targets {
 		if t.Cursor == nil || !p.answered {
-			out[i] = p.observation(i, t)
+			out[i] = p.observed(i)
 			if deliver != nil {
 				deliver(i, out[i])
 			}
@@ -63,10 +64,9 @@ func (p *pass) observeTargets(ctx context.Context, deliver func(int, proof.Obser
 			q.listEndOffsets(ctx)
 			q.fetchCommittedTimestamps(ctx)
 			for j, i := range idx {
-				obs := q.observation(j, q.targets[j])
-				out[i] = obs // each index written by one goroutine only
+				out[i] = q.observed(j) // each index written by one goroutine only
 				if deliver != nil {
-					deliver(i, obs)
+					deliver(i, out[i])
 				}
 			}
 		}()
@@ -122,6 +122,9 @@ func (p *pass) cursorPass(idx []int) *pass {
 			c.timestamps = make(map[topicPartition]time.Time)
 			c.preceding = make(map[topicPartition]time.Time)
 			c.precedingMarker = nil
+			// The maps this pass writes are its own: the pass it was cut
+			// from is read (Observed) while it runs.
+			c.tombstones, c.unread = maps.Clone(gs.tombstones), maps.Clone(gs.unread)
 			q.groupInfo[t.Group] = &c
 			q.recall[t.Group] = p.recall[t.Group]
 		}

@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/retentionguard/retention-guard/internal/cursor"
 	"github.com/retentionguard/retention-guard/internal/cursor/cursortest"
@@ -134,8 +138,9 @@ func TestSlowCursorHoldsBackNoNeighbour(t *testing.T) {
 	o, _ := newTestObserver(t)
 
 	type delivery struct {
-		i   int
-		obs proof.Observation
+		i        int
+		observed Observed
+		obs      proof.Observation
 	}
 	delivered := make(chan delivery, 2)
 	done := make(chan ClusterObservation, 1)
@@ -147,7 +152,9 @@ func TestSlowCursorHoldsBackNoNeighbour(t *testing.T) {
 				{Group: "settle", Topics: []string{"settle-task"}, Cursor: db},
 				{Group: "billing", Topics: []string{"settle-task"}},
 			},
-			Deliver: func(i int, obs proof.Observation) { delivered <- delivery{i, obs} },
+			// Built when delivered, as the Coalescer's first reader does:
+			// the neighbour's while the cursor pass still runs.
+			Deliver: func(i int, obs Observed) { delivered <- delivery{i, obs, obs.Observation()} },
 		})
 	}()
 
@@ -193,8 +200,86 @@ func TestSlowCursorHoldsBackNoNeighbour(t *testing.T) {
 		t.Errorf("the cursor target's partition: committed %d, log end %d, want 10 and a log end read after the cursor (≥ 15)", p.Committed, p.LogEnd)
 	}
 	co := <-done
-	if len(co.Observations) != 2 || !co.Observations[0].Cursor.Read || co.Observations[1].Cursor.Read {
-		t.Errorf("ObserveCluster returned %d observations, cursor read %v/%v", len(co.Observations),
-			co.Observations[0].Cursor.Read, co.Observations[1].Cursor.Read)
+	if co.Observations != nil {
+		t.Errorf("ObserveCluster returned %d observations beside delivering each", len(co.Observations))
+	}
+	// Read again once the pass has ended: the same observations.
+	if again := first.observed.Observation(); !reflect.DeepEqual(again, first.obs) {
+		t.Errorf("the neighbour's observation read again differs:\n%+v\nfirst:\n%+v", again, first.obs)
+	}
+	if again := second.observed.Observation(); !reflect.DeepEqual(again, second.obs) {
+		t.Errorf("the cursor target's observation read again differs:\n%+v\nfirst:\n%+v", again, second.obs)
+	}
+}
+
+// instantCursor is a business cursor that answers at once, at next offset
+// 0 on partition 0.
+type instantCursor struct{}
+
+func (instantCursor) Key() string { return "instant" }
+
+func (instantCursor) ReadCursor(context.Context) proof.CursorObservation {
+	return proof.CursorObservation{Read: true, Rows: []proof.CursorRow{{Partition: 0, NextOffset: 0}}}
+}
+
+// Issue 34 (observations built when read): a target's observation is
+// built from its pass while the cursor pass of another target of the same
+// group still runs, so the cursor pass writes maps of its own. Seed 000's
+// compacted outbox, its group lagging behind a tombstone: the pass scans
+// the tombstones at the committed offset for the group, and the cursor
+// pass scans them again for its copy of the group. Run with -race (make
+// test-go): a shared map is a data race here.
+func TestCursorPassWritesNoMapItsNeighbourReads(t *testing.T) {
+	c := kafkatest.NewCluster(t)
+	c.CreateTopic(t, "outbox-state", 1, map[string]string{"cleanup.policy": "compact"})
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: "outbox-state", Key: []byte("acct-1"), Value: []byte("open")},
+		&kgo.Record{Topic: "outbox-state", Key: []byte("acct-1")}, // the delete
+		&kgo.Record{Topic: "outbox-state", Key: []byte("acct-2"), Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	c.Commit(t, "outbox", "outbox-state", 0, 0)
+
+	o, _ := newTestObserver(t)
+	var (
+		wg        sync.WaitGroup
+		passEnded = make(chan struct{})
+		neighbour = make(chan proof.Observation, 1)
+	)
+	co := o.ObserveCluster(t.Context(), Connection{BootstrapServers: c.Addrs}, ClusterRequest{
+		Targets: []Target{
+			{Group: "outbox", Topics: []string{"outbox-state"}, Cursor: instantCursor{}},
+			{Group: "outbox", Topics: []string{"outbox-state"}},
+		},
+		Deliver: func(i int, obs Observed) {
+			if i != 1 {
+				return
+			}
+			// Read the neighbour's observation until the pass ends, as
+			// reconcilers do while a cursor pass runs.
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					got := obs.Observation()
+					select {
+					case <-passEnded:
+						neighbour <- got
+						return
+					default:
+					}
+				}
+			}()
+		},
+	})
+	close(passEnded)
+	wg.Wait()
+	if co.Observations != nil {
+		t.Fatalf("ObserveCluster returned %d observations beside delivering each", len(co.Observations))
+	}
+	obs := <-neighbour
+	requireNoFailures(t, obs)
+	if p := partition(t, obs, "outbox-state", 0); p.Tombstones == nil || len(p.Tombstones.Found) != 1 || p.Tombstones.Found[0].Offset != 1 {
+		t.Fatalf("the neighbour's tombstone scan %+v: want the delete at 1 (the map the cursor pass must not share)", p.Tombstones)
 	}
 }

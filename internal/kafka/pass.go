@@ -327,15 +327,6 @@ func (p *pass) log(start time.Time) {
 		"took", time.Since(start).String())
 }
 
-// observations splits the pass into one Observation per target.
-func (p *pass) observations() []proof.Observation {
-	out := make([]proof.Observation, 0, len(p.targets))
-	for i, t := range p.targets {
-		out = append(out, p.observation(i, t))
-	}
-	return out
-}
-
 func (p *pass) observation(i int, t Target) proof.Observation {
 	obs := proof.Observation{
 		ObservedAt:              p.now,
