@@ -137,9 +137,15 @@ func (a *connAccessor) releaseLocked(ts *targetState) {
 // target and fewer than half of them still keep it: a built observation
 // costs about 1.6 times its target's share of the pass's state
 // (kafka.BenchmarkPassKeptForItsTargets), so building fewer than half of
-// them costs less than the pass, and the pass is freed.
+// them costs less than the pass, and the pass is freed. Not while another
+// pass runs: that one replaces them.
 func (a *connAccessor) keepLocked(p *observationPass) {
 	if !p.ended || p.building || p.kept <= 0 || 2*p.kept >= p.delivered || a.c.ctx.Err() != nil {
+		return
+	}
+	if a.running != nil {
+		// The pass running replaces them soon; building them now would
+		// add to what that pass holds at its peak.
 		return
 	}
 	p.building = true
@@ -225,7 +231,7 @@ func (a *connAccessor) request(owner types.NamespacedName, target kafka.Target, 
 	}
 	if r := a.running; r != nil && !r.started.Before(notBefore) {
 		if _, covered := r.targets[tk]; covered {
-			r.waiters[owner] = struct{}{}
+			r.wait(owner, tk)
 			return kafka.Observed{}, 0, false, true
 		}
 	}
@@ -238,7 +244,7 @@ func (a *connAccessor) request(owner types.NamespacedName, target kafka.Target, 
 		}
 	}
 	if p := a.scheduleLocked(); p != nil {
-		p.waiters[owner] = struct{}{}
+		p.wait(owner, tk)
 	}
 	return kafka.Observed{}, 0, false, true
 }

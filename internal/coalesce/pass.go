@@ -20,8 +20,11 @@ import (
 
 // observationPass is one pass over a connection, scheduled or running.
 type observationPass struct {
-	targets  map[string]kafka.Target // set at launch: every target registered then
-	waiters  map[types.NamespacedName]struct{}
+	targets map[string]kafka.Target // set at launch: every target registered then
+	waiters map[types.NamespacedName]struct{}
+	// waiting: the waiters by the target they waited for (deliver
+	// notifies a target's without going through every waiter).
+	waiting  map[string][]types.NamespacedName
 	watchers map[ConnectionOwner]struct{} // connection owners waiting for it
 	discover *kafka.Discovery             // set at launch
 	started  time.Time                    // set at launch
@@ -33,6 +36,18 @@ type observationPass struct {
 	// built.
 	delivered, kept int
 	ended, building bool
+}
+
+// wait records owner as waiting for p's observation of target tk.
+func (p *observationPass) wait(owner types.NamespacedName, tk string) {
+	if _, ok := p.waiters[owner]; ok {
+		return
+	}
+	p.waiters[owner] = struct{}{}
+	if p.waiting == nil {
+		p.waiting = make(map[string][]types.NamespacedName)
+	}
+	p.waiting[tk] = append(p.waiting[tk], owner)
 }
 
 // livePass is one ObserveNow pass, shared by its concurrent callers.
@@ -148,12 +163,15 @@ func (a *connAccessor) deliver(p *observationPass, tk string, obs kafka.Observed
 	var ready []types.NamespacedName
 	if ts := a.targets[tk]; ts != nil && !ts.olderThan(p.started) {
 		a.setLocked(ts, obs, p, a.c.opts.now(), p.started, p.seq)
-		for o := range p.waiters {
-			if a.owners[o].tk == tk {
+		for _, o := range p.waiting[tk] {
+			// An owner that moved to another target since is notified
+			// when the pass ends.
+			if _, waits := p.waiters[o]; waits && a.owners[o].tk == tk {
 				ready = append(ready, o)
 				delete(p.waiters, o) // notified once, now
 			}
 		}
+		delete(p.waiting, tk)
 	}
 	a.mu.Unlock()
 	a.c.notifyPolicies(ready)
