@@ -779,3 +779,35 @@ func TestCoalescerBuildsObservationsWhenReadAndLetsThePassGo(t *testing.T) {
 	g.Expect(obs.Group.ID).To(Equal(target(policies - 1).Group))
 	g.Expect(f.buildsOf(target(policies-1).Group)).To(Equal(2), "one build a pass")
 }
+
+// BenchmarkPassDelivery is a manager's restart on one connection: n
+// policies, each its own target, all waiting for the first pass, which
+// delivers every target and notifies its waiters. Until 4ea760d each
+// delivery went through every waiting policy (quadratic in n: 3.9 s of a
+// 20,000-policy steady state's CPU profile, docs/benchmarks.md).
+func BenchmarkPassDelivery(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("policies=%d", n), func(b *testing.B) {
+			for range b.N {
+				f := &lazyObserver{builds: make(map[string]int)}
+				c := New(f, Options{Linger: time.Millisecond})
+				var notified atomic.Int64
+				done := make(chan struct{})
+				c.SetNotify(func(types.NamespacedName) {
+					if notified.Add(1) == int64(n) {
+						close(done)
+					}
+				})
+				for i := range n {
+					c.Request(owner(i), plainConn, target(i), time.Minute)
+				}
+				select {
+				case <-done:
+				case <-time.After(time.Minute):
+					b.Fatalf("%d of %d policies notified in a minute", notified.Load(), n)
+				}
+				c.Close()
+			}
+		})
+	}
+}
