@@ -65,16 +65,11 @@ func (o *Observer) ObserveCluster(ctx context.Context, conn Connection, req Clus
 			Partition: -1,
 			Message:   conn.redact(fmt.Sprintf("cannot use %s: %s", conn, err)),
 		}}
-		p := &pass{o: o, conn: conn, targets: req.Targets, now: now}
+		p := &pass{o: o, conn: conn, targets: req.Targets, now: now, cursors: make([]cursorRead, len(req.Targets))}
 		p.fail(f)
-		observed := make([]Observed, len(p.targets))
-		for i := range observed {
-			observed[i] = p.observed(i)
-			if req.Deliver != nil {
-				req.Deliver(i, observed[i])
-			}
-		}
-		return p.clusterObservation(req, observed)
+		// Not answered: every target is delivered as it is, none waits for
+		// a cursor.
+		return p.clusterObservation(req, p.observeTargets(ctx, req.Deliver))
 	}
 	defer o.release(pc)
 

@@ -283,3 +283,18 @@ func TestCursorPassWritesNoMapItsNeighbourReads(t *testing.T) {
 		t.Fatalf("the neighbour's tombstone scan %+v: want the delete at 1 (the map the cursor pass must not share)", p.Tombstones)
 	}
 }
+
+// A pass that cannot start (here: the observer is closed; a connection
+// whose client cannot be built is the same path) still answers a target
+// with a business cursor: every target gets the failure, the cursor reads
+// as unread, and nothing panics. It indexed a cursor table the failed
+// pass never made.
+func TestPassThatCannotStartAnswersACursorTarget(t *testing.T) {
+	o := NewObserver()
+	o.Close()
+	obs := o.Observe(t.Context(), Connection{BootstrapServers: []string{"127.0.0.1:1"}},
+		[]Target{{Group: "settle", Topics: []string{"settle-task"}, Cursor: instantCursor{}}})
+	if len(obs) != 1 || len(obs[0].Failures) != 1 || obs[0].Cursor.Read {
+		t.Fatalf("observations %+v: want one, with the failure and its cursor unread", obs)
+	}
+}
