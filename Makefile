@@ -158,7 +158,7 @@ ORACLE_SEED ?= 1
 ORACLE_PARALLEL ?= 10
 
 .PHONY: oracle
-oracle: ## Reality as the oracle, long run: ORACLE_TRIALS scenarios from ORACLE_SEED on real brokers, each verdict held to what the Java consumer read after the window (docs/benchmarks.md). About 14 minutes per 240 trials (every clock scaled, issue 32).
+oracle: ## Reality as the oracle, long run: ORACLE_TRIALS scenarios from ORACLE_SEED on real brokers, each verdict held to what the Java consumer read after the window (docs/benchmarks.md). About 18 minutes per 240 trials (every clock and segment.bytes scaled, issue 32).
 	# -count=1: the brokers and the Java consumer are built outside go
 	# test's cache. -v: every trial's scenario and outcome, then the counts.
 	export $$(hack/build-kafka.sh) ORACLE_TRIALS=$(ORACLE_TRIALS) ORACLE_SEED=$(ORACLE_SEED) ORACLE_PARALLEL=$(ORACLE_PARALLEL); \

@@ -57,6 +57,19 @@
 // commit for 0–6 days. Membership clocks (session timeouts, rebalance
 // delays) are not scaled: they set no retention.
 //
+// Bytes are scaled too, by 1/1024 (log.segment.bytes 1 GiB → 1 MiB), and
+// each trial draws its topic's traffic besides the group's own records
+// (drawTraffic): quiet, or enough to fill a segment every hour, 6 hours or
+// day, the active segment at the window's start filled to a point drawn
+// uniformly. The group's own records, a few a second, never fill a
+// segment: without the traffic every segment rolls on segment.ms alone,
+// and the rules that count on a roll — a tombstone goes only from a
+// cleaned segment, which was rolled first — could never be seen to hold,
+// nor a Proven that a roll would break be caught. On a compacting topic
+// the window starts with a delete (a tombstone of a key written nowhere
+// after it): the tombstone those rules speak of. The summary counts false
+// alarms per traffic.
+//
 // Each verdict is scored claim by claim (score_test.go): every violation
 // reason claims something of the broker — the group's offsets expire, a
 // record it needs is deleted, a tombstone it needs is dropped, a

@@ -53,6 +53,17 @@ func TestGenerateIsSeededAndCoversTheDomain(t *testing.T) {
 		if s.Tombstones > 0 && (!s.Compacted() || s.Lag < s.Tombstones) {
 			t.Errorf("trial %d: tombstones on a deleting topic, or not all behind the commit: %s", i, s)
 		}
+		if s.RollEvery > 0 {
+			seen["traffic"] = true
+			if s.Compacted() {
+				seen["traffic, compacted"] = true
+			}
+			if s.FirstRoll < 0 || s.FirstRoll > s.RollEvery || s.Diverged || s.Tiered {
+				t.Errorf("trial %d: traffic whose first roll is outside its period, or on a kind with a cluster of its own: %s", i, s)
+			}
+		} else {
+			seen["quiet"] = true
+		}
 		if s.AddPartition {
 			seen["partition added"] = true
 			if s.Reset == "latest" {
@@ -71,7 +82,8 @@ func TestGenerateIsSeededAndCoversTheDomain(t *testing.T) {
 	}
 	for _, want := range []string{groupClassic, groupSimple, groupConsumer, "delete", "compact", "earliest", "latest",
 		"running", "lagging", "window under offsets retention", "down past offsets retention", "default retention, no override",
-		"partition added", "partition added, latest", "transactional commit", "transactional producer", "tombstones behind the commit"} {
+		"partition added", "partition added, latest", "transactional commit", "transactional producer", "tombstones behind the commit",
+		"traffic", "traffic, compacted", "quiet"} {
 		if !seen[want] {
 			t.Errorf("200 trials of seed 7 never drew %q", want)
 		}

@@ -166,6 +166,25 @@ func summarize(os []outcome, seed uint64, took time.Duration) string {
 			}
 		}
 		fmt.Fprintf(&b, "\n  readOffsetsTopic=%t: %d false alarms in %d judged trials", read, alarms, judged)
+		// And by the topic's traffic (drawTraffic): a quiet topic's
+		// segments roll on segment.ms alone.
+		for _, every := range []time.Duration{0, scaled(time.Hour), scaled(6 * time.Hour), scaled(day)} {
+			judged, alarms := 0, 0
+			for _, o := range os {
+				if o.kind == inconclusive || o.scenario.ReadOffsetsTopic != read || o.scenario.RollEvery != every {
+					continue
+				}
+				judged++
+				if o.kind == falseAlarm {
+					alarms++
+				}
+			}
+			traffic := "quiet"
+			if every > 0 {
+				traffic = "a segment filled every " + every.String()
+			}
+			fmt.Fprintf(&b, "\n    %s: %d false alarms in %d judged trials", traffic, alarms, judged)
+		}
 	}
 	b.WriteString("\n  claims per reason (judged trials):")
 	b.WriteString(formatTally(tallyClaims(os)))

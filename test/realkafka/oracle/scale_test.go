@@ -64,6 +64,13 @@ func scaledBroker(line string) []apachekafka.Option {
 		// times, of every other group: the reader does not reach the high
 		// watermark, and the proof falls back to bounds.
 		apachekafka.WithBrokerConfig("offsets.topic.num.partitions", "50"),
+		// Bytes scaled too, by 1/1024: log.segment.bytes 1 GiB → 1 MiB
+		// (segmentBytes; atLeast(14) on 3.9, 1 MiB the floor on 4.x). A
+		// topic's traffic then fills a segment in a few MB, as a
+		// production topic's does in gigabytes (drawTraffic); the trials'
+		// own records, a few bytes each, never do. Not a clock, and no
+		// rule of the proof reads it.
+		apachekafka.WithBrokerConfig("log.segment.bytes", strconv.Itoa(segmentBytes)),
 	}
 	if kip848Line(line) {
 		// 4.x: one hour → 357 ms (atLeast(0)). 3.x keeps Long.MAX_VALUE:
@@ -92,6 +99,37 @@ func drawProduction(r *rand.Rand, s *Scenario) {
 	if s.Compacted() {
 		s.DeleteRetentionMs = pick(time.Hour, day, day, 7*day).Milliseconds()
 	}
+}
+
+// segmentBytes is the brokers' log.segment.bytes: Kafka's 1 GiB scaled
+// by 1/1024.
+const segmentBytes = 1 << 20
+
+// padBytes is one record of a topic's traffic (drawTraffic): most of a
+// segment, within max.message.bytes (1 MiB) and kgo's batch bound
+// (1,000,012 bytes), so that the active segment holding one is rolled by
+// the next (LogSegment.shouldRoll: size > segment.bytes − the batch's).
+const padBytes = 900_000
+
+// drawTraffic draws how busy the topic is besides the group's own records
+// (a few a second, which never fill a segment): quiet (segments roll on
+// segment.ms alone), or traffic that fills a segment (1 GiB, scaled) every
+// hour, 6 hours or day — one of the four alike — with the active segment
+// at the window's start filled to a point drawn uniformly (the first roll
+// comes that share of RollEvery into the window). A production topic's
+// traffic rolls its segments by size; without it no trial could show a
+// rule that counts on a roll (a tombstone goes only from a cleaned, so
+// rolled, segment) holding, or a Proven that a roll breaks. The kinds with
+// a cluster of their own stay quiet (their faults and remote tier are what
+// they test). It runs after every other draw of Generate.
+func drawTraffic(r *rand.Rand, s *Scenario) {
+	every := []time.Duration{0, time.Hour, 6 * time.Hour, day}[r.IntN(4)]
+	phase := r.Float64()
+	if every == 0 || s.Diverged || s.Tiered {
+		return
+	}
+	s.RollEvery = scaled(every)
+	s.FirstRoll = time.Duration(phase * float64(s.RollEvery)).Round(time.Millisecond)
 }
 
 // withoutDefaults drops from a topic's configs the clocks equal to the

@@ -54,6 +54,15 @@ type Scenario struct {
 	// Rate is records per second per partition produced while down (at
 	// least one: every trial has records to lose).
 	Rate int
+	// RollEvery is how often the topic's traffic besides the group's
+	// records fills a segment (drawTraffic): a record of padBytes on every
+	// partition that often while the consumer is down, after one before
+	// the group's records so that the first of the window rolls the
+	// segment. Zero: a quiet topic, only the group's records.
+	RollEvery time.Duration
+	// FirstRoll is when the window's first such record comes, from its
+	// start (less than RollEvery): how full the active segment was.
+	FirstRoll time.Duration
 	// ReadOffsetsTopic: the check reads exact commit times from
 	// __consumer_offsets.
 	ReadOffsetsTopic bool
@@ -182,8 +191,10 @@ func Generate(seed uint64, i int, lines []string) Scenario {
 	// Every clock a production one, scaled (scale_test.go): drawn after
 	// the rest, replacing the clocks in seconds drawn above.
 	drawProduction(r, &s)
-	// The kinds that need a cluster of their own (clusters_test.go), last.
+	// The kinds that need a cluster of their own (clusters_test.go).
 	drawClusterKinds(r, &s)
+	// The topic's traffic (scale_test.go), last.
+	drawTraffic(r, &s)
 	return s
 }
 
@@ -247,8 +258,12 @@ func (s Scenario) String() string {
 	if s.AddPartition {
 		fmt.Fprintf(&b, "; partition %d added after the commit", s.Partitions)
 	}
-	fmt.Fprintf(&b, "; window %s, %d records/s per partition while down; readOffsetsTopic=%t; restart with auto.offset.reset=%s",
-		s.Window, s.Rate, s.ReadOffsetsTopic, s.Reset)
+	traffic := "a quiet topic"
+	if s.RollEvery > 0 {
+		traffic = fmt.Sprintf("traffic filling a segment every %s (the first %s into the window)", s.RollEvery, s.FirstRoll)
+	}
+	fmt.Fprintf(&b, "; window %s, %d records/s per partition while down, %s; readOffsetsTopic=%t; restart with auto.offset.reset=%s",
+		s.Window, s.Rate, traffic, s.ReadOffsetsTopic, s.Reset)
 	b.WriteString(s.clusterKindString())
 	return b.String()
 }

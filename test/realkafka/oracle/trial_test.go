@@ -290,8 +290,31 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		write(recs)
 	}
 
+	// The topic's traffic besides the group's records (drawTraffic): a
+	// record of padBytes on every partition, incompressible (kgo
+	// compresses), keyed for a compacting topic (the last one of its key
+	// stays). One before the group's records fills the first segment, so
+	// that the window's first one rolls it.
+	var padding []byte
+	pad := func() {
+		if padding == nil {
+			padding = make([]byte, padBytes)
+			for i := range padding {
+				padding[i] = byte(rng.Uint32())
+			}
+		}
+		var recs []*kgo.Record
+		for p := range parts {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: []byte("traffic"), Value: padding})
+		}
+		write(recs)
+	}
+
 	// The state before the verdict.
 	div := createTopic(t, b, s)
+	if s.RollEvery > 0 {
+		pad()
+	}
 	if div != nil {
 		// The last Truncated records on the leader alone.
 		produce(s.Records - s.Truncated)
@@ -446,6 +469,23 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 	// when the consumer is launched only if nothing more comes; they are
 	// read again, under the lock, once production stopped.
 	logEnds := &ends{}
+	if s.Compacted() {
+		// A delete right as the window starts, of a key written nowhere
+		// after it: the tombstone the rules about tombstones written while
+		// the group is down speak of (TombstoneRetentionShorterThanWindow),
+		// the one with the longest to be dropped before the consumer is
+		// back; on a deleting topic the first records play that part.
+		var recs []*kgo.Record
+		for p := range parts {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: []byte("deleted-at-window-start")})
+		}
+		write(recs)
+	}
+	// Records every second, the traffic's every RollEvery from FirstRoll.
+	nextRecords, nextPad := downAt.Add(time.Second), time.Time{}
+	if s.RollEvery > 0 {
+		nextPad = downAt.Add(s.FirstRoll)
+	}
 	for {
 		if !launched && !time.Now().Before(end.Add(-jvmLead)) {
 			launched = true
@@ -457,9 +497,25 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 		if !time.Now().Before(end) {
 			break
 		}
-		time.Sleep(min(time.Second, time.Until(end)))
-		if time.Now().Before(end) {
+		next := nextRecords
+		if !nextPad.IsZero() && nextPad.Before(next) {
+			next = nextPad
+		}
+		if !launched {
+			next = minTime(next, end.Add(-jvmLead))
+		}
+		time.Sleep(time.Until(minTime(next, end)))
+		now := time.Now()
+		if !now.Before(end) {
+			continue
+		}
+		if !nextPad.IsZero() && !now.Before(nextPad) {
+			pad()
+			nextPad = nextPad.Add(s.RollEvery)
+		}
+		if !now.Before(nextRecords) {
 			produce(s.Rate)
+			nextRecords = nextRecords.Add(time.Second)
 		}
 	}
 	last := map[int32]int64{}
@@ -727,4 +783,11 @@ func (end brokerState) changedFor(back brokerState) string {
 		}
 	}
 	return strings.Join(changes, ", ")
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
