@@ -632,8 +632,8 @@ func TestExactTimesKeepACommitTheCoordinatorDidNotAnswer(t *testing.T) {
 	committedAt := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
 	tp := func(p int32) topicPartition { return topicPartition{Topic: "settle-task", Partition: p} }
 	r := offsetsTopicResult{groups: map[string]groupRecords{"ledger-settle-consumer": {commits: map[topicPartition]commitRecord{
-		tp(0): {offset: 6, commitTime: committedAt},
-		tp(1): {offset: 4, commitTime: committedAt},
+		tp(0): {offset: 6, commitMs: committedAt.UnixMilli()},
+		tp(1): {offset: 4, commitMs: committedAt.UnixMilli()},
 	}}}}
 	obs := proof.Observation{Group: proof.GroupObservation{ID: "ledger-settle-consumer"}, Topics: []proof.TopicObservation{{
 		Name: "settle-task", Partitions: []proof.PartitionObservation{

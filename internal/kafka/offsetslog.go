@@ -76,6 +76,8 @@ type offsetsLogPartition struct {
 	// not be decoded, with why: a later record of the key that decodes
 	// replaces it, a tombstone removes it.
 	undecodable map[string]map[recordKey]string
+	// topics interns the topic names of the commits kept (topicName).
+	topics map[string]string
 	// newest is the newest timestamp of any record read (any group): the
 	// coordinator's clock, which the observer compares with its own
 	// (proof.OffsetsTopicRead.CoordinatorAhead).
@@ -90,12 +92,29 @@ type recordKey struct {
 	metadata bool
 }
 
-// commitRecord is the latest OffsetCommitValue of a partition.
+// commitRecord is the latest OffsetCommitValue of a partition. Its times
+// are the record's own Unix milliseconds rather than time.Time (24 bytes
+// each): the log state holds one per partition of every followed group,
+// and a pass a copy of its groups' (docs/benchmarks.md,
+// BenchmarkOffsetsLogCatchUp).
 type commitRecord struct {
-	offset     int64
-	commitTime time.Time
-	expireTime time.Time // an explicit expiry (value v1, OffsetCommit v2–v4 retention); zero when none
-	topicID    [16]byte  // the topic ID committed for (value v4, Kafka 4.1+); zero when none
+	offset   int64
+	commitMs int64    // commitTimestamp
+	expireMs int64    // an explicit expiry (value v1, OffsetCommit v2–v4 retention); 0 when none
+	topicID  [16]byte // the topic ID committed for (value v4, Kafka 4.1+); zero when none
+}
+
+// committedAt is the commit's time (commitTimestamp).
+func (c commitRecord) committedAt() time.Time { return time.UnixMilli(c.commitMs) }
+
+// expiresAt is the commit's explicit expiry; zero when it has none. The
+// coordinator writes one as its clock plus a retention the request gave
+// (GroupMetadataManager.storeOffsets).
+func (c commitRecord) expiresAt() time.Time {
+	if c.expireMs == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(c.expireMs)
 }
 
 // groupMetadataRecord is the latest GroupMetadataValue of a classic group.
@@ -125,6 +144,21 @@ func (lp *offsetsLogPartition) group(g string) groupRecords {
 		}
 	}
 	return r
+}
+
+// topicName returns the partition's one copy of a topic's name: a map
+// assignment keeps the key it is given, so without it every commit record
+// kept would hold a string of its own (kmsg allocates one per key read),
+// 24 per group of 24 partitions.
+func (lp *offsetsLogPartition) topicName(t string) string {
+	if s, ok := lp.topics[t]; ok {
+		return s
+	}
+	if lp.topics == nil {
+		lp.topics = make(map[string]string)
+	}
+	lp.topics[t] = t
+	return t
 }
 
 // markUndecodable records that the latest record of group g's key k could
@@ -171,6 +205,7 @@ func (lp *offsetsLogPartition) reset(groups []string) {
 	lp.commits = make(map[string]map[topicPartition]commitRecord)
 	lp.meta = make(map[string]groupMetadataRecord)
 	lp.undecodable = make(map[string]map[recordKey]string)
+	lp.topics = nil
 }
 
 // apply folds a fetched partition into what was read and moves the next
@@ -413,7 +448,7 @@ func (lp *offsetsLogPartition) applyRecord(key, value []byte, offset int64) {
 		if k.ReadFrom(key) != nil || !lp.groups[k.Group] {
 			return
 		}
-		tp := topicPartition{Topic: k.Topic, Partition: k.Partition}
+		tp := topicPartition{Topic: lp.topicName(k.Topic), Partition: k.Partition}
 		rk := recordKey{tp: tp}
 		if value == nil {
 			delete(lp.commits[k.Group], tp)
@@ -427,9 +462,11 @@ func (lp *offsetsLogPartition) applyRecord(key, value []byte, offset int64) {
 			return
 		}
 		lp.markUndecodable(k.Group, rk, "", true)
-		c := commitRecord{offset: v.Offset, commitTime: time.UnixMilli(v.CommitTimestamp), topicID: v.TopicID}
+		c := commitRecord{offset: v.Offset, commitMs: v.CommitTimestamp, topicID: v.TopicID}
 		if v.Version == 1 && v.ExpireTimestamp >= 0 {
-			c.expireTime = time.UnixMilli(v.ExpireTimestamp)
+			// 0 means none in expireMs; an expiry at the epoch (which no
+			// coordinator writes) stays one, a millisecond later.
+			c.expireMs = max(v.ExpireTimestamp, 1)
 		}
 		if lp.commits[k.Group] == nil {
 			lp.commits[k.Group] = make(map[topicPartition]commitRecord)

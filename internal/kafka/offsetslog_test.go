@@ -210,8 +210,8 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}}},
 			wantNext: 3,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{Topic: "clicks", Partition: 0}: {offset: 12, commitTime: at(2)},
-				{Topic: "clicks", Partition: 1}: {offset: 7, commitTime: at(1)},
+				{Topic: "clicks", Partition: 0}: {offset: 12, commitMs: at(2).UnixMilli()},
+				{Topic: "clicks", Partition: 1}: {offset: 7, commitMs: at(1).UnixMilli()},
 			}},
 		},
 		{
@@ -223,7 +223,7 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			},
 			wantNext: 2,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{Topic: "clicks", Partition: 0}: {offset: 10, commitTime: at(60)},
+				{Topic: "clicks", Partition: 0}: {offset: 10, commitMs: at(60).UnixMilli()},
 			}},
 		},
 		{
@@ -235,7 +235,7 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}}},
 			wantNext: 3,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{Topic: "clicks", Partition: 1}: {offset: 3, commitTime: at(1)},
+				{Topic: "clicks", Partition: 1}: {offset: 3, commitMs: at(1).UnixMilli()},
 			}},
 		},
 		{
@@ -246,7 +246,7 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}}},
 			wantNext: 3,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(2)},
+				{Topic: "clicks", Partition: 0}: {offset: 4, commitMs: at(2).UnixMilli()},
 			}},
 		},
 		{
@@ -257,8 +257,8 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}}},
 			wantNext: 2,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(1), expireTime: at(3600)},
-				{Topic: "views", Partition: 0}:  {offset: 8, commitTime: at(2), topicID: id},
+				{Topic: "clicks", Partition: 0}: {offset: 4, commitMs: at(1).UnixMilli(), expireMs: at(3600).UnixMilli()},
+				{Topic: "views", Partition: 0}:  {offset: 8, commitMs: at(2).UnixMilli(), topicID: id},
 			}},
 		},
 		{
@@ -297,8 +297,8 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}},
 			wantNext: 4,
 			wantCommits: map[string]map[topicPartition]commitRecord{
-				"eos-job":      {{Topic: "clicks", Partition: 0}: {offset: 2, commitTime: at(1)}},
-				"flink-clicks": {{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(3)}},
+				"eos-job":      {{Topic: "clicks", Partition: 0}: {offset: 2, commitMs: at(1).UnixMilli()}},
+				"flink-clicks": {{Topic: "clicks", Partition: 0}: {offset: 4, commitMs: at(3).UnixMilli()}},
 			},
 		},
 		{
@@ -310,7 +310,7 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}}},
 			wantNext: 50,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(1)},
+				{Topic: "clicks", Partition: 0}: {offset: 4, commitMs: at(1).UnixMilli()},
 			}},
 		},
 		{
@@ -325,7 +325,7 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}},
 			wantNext: 1,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(1)},
+				{Topic: "clicks", Partition: 0}: {offset: 4, commitMs: at(1).UnixMilli()},
 			}},
 		},
 		{
@@ -337,7 +337,7 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			},
 			wantNext: 1,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(1)},
+				{Topic: "clicks", Partition: 0}: {offset: 4, commitMs: at(1).UnixMilli()},
 			}},
 			wantErr: "crc",
 		},
@@ -350,7 +350,7 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}, corrupt: true}},
 			wantNext: 1,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(1)},
+				{Topic: "clicks", Partition: 0}: {offset: 4, commitMs: at(1).UnixMilli()},
 			}},
 			wantErr: "crc",
 		},
@@ -365,7 +365,7 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			},
 			wantNext: 1,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: at(1)},
+				{Topic: "clicks", Partition: 0}: {offset: 4, commitMs: at(1).UnixMilli()},
 			}},
 			wantErr: "does not decode",
 		},
@@ -380,7 +380,7 @@ func TestOffsetsLogFoldsRecords(t *testing.T) {
 			}}},
 			wantNext: 3,
 			wantCommits: map[string]map[topicPartition]commitRecord{"flink-clicks": {
-				{Topic: "clicks", Partition: 0}: {offset: 7, commitTime: at(3)},
+				{Topic: "clicks", Partition: 0}: {offset: 7, commitMs: at(3).UnixMilli()},
 			}},
 		},
 	} {
@@ -441,7 +441,7 @@ func TestOffsetsLogGroupIsACopy(t *testing.T) {
 	if _, err := lp.apply(later.partition(0)); err != nil {
 		t.Fatal(err)
 	}
-	want := map[topicPartition]commitRecord{{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: commitTime0}}
+	want := map[topicPartition]commitRecord{{Topic: "clicks", Partition: 0}: {offset: 4, commitMs: commitTime0.UnixMilli()}}
 	if !sameCommits(held.commits, want) {
 		t.Errorf("a result held across a later fold changed: %v, want %v", held.commits, want)
 	}
@@ -518,12 +518,9 @@ func TestOffsetsLogHeldByTransaction(t *testing.T) {
 	}
 }
 
-// sameCommits compares commit records as instants (the log's times are
-// local, the tables' UTC).
+// sameCommits compares commit records (their times are milliseconds).
 func sameCommits(a, b map[topicPartition]commitRecord) bool {
-	return maps.EqualFunc(a, b, func(x, y commitRecord) bool {
-		return x.offset == y.offset && x.commitTime.Equal(y.commitTime) && x.expireTime.Equal(y.expireTime) && x.topicID == y.topicID
-	})
+	return maps.Equal(a, b)
 }
 
 // A record version the guard does not know is never misread (kmsg reads
@@ -769,8 +766,8 @@ func TestOffsetsLogOldMessageFormatAndLogAppendTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[topicPartition]commitRecord{
-		{Topic: "clicks", Partition: 0}: {offset: 4, commitTime: commitTime0},
-		{Topic: "clicks", Partition: 1}: {offset: 9, commitTime: later},
+		{Topic: "clicks", Partition: 0}: {offset: 4, commitMs: commitTime0.UnixMilli()},
+		{Topic: "clicks", Partition: 1}: {offset: 9, commitMs: later.UnixMilli()},
 	}
 	if got := lp.group("flink-clicks").commits; !sameCommits(got, want) {
 		t.Errorf("commits %v, want %v", got, want)

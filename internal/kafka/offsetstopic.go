@@ -90,7 +90,7 @@ func (r *offsetsTopicResult) exactTimes(obs *proof.Observation) {
 			}
 			// An explicit expiry (OffsetCommit v2–v4 retention_time)
 			// replaces the group's clock: the proof reads it as such.
-			po.LastCommit, po.ExpireAt = c.commitTime, c.expireTime
+			po.LastCommit, po.ExpireAt = c.committedAt(), c.expiresAt()
 			if c.topicID != ([16]byte{}) {
 				po.CommitTopicID = hex.EncodeToString(c.topicID[:])
 			}
