@@ -61,7 +61,7 @@
 // each trial draws its topic's traffic besides the group's own records
 // (drawTraffic): quiet, or enough to fill a segment every hour, 6 hours or
 // day, the active segment at the window's start filled to a point drawn
-// uniformly. The group's own records, a few a second, never fill a
+// uniformly (the kinds with a cluster of their own as well). The group's own records, a few a second, never fill a
 // segment: without the traffic every segment rolls on segment.ms alone,
 // and the rules that count on a roll — a tombstone goes only from a
 // cleaned segment, which was rolled first — could never be seen to hold,

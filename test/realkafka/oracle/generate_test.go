@@ -58,8 +58,14 @@ func TestGenerateIsSeededAndCoversTheDomain(t *testing.T) {
 			if s.Compacted() {
 				seen["traffic, compacted"] = true
 			}
-			if s.FirstRoll < 0 || s.FirstRoll > s.RollEvery || s.Diverged || s.Tiered {
-				t.Errorf("trial %d: traffic whose first roll is outside its period, or on a kind with a cluster of its own: %s", i, s)
+			if s.FirstRoll < 0 || s.FirstRoll > s.RollEvery {
+				t.Errorf("trial %d: traffic whose first roll is outside its period: %s", i, s)
+			}
+			if s.Diverged {
+				seen["traffic, diverged"] = true
+			}
+			if s.Tiered {
+				seen["traffic, tiered"] = true
 			}
 		} else {
 			seen["quiet"] = true
@@ -83,7 +89,7 @@ func TestGenerateIsSeededAndCoversTheDomain(t *testing.T) {
 	for _, want := range []string{groupClassic, groupSimple, groupConsumer, "delete", "compact", "earliest", "latest",
 		"running", "lagging", "window under offsets retention", "down past offsets retention", "default retention, no override",
 		"partition added", "partition added, latest", "transactional commit", "transactional producer", "tombstones behind the commit",
-		"traffic", "traffic, compacted", "quiet"} {
+		"traffic", "traffic, compacted", "traffic, diverged", "traffic, tiered", "quiet"} {
 		if !seen[want] {
 			t.Errorf("200 trials of seed 7 never drew %q", want)
 		}

@@ -120,12 +120,13 @@ const padBytes = 900_000
 // traffic rolls its segments by size; without it no trial could show a
 // rule that counts on a roll (a tombstone goes only from a cleaned, so
 // rolled, segment) holding, or a Proven that a roll breaks. The kinds with
-// a cluster of their own stay quiet (their faults and remote tier are what
-// they test). It runs after every other draw of Generate.
+// a cluster of their own draw it too: a diverged log's new leader and a
+// tiered topic's remote tier see their segments roll by size as well. It
+// runs after every other draw of Generate.
 func drawTraffic(r *rand.Rand, s *Scenario) {
 	every := []time.Duration{0, time.Hour, 6 * time.Hour, day}[r.IntN(4)]
 	phase := r.Float64()
-	if every == 0 || s.Diverged || s.Tiered {
+	if every == 0 {
 		return
 	}
 	s.RollEvery = scaled(every)
