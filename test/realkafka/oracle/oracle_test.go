@@ -153,40 +153,37 @@ func summarize(os []outcome, seed uint64, took time.Duration) string {
 		fmt.Fprintf(&b, "\n  false alarm %s: %d", r, alarms[r])
 	}
 	// The product's default reads __consumer_offsets; a principal denied
-	// it gets the bounds: the alarms apart.
+	// it gets the bounds: the alarms apart, and by the topic's traffic
+	// (drawTraffic: a quiet topic's segments roll on segment.ms alone).
 	for _, read := range []bool{true, false} {
-		judged, alarms := 0, 0
-		for _, o := range os {
-			if o.kind == inconclusive || o.scenario.ReadOffsetsTopic != read {
-				continue
-			}
-			judged++
-			if o.kind == falseAlarm {
-				alarms++
-			}
-		}
+		alarms, judged := falseAlarms(os, func(s Scenario) bool { return s.ReadOffsetsTopic == read })
 		fmt.Fprintf(&b, "\n  readOffsetsTopic=%t: %d false alarms in %d judged trials", read, alarms, judged)
-		// And by the topic's traffic (drawTraffic): a quiet topic's
-		// segments roll on segment.ms alone.
-		for _, every := range []time.Duration{0, scaled(time.Hour), scaled(6 * time.Hour), scaled(day)} {
-			judged, alarms := 0, 0
-			for _, o := range os {
-				if o.kind == inconclusive || o.scenario.ReadOffsetsTopic != read || o.scenario.RollEvery != every {
-					continue
-				}
-				judged++
-				if o.kind == falseAlarm {
-					alarms++
-				}
-			}
-			traffic := "quiet"
+		for _, every := range trafficPeriods {
+			traffic, period := "quiet", time.Duration(0)
 			if every > 0 {
-				traffic = "a segment filled every " + every.String()
+				period = scaled(every)
+				traffic = "a segment filled every " + period.String()
 			}
+			alarms, judged := falseAlarms(os, func(s Scenario) bool { return s.ReadOffsetsTopic == read && s.RollEvery == period })
 			fmt.Fprintf(&b, "\n    %s: %d false alarms in %d judged trials", traffic, alarms, judged)
 		}
 	}
 	b.WriteString("\n  claims per reason (judged trials):")
 	b.WriteString(formatTally(tallyClaims(os)))
 	return b.String()
+}
+
+// falseAlarms counts the false alarms among the judged trials whose
+// scenario is in.
+func falseAlarms(os []outcome, in func(Scenario) bool) (alarms, judged int) {
+	for _, o := range os {
+		if o.kind == inconclusive || !in(o.scenario) {
+			continue
+		}
+		judged++
+		if o.kind == falseAlarm {
+			alarms++
+		}
+	}
+	return alarms, judged
 }

@@ -111,6 +111,10 @@ const segmentBytes = 1 << 20
 // the next (LogSegment.shouldRoll: size > segment.bytes − the batch's).
 const padBytes = 900_000
 
+// trafficPeriods are the production periods in which a topic's traffic
+// fills a segment (drawTraffic); 0 is a quiet topic.
+var trafficPeriods = []time.Duration{0, time.Hour, 6 * time.Hour, day}
+
 // drawTraffic draws how busy the topic is besides the group's own records
 // (a few a second, which never fill a segment): quiet (segments roll on
 // segment.ms alone), or traffic that fills a segment (1 GiB, scaled) every
@@ -124,7 +128,7 @@ const padBytes = 900_000
 // tiered topic's remote tier see their segments roll by size as well. It
 // runs after every other draw of Generate.
 func drawTraffic(r *rand.Rand, s *Scenario) {
-	every := []time.Duration{0, time.Hour, 6 * time.Hour, day}[r.IntN(4)]
+	every := trafficPeriods[r.IntN(len(trafficPeriods))]
 	phase := r.Float64()
 	if every == 0 {
 		return
