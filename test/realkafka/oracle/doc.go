@@ -100,6 +100,20 @@
 // counted with its reasons, explained in docs/benchmarks.md). The summary
 // counts, per reason, the judged trials whose claim held and did not.
 //
+// Some scenarios no sound proof could prove (unprovable, score_test.go),
+// read from their settings alone: Kafka lets the broker lose what the
+// group needs before it is back — a record or tombstone written once the
+// group is down, under a retention.ms or delete.retention.ms shorter than
+// the window, goes as soon as traffic rolls its segment; one written
+// before the verdict, under a setting of at most the window (plus the
+// commit's age), as soon as a replica's segment closes; a 4.x classic
+// group's offsets expire per commit once consumers come back with
+// group.protocol=consumer. A false alarm there is the price of soundness,
+// not a flaw of the proof: the summary counts such false alarms apart, per
+// rule, and the others as a share of the judged trials. A Proven there,
+// true or not, fails the test (PROVEN WHERE NO SOUND PROOF COULD BE): the
+// proof relied on what it cannot know and was right by chance.
+//
 // `make test` runs six seeded trials (TestOracle, seed 1), less those that
 // draw a kind with a cluster of its own, and TestOracleKinds: the first
 // trial of seed 1 that draws each of those kinds on each line, judged the

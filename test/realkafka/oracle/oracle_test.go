@@ -124,6 +124,13 @@ func judgeTrial(t *testing.T, s Scenario, o outcome) {
 		t.Errorf("FALSE PROVEN, WARNED — the verdict was Proven, the consumer lost records, and the proof's own numbers (headroom or offsets expiry below the window) said it would, which should have made it Violated:\n  %s\n  reproduce: make oracle ORACLE_SEED=%d ORACLE_TRIALS=%d ORACLE_TRIAL=%d",
 			o, s.Seed, s.Index+1, s.Index)
 	}
+	if rule := unprovable(s, o.tombstonesBehind); rule != "" && o.kind != inconclusive && o.kind != trueAlarm && o.kind != falseAlarm {
+		// The verdict was Proven where Kafka lets the broker lose what
+		// the group needs before it is back: the proof relied on
+		// something it cannot know, and was right only by chance.
+		t.Errorf("PROVEN WHERE NO SOUND PROOF COULD BE — %s:\n  %s\n  %s\n  reproduce: make oracle ORACLE_SEED=%d ORACLE_TRIALS=%d ORACLE_TRIAL=%d",
+			rule, s, o, s.Seed, s.Index+1, s.Index)
+	}
 	if o.kind == falseProven {
 		t.Errorf("FALSE PROVEN — the verdict was Proven and the consumer lost records:\n  %s\n  %s\n  reproduce: make oracle ORACLE_SEED=%d ORACLE_TRIALS=%d ORACLE_TRIAL=%d\nthe restarted consumer's log:\n%s",
 			s, o, s.Seed, s.Index+1, s.Index, tail(o.consumerLog, 60))
@@ -156,8 +163,11 @@ func summarize(os []outcome, seed uint64, took time.Duration) string {
 	// it gets the bounds: the alarms apart, and by the topic's traffic
 	// (drawTraffic: a quiet topic's segments roll on segment.ms alone).
 	for _, read := range []bool{true, false} {
-		alarms, judged := falseAlarms(os, func(s Scenario) bool { return s.ReadOffsetsTopic == read })
-		fmt.Fprintf(&b, "\n  readOffsetsTopic=%t: %d false alarms in %d judged trials", read, alarms, judged)
+		in := func(s Scenario) bool { return s.ReadOffsetsTopic == read }
+		alarms, judged := falseAlarms(os, in)
+		fl := floorOf(os, in)
+		fmt.Fprintf(&b, "\n  readOffsetsTopic=%t: %d false alarms in %d judged trials (%s); %d where no sound proof could say Proven, the other %d %s",
+			read, alarms, judged, percent(alarms, judged), fl.falseAlarms, alarms-fl.falseAlarms, percent(alarms-fl.falseAlarms, judged))
 		for _, every := range trafficPeriods {
 			traffic, period := "quiet", time.Duration(0)
 			if every > 0 {
@@ -168,9 +178,25 @@ func summarize(os []outcome, seed uint64, took time.Duration) string {
 			fmt.Fprintf(&b, "\n    %s: %d false alarms in %d judged trials", traffic, alarms, judged)
 		}
 	}
+	// The floor: the scenarios where no sound proof could say Proven
+	// (unprovable), whatever the verdict.
+	fl := floorOf(os, func(Scenario) bool { return true })
+	fmt.Fprintf(&b, "\n  no sound proof could say Proven in %d judged trials: %d false alarms, %d true alarms, %d Proven",
+		fl.judged, fl.falseAlarms, fl.trueAlarms, fl.proven)
+	for _, r := range slices.Sorted(maps.Keys(fl.rules)) {
+		fmt.Fprintf(&b, "\n    false alarms where %s: %d", r, fl.rules[r])
+	}
 	b.WriteString("\n  claims per reason (judged trials):")
 	b.WriteString(formatTally(tallyClaims(os)))
 	return b.String()
+}
+
+// percent renders n of d as a percentage with one decimal.
+func percent(n, d int) string {
+	if d == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f %%", 100*float64(n)/float64(d))
 }
 
 // falseAlarms counts the false alarms among the judged trials whose

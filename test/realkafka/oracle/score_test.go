@@ -65,6 +65,7 @@ var reasonClaims = map[string]string{
 
 	proof.ReasonTombstoneRetentionShorterThanWindow: claimTombstonesDropped,
 	proof.ReasonTombstoneHeadroomShorterThanWindow:  claimTombstonesDropped,
+	proof.ReasonTombstonesUnread:                    claimTombstonesDropped,
 
 	// A partition without a committed offset whose log no longer starts
 	// at 0, or, compacting, is not empty: the reset decides what the
@@ -295,6 +296,102 @@ func tombstonesGone(cl *kgo.Client, needed map[int32][]int64) map[int32]int {
 	return gone
 }
 
+// Why no sound proof could say Proven in a scenario: what Kafka allows the
+// broker to do to the group's data while the group is down, read from the
+// scenario's settings and the records written before the verdict (never
+// from what the broker did, nor from the verdict). A false alarm in such a scenario is one no proof could avoid
+// without an assumption the guard cannot check: its claim was that the
+// broker may, and this time it did not. An alarm elsewhere is one a
+// sounder or sharper proof might have avoided. The rules, each from
+// Kafka's source (docs/kafka-semantics.md):
+//
+//   - A segment rolls when the next batch would overflow it
+//     (LogSegment.shouldRoll by size), at any time: whenever a topic takes
+//     traffic. Retention deletes a closed segment once its newest record
+//     is retention.ms old (UnifiedLog.deleteRetentionMsBreachedSegments),
+//     so a record may be deleted retention.ms after its write.
+//   - The cleaner keeps a tombstone until delete.retention.ms after the
+//     start of the first cleaning that kept it (MemoryRecords.filterTo), a
+//     cleaning may start as soon as its segment is closed, and a cleaning
+//     already running when the guard reads is not seen: a tombstone may go
+//     delete.retention.ms after its write, or after the read.
+//   - Each replica rolls its own segments (a follower appends the leader's
+//     batches in its own fetch sizes, and rolls by its own clock), and a
+//     leader change brings its boundaries: what the leader's segments look
+//     like bounds nothing.
+//   - Kafka 4.x makes a classic group a consumer group when a member
+//     joins it with group.protocol=consumer (KIP-848; an Empty one whatever
+//     group.consumer.migration.policy says, a Stable one under its
+//     default, bidirectional: GroupMetadataManager.getOrMaybeCreateConsumerGroup),
+//     whose offsets expire per commit once it is Empty again: the client
+//     settings of the consumers that come back, which the guard cannot
+//     read, decide.
+const (
+	floorRetention  = "retention.ms under the window: a record written once the group is down may be deleted before it is back"
+	floorTombstone  = "delete.retention.ms under the window: a tombstone written once the group is down may be dropped before it is back"
+	floorBehind     = "retention.ms at most the window plus the commit's age: a record the group has not read, written before the verdict, may be deleted before it is back"
+	floorTombBehind = "delete.retention.ms at most the window: a tombstone the group needs, behind its commit, may be cleaned as the guard reads and dropped before the group is back"
+	floorMigration  = "a 4.x classic group whose commit is older than offsets.retention.minutes at the window's end: converted by a consumer joining with group.protocol=consumer, its offsets expire per commit"
+)
+
+// unprovable is why no sound proof could say Proven in s (see the rules
+// above), tombstonesBehind saying whether the group was behind a
+// tombstone it needs as the verdict was taken; "" when one could.
+func unprovable(s Scenario, tombstonesBehind bool) string {
+	window, retention, deleteRetention := s.Window.Milliseconds(), s.RetentionMs, s.DeleteRetentionMs
+	deletes := strings.Contains(s.CleanupPolicy, "delete") && retention >= 0
+	switch {
+	case deletes && retention < window:
+		return floorRetention
+	case s.Compacted() && deleteRetention < window:
+		return floorTombstone
+	case deletes && (s.Lag > 0 || s.Diverged) && retention <= window+s.CommitAge.Milliseconds():
+		// The records the group has not read were written before its
+		// commit; on a diverged log, where it rewinds to, before the
+		// truncation.
+		return floorBehind
+	case deletes && s.AddPartition && retention <= window:
+		// The added partition's records are written before the verdict.
+		return floorBehind
+	case s.Compacted() && tombstonesBehind && deleteRetention <= window:
+		// Written before the verdict: a cleaning may start as the guard
+		// reads, and stamp it delete.retention.ms from then.
+		return floorTombBehind
+	case kip848Line(s.Line) && s.Group == groupClassic && s.CommitAge+s.Window > offsetsRetention:
+		return floorMigration
+	}
+	return ""
+}
+
+// floor counts, among the judged trials whose scenario is in, those no
+// sound proof could prove (unprovable), by kind of verdict, and the false
+// alarms there per rule.
+type floor struct {
+	judged, falseAlarms, trueAlarms, proven int
+	rules                                   map[string]int
+}
+
+func floorOf(os []outcome, in func(Scenario) bool) floor {
+	f := floor{rules: map[string]int{}}
+	for _, o := range os {
+		rule := unprovable(o.scenario, o.tombstonesBehind)
+		if o.kind == inconclusive || !in(o.scenario) || rule == "" {
+			continue
+		}
+		f.judged++
+		switch o.kind {
+		case falseAlarm:
+			f.falseAlarms++
+			f.rules[rule]++
+		case trueAlarm:
+			f.trueAlarms++
+		default:
+			f.proven++
+		}
+	}
+	return f
+}
+
 // claimTally counts, per reason, the verdicts whose claim held and did
 // not (unscored reasons apart).
 type claimTally struct{ held, notHeld, unscored int }
@@ -473,5 +570,59 @@ func TestNeededTombstones(t *testing.T) {
 	}
 	if want := []int64{0}; !slices.Equal(got[1], want) {
 		t.Errorf("partition 1 (no offset) needs %v, want %v", got[1], want)
+	}
+}
+
+// The floor names the scenarios no sound proof could prove from their
+// settings alone, one rule each, and leaves the others: seed 000's outbox
+// lagging on a topic whose retention is the window exactly (its record,
+// written before the verdict, may go before the consumer is back), a
+// compacted topic whose tombstones live the window exactly, seed 003's
+// batch group between runs on 4.x, a classic group the brokers may
+// convert; and the same with room to spare, which a proof may prove.
+func TestUnprovable(t *testing.T) {
+	provable := Scenario{Line: "3.9", Group: groupClassic, CleanupPolicy: "delete", Window: 20 * time.Second,
+		RetentionMs: 30_000, CommitAge: 5 * time.Second}
+	compact := provable
+	compact.CleanupPolicy, compact.DeleteRetentionMs = "compact", 40_000
+	with := func(s Scenario, change func(*Scenario)) Scenario { change(&s); return s }
+	cases := []struct {
+		name   string
+		s      Scenario
+		behind bool // the group behind a tombstone it needs
+		want   string
+	}{
+		{"caught up, retention over the window", provable, false, ""},
+		{"retention under the window", with(provable, func(s *Scenario) { s.RetentionMs = 19_999 }), false, floorRetention},
+		{"lagging, retention the window plus the commit's age", with(provable, func(s *Scenario) { s.Lag, s.RetentionMs = 3, 25_000 }), false, floorBehind},
+		{"lagging, retention a millisecond more", with(provable, func(s *Scenario) { s.Lag, s.RetentionMs = 3, 25_001 }), false, ""},
+		{"caught up, retention the window", with(provable, func(s *Scenario) { s.RetentionMs = 20_000 }), false, ""},
+		{"a partition added, retention the window", with(provable, func(s *Scenario) { s.AddPartition, s.RetentionMs = true, 20_000 }), false, floorBehind},
+		{"diverged, retention the window plus the commit's age", with(provable, func(s *Scenario) { s.Diverged, s.RetentionMs = true, 25_000 }), false, floorBehind},
+		{"compacted, delete.retention.ms over the window", compact, false, ""},
+		{"compacted, delete.retention.ms under the window", with(compact, func(s *Scenario) { s.DeleteRetentionMs = 19_999 }), false, floorTombstone},
+		{"compacted, no tombstone behind, delete.retention.ms the window", with(compact, func(s *Scenario) { s.Lag, s.DeleteRetentionMs = 3, 20_000 }), false, ""},
+		{"compacted, a tombstone behind, delete.retention.ms the window", with(compact, func(s *Scenario) { s.Lag, s.DeleteRetentionMs = 3, 20_000 }), true, floorTombBehind},
+		{"compacted, a tombstone behind, delete.retention.ms over the window", with(compact, func(s *Scenario) { s.Lag = 3 }), true, ""},
+		{"compacted, lagging, retention.ms short (compact does not delete)", with(compact, func(s *Scenario) { s.Lag, s.RetentionMs = 3, 1_000 }), false, ""},
+		{"4.4 classic, commit expires per commit before the window ends", with(provable, func(s *Scenario) { s.Line, s.CommitAge = "4.4", 45*time.Second }), false, floorMigration},
+		{"4.4 classic, commit within offsets.retention.minutes at the window's end", with(provable, func(s *Scenario) { s.Line, s.CommitAge = "4.4", 40*time.Second }), false, ""},
+		{"3.9 classic, the same old commit (no conversion)", with(provable, func(s *Scenario) { s.CommitAge = 45 * time.Second }), false, ""},
+		{"4.4 KIP-848 group: per commit, a loss when it expires, not a floor", with(provable, func(s *Scenario) { s.Line, s.Group, s.CommitAge = "4.4", groupConsumer, 45*time.Second }), false, ""},
+	}
+	for _, c := range cases {
+		if got := unprovable(c.s, c.behind); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+
+	// Only judged trials count, each by its verdict.
+	short := with(provable, func(s *Scenario) { s.RetentionMs = 10_000 })
+	fl := floorOf([]outcome{
+		{scenario: short, kind: falseAlarm}, {scenario: short, kind: trueAlarm}, {scenario: short, kind: inconclusive},
+		{scenario: provable, kind: falseAlarm}, {scenario: provable, kind: trueProven},
+	}, func(Scenario) bool { return true })
+	if fl.judged != 2 || fl.falseAlarms != 1 || fl.trueAlarms != 1 || fl.proven != 0 || fl.rules[floorRetention] != 1 || len(fl.rules) != 1 {
+		t.Errorf("floor %+v, want 2 judged: 1 false alarm (%s), 1 true alarm", fl, floorRetention)
 	}
 }

@@ -153,6 +153,11 @@ type outcome struct {
 	// (alarmLost, alarmClaims).
 	claims []claimResult
 	alarm  string
+	// tombstonesBehind: as the verdict was taken, the group was behind a
+	// tombstone it needs (the last record of its key at or after the
+	// committed offset; the compacting topics' records are one in five a
+	// tombstone of a random key, besides Scenario.Tombstones).
+	tombstonesBehind bool
 }
 
 // warned: the proof's numbers predicted the loss of every partition that
@@ -422,6 +427,15 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 	// The verdict, through the product's own pipeline. The window runs
 	// from before the check (the proof's own now is later: its window ends
 	// no sooner).
+	// Whether the group is behind a tombstone it needs (the last record
+	// of its key, at or after the commit) as the verdict is taken: the
+	// floor (unprovable) counts on it.
+	behind := false
+	if s.Compacted() {
+		for _, offs := range neededTombstones(log, committed) {
+			behind = behind || len(offs) > 0
+		}
+	}
 	downAt := time.Now()
 	var v verdict
 	if watch != nil {
@@ -544,7 +558,8 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 	if r.err != nil || run.exitCode != 0 {
 		t.Fatalf("%s: the restarted consumer failed (exit %d, %v, fatal %q):\nstdout:\n%s\nstderr:\n%s", s, run.exitCode, r.err, run.fatal(), run.stdout, tail(run.stderr, 40))
 	}
-	o := outcome{scenario: s, verdict: v, lost: map[int32][]int64{}, resets: run.resets(topic), restart: run.assigned(topic), consumerLog: run.stdout}
+	o := outcome{scenario: s, verdict: v, lost: map[int32][]int64{}, resets: run.resets(topic), restart: run.assigned(topic), consumerLog: run.stdout,
+		tombstonesBehind: behind}
 	back, ok := run.backAt(topic, parts)
 	if !ok {
 		o.kind, o.inconclusive = inconclusive, fmt.Sprintf("the restarted consumer was not assigned all %d partitions before it went idle", parts)
