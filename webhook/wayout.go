@@ -105,9 +105,13 @@ var adviceFor = map[string]advice{
 	proof.ReasonGroupTypeUnknown:          {problem: problemAccess},
 	// A lagging record not dated: Read on the topic dates it.
 	proof.ReasonRecordTimestampUnread: {problem: problemAccess, check: "the ACLs (Read on the topic dates the record at the committed offset)"},
-	ReasonProofMissing:                {problem: problemAccess},
-	ReasonProofStale:                  {problem: problemAccess},
-	ReasonLiveCheckFailed:             {problem: problemAccess},
+	// Tombstones neither read nor dated: Read on the topic reads them, a
+	// bounded message.timestamp.after.max.ms dates them.
+	proof.ReasonTombstonesUnread: {problem: problemAccess,
+		check: "the ACLs (Read on the topic) and the topic's message.timestamp.after.max.ms (bounded, it dates the tombstones)"},
+	ReasonProofMissing:    {problem: problemAccess},
+	ReasonProofStale:      {problem: problemAccess},
+	ReasonLiveCheckFailed: {problem: problemAccess},
 
 	// Configuration.
 	proof.ReasonRetentionShorterThanWindow:          {problem: problemConfig, remedy: remedyRetention, violatedOnly: true},

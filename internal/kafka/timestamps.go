@@ -310,8 +310,9 @@ func (p *pass) compacts(topic string) bool {
 // watermark and whose tombstone headroom from the record at the committed
 // offset (its timestamp + delete.retention.ms − now, before the producer's
 // clock skew, which only lowers it) is under a needing group's window plus
-// DefaultCleaningAllowance: the would-be alarms. The others keep their
-// first read.
+// DefaultCleaningAllowance: the would-be alarms; and every such partition
+// of a topic whose stamps do not bound the write (the proof can date its
+// tombstones only by reading them). The others keep their first read.
 func (p *pass) rescanTombstones(ctx context.Context, needers map[timestampWant][]commitNeeds, found map[timestampWant]fetchedRecords) {
 	byLeader := make(map[int32][]timestampWant)
 	for w, needs := range needers {
@@ -319,11 +320,19 @@ func (p *pass) rescanTombstones(ctx context.Context, needers map[timestampWant][
 		if !ok || !p.compacts(w.tp.Topic) || (fr.hw >= 0 && fr.through >= fr.hw) {
 			continue
 		}
-		dr, ok := p.topics[w.tp.Topic].deleteRetentionMs.Millis()
+		ts := p.topics[w.tp.Topic]
+		dr, ok := ts.deleteRetentionMs.Millis()
 		if !ok {
 			continue
 		}
-		wouldFail := false
+		// Stamps that do not bound the write (CreateTime with
+		// message.timestamp.after.max.ms unbounded, Kafka 3.x's
+		// default) date no tombstone: only those read do, so every
+		// lagging partition is read on (proof.TombstonesUnread
+		// otherwise).
+		var to proof.TopicObservation
+		ts.configsInto(&to)
+		wouldFail := !proof.ClockSkewBounded(&to)
 		for _, n := range needs {
 			if n.target >= 0 || n.committed >= fr.hw {
 				continue

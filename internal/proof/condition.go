@@ -101,7 +101,7 @@ func missingFact(reason string) bool {
 	case ReasonRetentionUnreadable, ReasonOffsetsRetentionUnreadable, ReasonNotEvaluated,
 		ReasonOffsetsMayExpireBeforeWindow, ReasonGroupTypeUnknown, ReasonCursorUnreadable,
 		ReasonShareStartOffsetBelowLogStart, ReasonEmptyGroupOffsetsMayExpireBeforeWindow,
-		ReasonOffsetResetMaySkipRecords, ReasonRecordTimestampUnread,
+		ReasonOffsetResetMaySkipRecords, ReasonRecordTimestampUnread, ReasonTombstonesUnread,
 		ReasonCommittedLeaderEpochUnknown, ReasonCommittedOffsetOnDivergedLog:
 		return true
 	}

@@ -345,7 +345,7 @@ func mergeCursor(pr *PartitionResult, cj cursorJudgement, fromCursor bool) {
 		// (A diverged commit keeps the headroom of its rewind point:
 		// setRewindHeadroom.)
 		pr.Headroom, pr.HasHeadroom = 0, false
-		pr.TombstoneHeadroom, pr.HasTombstoneHeadroom = 0, false
+		pr.TombstoneHeadroom, pr.HasTombstoneHeadroom, pr.TombstonesUnread = 0, false, false
 		clearUnreadHeadroom(pr)
 	}
 }

@@ -795,7 +795,8 @@ func oracleHeadroom(in fuzzCase) []string {
 // (oracleCommitBound's rule), and the cleaner may drop it
 // delete.retention.ms after that. Before now + window, the group may miss
 // it. A stamp that bounds nothing (unknown, or CreateTime unbounded ahead)
-// is skipped, as the proof documents.
+// leaves them unbounded: they may go any moment (TombstonesUnread; once
+// skipped, which left such a partition Proven).
 func oracleTombstones(in fuzzCase) []string {
 	var why []string
 	fromCursor := in.policy.Cursor != nil && in.policy.Cursor.ResumeFrom == ResumeFromCursor
@@ -828,6 +829,9 @@ func oracleTombstones(in fuzzCase) []string {
 			// The written-no-earlier-than bound, by the commit-dating rule.
 			bound := oracleCommitBound(t, PartitionObservation{PrecedingTimestamp: ts})
 			if bound.IsZero() {
+				// Neither dated nor read (the fuzzed observations carry no
+				// scan): a tombstone may go any moment.
+				why = append(why, t.Name+"["+strconv.Itoa(int(pt.Partition))+"]: the tombstones the group has not read are not bounded")
 				continue
 			}
 			if bound.Add(keep).Sub(in.now) < in.policy.RecoveryWindow {

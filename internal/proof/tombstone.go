@@ -164,6 +164,22 @@ func tombstoneDrop(position int64, stamp time.Time, scan *TombstoneScan, c tombs
 	return at, bound, offset, horizon, ok
 }
 
+// scanReachesEnd reports whether the observer decoded every batch from
+// position to the high watermark (TombstoneScan.ReachesEnd).
+func scanReachesEnd(position int64, scan *TombstoneScan) bool {
+	return scan != nil && scan.From == position && !scan.FetchedAt.IsZero() && scan.Through > position && scan.ReachesEnd
+}
+
+// ClockSkewBounded reports whether the timestamps of topic t's records
+// bound when they were written (LogAppendTime, or CreateTime with
+// message.timestamp.after.max.ms bounded): where they do not, only the
+// tombstones the observer reads bound a lagging group's, so it reads to
+// the high watermark where it can (internal/kafka's rescanTombstones).
+func ClockSkewBounded(t *TopicObservation) bool {
+	_, problem := clockSkew(t)
+	return problem == ""
+}
+
 // setTombstoneHeadroom sets how long until the log cleaner may drop a
 // tombstone at or after position, the group's (committed offset, or
 // business cursor with resumeFrom Cursor), whose record is stamped stamp;
@@ -172,14 +188,24 @@ func tombstoneDrop(position int64, stamp time.Time, scan *TombstoneScan, c tombs
 // tombstone written so far. An unknown stamp is skipped, not guessed, like
 // the record headroom (setHeadroom), unless the scan bounds every
 // tombstone after position.
+//
+// When nothing bounds them — the scan stopped short of the high watermark
+// (or there was none) and the records' timestamps do not date their write
+// (not read, or CreateTime with message.timestamp.after.max.ms unbounded,
+// Kafka 3.x's default) — the partition is TombstonesUnread: a tombstone
+// written long ago may have been stamped long ago and go at any moment,
+// so nothing is proven (fail closed; before, such a partition was left
+// Proven).
 func setTombstoneHeadroom(pr *PartitionResult, position int64, stamp time.Time, scan *TombstoneScan, c tombstoneClock, now time.Time) {
-	pr.TombstoneHeadroom, pr.HasTombstoneHeadroom = 0, false
+	pr.TombstoneHeadroom, pr.HasTombstoneHeadroom, pr.TombstonesUnread = 0, false, false
 	pr.TombstoneBound, pr.TombstoneOffset, pr.TombstoneHorizon = TombstoneUnread, NoOffset, time.Time{}
 	if pr.Verdict != Proven || position == NoOffset || position < pr.LogStart || position >= pr.LogEnd {
 		return
 	}
 	at, bound, offset, horizon, ok := tombstoneDrop(position, stamp, scan, c)
 	if !ok {
+		// Read to the high watermark with no tombstone: none to miss.
+		pr.TombstonesUnread = !scanReachesEnd(position, scan)
 		return
 	}
 	pr.TombstoneHeadroom, pr.HasTombstoneHeadroom = at.Sub(now), true
@@ -197,6 +223,14 @@ func tombstoneViolations(o *clauseOutcome, f *facts, partitions []PartitionResul
 	window := f.policy.RecoveryWindow
 	for i := range partitions {
 		pr := &partitions[i]
+		if pr.TombstonesUnread && !failed[pr.Topic] {
+			o.add(Violation{
+				Reason: ReasonTombstonesUnread, Topic: pr.Topic, Partition: pr.Partition,
+				Message:   tombstonesUnreadMessage(pr, f, window),
+				Committed: NoOffset, LogStart: -1, LogEnd: -1, Cursor: NoOffset,
+			})
+			continue
+		}
 		if !pr.HasTombstoneHeadroom || pr.TombstoneHeadroom >= window || failed[pr.Topic] {
 			continue
 		}
@@ -209,6 +243,35 @@ func tombstoneViolations(o *clauseOutcome, f *facts, partitions []PartitionResul
 			ExpiresAt: f.now.Add(pr.TombstoneHeadroom),
 		})
 	}
+}
+
+// tombstonesUnreadMessage renders a TombstonesUnread violation: why
+// nothing bounded the tombstones, and what changes the verdict.
+func tombstonesUnreadMessage(pr *PartitionResult, f *facts, window time.Duration) string {
+	var m messageBuilder
+	at, position := "committed offset ", pr.Committed
+	if f.policy.Cursor.ResumesFromCursor() {
+		at, position = "business cursor ", pr.Cursor
+	}
+	skewProblem := ""
+	for i := range f.topics {
+		if t := &f.topics[i]; t.name == pr.Topic && t.obs != nil {
+			_, skewProblem = clockSkew(t.obs)
+		}
+	}
+	m.partition(pr.Topic, pr.Partition).text(": the group is ").count(pr.Lag, "record").text(" behind ").text(at).int(position).
+		text(" on a compacting topic, and the guard neither read the records after it to the high watermark nor dated them")
+	if skewProblem != "" {
+		m.text(" (").text(keyTimestampType).text(" CreateTime with ").text(keyTimestampAfterMaxMs).
+			text(" unbounded: a record's timestamp does not bound when it was written)")
+	} else {
+		m.text(" (the record there was not dated)")
+	}
+	m.text(": a tombstone among them may have been cleaned long ago and be dropped at any moment, so nothing shows the group " +
+		"sees every delete through recoveryWindow ").text(FormatDuration(window)).
+		text("; let it catch up, bound ").text(keyTimestampAfterMaxMs).text(" on the topic (an hour, Kafka 4's default) or set ").
+		text(keyTimestampType).text(" LogAppendTime (the record's timestamp then dates the tombstones after it), or grant Read on the topic if it was refused")
+	return m.String()
 }
 
 // tombstoneMessage renders a TombstoneHeadroomShorterThanWindow violation.

@@ -81,23 +81,43 @@ func TestTombstoneHeadroom(t *testing.T) {
 			wantWarning:  WarningReasonTombstoneMayBeDropped,
 		},
 		{
-			// As headroom.go does for the record headroom: an unknown
-			// timestamp is skipped, not guessed (unread timestamps are
-			// another item of issue 33).
-			name:         "lagging, timestamp unknown: skipped like the record headroom",
+			// Not dated and not read (Read denied on the topic, say): a
+			// tombstone after offset 40 may have been written, and
+			// cleaned, long ago and go any moment. Before, skipped: the
+			// partition was left Proven (fail open); now Unknown.
+			name:         "lagging, timestamp unknown, nothing read: unknown",
 			topic:        compacted("outbox-state", "LogAppendTime", part(0, 0, 100, 40)),
 			wantHeadroom: -1,
+			wantReason:   ReasonTombstonesUnread,
+			wantMessage: "outbox-state[0]: the group is 60 records behind committed offset 40 on a compacting topic, and the guard neither read " +
+				"the records after it to the high watermark nor dated them (the record there was not dated)",
 		},
 		{
 			// Kafka 3.x's default: message.timestamp.after.max.ms Long.MAX.
-			// The stamp does not bound the write (clockSkew): no headroom.
-			name: "lagging, CreateTime with stamps unbounded ahead: the stamp dates nothing, skipped",
+			// The stamp does not bound the write (clockSkew): only the
+			// tombstones read would; none were. Unknown, with the setting
+			// that changes it.
+			name: "lagging, CreateTime with stamps unbounded ahead, nothing read: unknown",
 			topic: func() TopicObservation {
 				t := compacted("outbox-state", "CreateTime", withTimestamp(part(0, 0, 100, 40), now.Add(-5*day)))
 				t.TimestampAfterMaxMs = cfg("9223372036854775807")
 				return t
 			}(),
 			wantHeadroom: -1,
+			wantReason:   ReasonTombstonesUnread,
+			wantMessage:  "(message.timestamp.type CreateTime with message.timestamp.after.max.ms unbounded",
+		},
+		{
+			// The way out the message names: the same topic with the
+			// setting bounded (an hour): the stamp dates the write, 14
+			// days − 3 days − 1 h left, past the 10-day window.
+			name: "lagging, CreateTime, message.timestamp.after.max.ms bounded: dated, proven",
+			topic: func() TopicObservation {
+				t := compacted("outbox-state", "CreateTime", withTimestamp(part(0, 0, 100, 40), now.Add(-3*day)))
+				t.TimestampAfterMaxMs = cfg("3600000")
+				return t
+			}(),
+			wantHeadroom: 11*day - time.Hour,
 		},
 		{
 			// A delete-only topic has no tombstone to drop: its record
@@ -148,6 +168,14 @@ func TestTombstoneHeadroom(t *testing.T) {
 			if c.wantReason == "" {
 				if r.Verdict != Proven {
 					t.Fatalf("verdict %s, want Proven; violations %+v", r.Verdict, r.Violations)
+				}
+				return
+			}
+			if c.wantReason == ReasonTombstonesUnread {
+				if r.Verdict != Unknown || len(r.Violations) != 1 || r.Violations[0].Reason != c.wantReason ||
+					r.Violations[0].Clause != ClauseRetentionCoversWindow || !pr.TombstonesUnread ||
+					!strings.Contains(r.Violations[0].Message, c.wantMessage) {
+					t.Fatalf("verdict %s, violations %+v; want Unknown by %s alone, saying %q", r.Verdict, r.Violations, c.wantReason, c.wantMessage)
 				}
 				return
 			}

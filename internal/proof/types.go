@@ -105,6 +105,15 @@ const (
 	// Describe only) did not decide either: nothing shows the record
 	// outlives the window (Unknown, fail closed). See undated.go.
 	ReasonRecordTimestampUnread = "RecordTimestampUnread"
+	// ReasonTombstonesUnread: on a compacting topic, a lagging group's
+	// partition (at the business cursor with resumeFrom Cursor) whose
+	// tombstones ahead of it were neither all read (the observer's scan
+	// stopped short of the high watermark, or could not read the topic)
+	// nor dated by the records' timestamps (not read, or stamped by
+	// producers that message.timestamp.after.max.ms does not bound, Kafka
+	// 3.x's default): nothing shows the log cleaner keeps them until the
+	// window ends (Unknown, fail closed). See tombstone.go.
+	ReasonTombstonesUnread = "TombstonesUnread"
 
 	// GroupOffsetsRetained
 	ReasonOffsetsRetentionUnreadable        = "OffsetsRetentionUnreadable"
@@ -1038,6 +1047,12 @@ type PartitionResult struct {
 	// ahead of the broker's clock.
 	TombstoneHeadroom    time.Duration
 	HasTombstoneHeadroom bool
+	// TombstonesUnread: a lagging partition of a compacting topic without
+	// a tombstone headroom, not because the observer read to the high
+	// watermark and found no tombstone, but because nothing bounded when
+	// the tombstones after the position were written
+	// (ReasonTombstonesUnread).
+	TombstonesUnread bool
 	// TombstoneBound says what set TombstoneHeadroom, TombstoneOffset the
 	// tombstone found (TombstoneFound, TombstoneStamped) and
 	// TombstoneHorizon its batch's delete horizon (TombstoneStamped).

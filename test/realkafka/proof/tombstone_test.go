@@ -2,12 +2,14 @@ package proof
 
 import (
 	"context"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/retentionguard/retention-guard/internal/kafka"
@@ -377,4 +379,77 @@ func hasKey(t *testing.T, b *apachekafka.Broker, topic string, from int64, key s
 		t.Fatalf("reading %s/0 from %d to %d: %v (read offsets %v, errors %v)", topic, from, end.Offset, ctx.Err(), seen, errs)
 	}
 	return found
+}
+
+// Seed 000's compacted variant on the brokers as deployed, lagging further
+// than the observer reads: a fan-out consumer a few megabytes behind a
+// tombstone on a compacted topic (every topic and broker setting Kafka's
+// default: delete.retention.ms a day, CreateTime, segments of a GiB; a
+// one-hour window). The observer reads up to 8 fetches of 256 KiB after
+// the committed offset, so the records past them are neither read nor,
+// on 3.9 (message.timestamp.after.max.ms unbounded), dated: a tombstone
+// among them may have been cleaned long ago and go any moment, and the
+// proof is Unknown (TombstonesUnread); before, it was Proven, having
+// bounded nothing. On 4.4 (after.max.ms an hour) the record's stamp dates
+// them: Proven. The way out the message names, bounding
+// message.timestamp.after.max.ms on the 3.9 topic, makes it Proven.
+func TestUnreadUndatedTombstonesAreUnknown(t *testing.T) {
+	const (
+		window = time.Hour
+		topic  = "accounts-far-behind"
+		pads   = 32
+	)
+	// Random bytes: the producer's codec leaves them their size.
+	pad := make([]byte, 100<<10)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(pad)
+	for _, d := range apachekafka.Dists(t) {
+		t.Run(d.Line(), func(t *testing.T) {
+			t.Parallel()
+			b := apachekafka.Start(t, d, apachekafka.AsDeployed())
+			b.CreateTopic(t, topic, 1, map[string]string{"cleanup.policy": "compact"})
+			recs := []*kgo.Record{{Topic: topic, Partition: 0, Key: []byte("acct-1"), Value: []byte("open")},
+				{Topic: topic, Partition: 0, Key: []byte("acct-1")}}
+			for i := range pads {
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: 0, Key: []byte("pad-" + strconv.Itoa(i)), Value: pad})
+			}
+			for _, r := range recs {
+				b.ProduceRecords(t, r) // a batch each: the fetches cut between them
+			}
+			b.Commit(t, group(topic), topic, 0, 1)
+			target := kafka.Target{Group: group(topic), Topics: []string{topic}, ReadOffsetsTopic: true, RecoveryWindow: window}
+			read := func(po proof.PartitionObservation) bool { return !po.LastCommit.IsZero() && po.Tombstones != nil }
+			evaluate := func() (proof.Result, *proof.TombstoneScan) {
+				obs := observeUntil(t, b, target, read)
+				sc := obs.Topics[0].Partitions[0].Tombstones
+				if sc == nil || sc.ReachesEnd || len(sc.Found) == 0 || sc.Found[0].Offset != 1 {
+					t.Fatalf("on %s: read %+v, want the tombstone at offset 1 and not the last of the %d records after it", d.Version, sc, pads)
+				}
+				return proof.Evaluate(obs, proof.Policy{UID: "uid", GroupID: group(topic), Topics: []string{topic}, RecoveryWindow: window}, obs.ObservedAt), sc
+			}
+			r, sc := evaluate()
+			if d.Line() == "3.9" {
+				if r.Verdict != proof.Unknown || len(r.Violations) != 1 || r.Violations[0].Reason != proof.ReasonTombstonesUnread ||
+					!strings.Contains(r.Violations[0].Message, "message.timestamp.after.max.ms unbounded") {
+					t.Fatalf("on %s (read to offset %d of %d): %s %v; want Unknown by %s alone, naming the unbounded setting",
+						d.Version, sc.Through, pads+2, r.Verdict, reasons(r), proof.ReasonTombstonesUnread)
+				}
+				// The way out: bound the producers' clock on the topic.
+				res, err := kadm.NewClient(b.Client(t)).AlterTopicConfigs(context.Background(), []kadm.AlterConfig{
+					{Op: kadm.SetConfig, Name: "message.timestamp.after.max.ms", Value: kadm.StringPtr("3600000")}}, topic)
+				for _, r := range res {
+					if err == nil && r.Err != nil {
+						err = r.Err
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, sc = evaluate()
+			}
+			if r.Verdict != proof.Proven || !r.Partitions[0].HasTombstoneHeadroom || r.Partitions[0].TombstoneHeadroom < window {
+				t.Fatalf("on %s (read to offset %d): %s %v, tombstone headroom %v; want Proven, the records dated by their stamps",
+					d.Version, sc.Through, r.Verdict, reasons(r), r.Partitions[0].TombstoneHeadroom)
+			}
+		})
+	}
 }
