@@ -29,6 +29,10 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 	results := make([]PartitionResult, 0, total)
 	unevaluated := 0
 	evidence, evidenceDetail := groupResetEvidence(f)
+	// A failure of the group's own requests this pass (a coordinator
+	// dead, moving or loading): its OffsetFetch answer of none is not
+	// taken for offsets gone (coordinatorUnsettled).
+	unsettled := explainingFailure(f.obs.Failures, explainsGroup)
 	for i := range f.topics {
 		t := &f.topics[i]
 		switch {
@@ -55,6 +59,9 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 				pr.Verdict, pr.Reason = Unknown, failureReason(fl)
 				unevaluated++
 			} else if message := judgePartition(pr, po, compacts, share); message != "" {
+				if pr.Reason == ReasonNoCommittedOffset && po.OffsetVanished && unsettled != "" {
+					message = coordinatorUnsettled(pr, po, unsettled)
+				}
 				o.add(partitionViolation(pr, message))
 			} else if message := judgeUnreadPartition(pr, t.name, siblings, share, evidence, evidenceDetail, f.policy.GroupID); message != "" {
 				o.add(partitionViolation(pr, message))
@@ -91,6 +98,28 @@ func offsetsInRange(f *facts) (Condition, []Violation, []PartitionResult) {
 		cond.Message = outOfRangeSummary(results) + ": " + cond.Message
 	}
 	return cond, o.violations, results
+}
+
+// coordinatorUnsettled turns a vanished offset (NoCommittedOffset, the
+// group seen committed before) into Unknown when the group's coordinator
+// did not answer in full in the same pass (because): a broker that has
+// just taken the group over answers OffsetFetch at a high watermark its
+// followers have not yet moved past the commit (CoordinatorRuntime reads
+// at the last committed offset), which looks exactly like offsets gone.
+// Where __consumer_offsets is read, the log tells (LoggedOffsetKnown);
+// where it is not (Read denied, readOffsetsTopic false), the failure of
+// the same pass is the sign. The next pass with a settled coordinator
+// decides.
+func coordinatorUnsettled(pr *PartitionResult, po *PartitionObservation, because string) string {
+	pr.Verdict, pr.Reason = Unknown, ReasonNotEvaluated
+	var m messageBuilder
+	m.partition(pr.Topic, pr.Partition)
+	m.text(": the group's coordinator answered no committed offset, but the group had committed ").int(po.VanishedOffset).
+		text(" (last read ").text(po.VanishedSeenAt.UTC().Format(time.RFC3339)).
+		text("), and its coordinator did not answer in full in this check (").text(because).
+		text("): a coordinator that has just taken the group over answers at its high watermark until its followers catch up, " +
+			"so whether the offsets are gone cannot be told yet; this ends with the next check a settled coordinator answers")
+	return m.String()
 }
 
 // partitionsSorted reports whether results are sorted by topic and

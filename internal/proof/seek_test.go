@@ -91,6 +91,35 @@ func TestVanishedOffsetOnALogStartingAtZeroIsNotFresh(t *testing.T) {
 	}
 }
 
+// The same vanished offset while the group's coordinator does not answer
+// in full in the same check (test/realkafka/faults TestGroupCoordinatorMoved
+// without __consumer_offsets read: the new coordinator answered OffsetFetch
+// with none while StreamsGroupDescribe said COORDINATOR_LOAD_IN_PROGRESS,
+// and the guard said Violated on a group that lost nothing): Unknown, and
+// Violated again once the coordinator answers in full.
+func TestVanishedOffsetWhileTheCoordinatorMovesIsUnknown(t *testing.T) {
+	po := part(0, 0, 10, NoOffset)
+	po.OffsetVanished, po.VanishedOffset, po.VanishedSeenAt = true, 6, now.Add(-time.Minute)
+	obs := observation(topic("settle-task", po))
+	obs.Failures = []Failure{{Reason: ReasonBrokerUnreachable, API: APIStreamsGroupDescribe, Partition: -1,
+		Message: "StreamsGroupDescribe: state of group settle: Kafka answered COORDINATOR_LOAD_IN_PROGRESS"}}
+	r := Evaluate(obs, policy("settle-task"), now)
+	var v *Violation
+	for i := range r.Violations {
+		if r.Violations[i].Clause == ClauseOffsetsInRange {
+			v = &r.Violations[i]
+		}
+	}
+	if r.Verdict != Unknown || v == nil || v.Reason != ReasonNotEvaluated || !strings.Contains(v.Message, "had committed 6") ||
+		!strings.Contains(v.Message, "did not answer in full") {
+		t.Fatalf("coordinator loading: %s %+v, want Unknown, the offsets-in-range violation %s naming the commit", r.Verdict, r.Violations, ReasonNotEvaluated)
+	}
+	obs.Failures = nil
+	if r := Evaluate(obs, policy("settle-task"), now); r.Verdict != Violated || r.Violations[0].Reason != ReasonNoCommittedOffset {
+		t.Fatalf("coordinator settled: %s %+v, want Violated by %s", r.Verdict, r.Violations, ReasonNoCommittedOffset)
+	}
+}
+
 // Seed 003's group while its coordinator moves (test/realkafka/faults
 // TestGroupCoordinatorMoved, on a loaded Apache Kafka 4.4 cluster): the
 // broker that took __consumer_offsets over answered OffsetFetch with no
