@@ -166,7 +166,7 @@ func summarize(os []outcome, seed uint64, took time.Duration) string {
 		in := func(s Scenario) bool { return s.ReadOffsetsTopic == read }
 		alarms, judged := falseAlarms(os, in)
 		fl := floorOf(os, in)
-		fmt.Fprintf(&b, "\n  readOffsetsTopic=%t: %d false alarms in %d judged trials (%s); %d where no sound proof could say Proven, the other %d %s",
+		fmt.Fprintf(&b, "\n  readOffsetsTopic=%t: %d false alarms in %d judged trials (%s); %d where no sound proof could say Proven, the other %d (%s)",
 			read, alarms, judged, percent(alarms, judged), fl.falseAlarms, alarms-fl.falseAlarms, percent(alarms-fl.falseAlarms, judged))
 		for _, every := range trafficPeriods {
 			traffic, period := "quiet", time.Duration(0)
