@@ -424,9 +424,6 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 	}
 	time.Sleep(time.Until(commitAt.Add(s.CommitAge)))
 
-	// The verdict, through the product's own pipeline. The window runs
-	// from before the check (the proof's own now is later: its window ends
-	// no sooner).
 	// Whether the group is behind a tombstone it needs (the last record
 	// of its key, at or after the commit) as the verdict is taken: the
 	// floor (unprovable) counts on it.
@@ -436,6 +433,10 @@ func trial(t *testing.T, b *apachekafka.Broker, s Scenario, consumer consumerCom
 			behind = behind || len(offs) > 0
 		}
 	}
+
+	// The verdict, through the product's own pipeline. The window runs
+	// from before the check (the proof's own now is later: its window ends
+	// no sooner).
 	downAt := time.Now()
 	var v verdict
 	if watch != nil {
